@@ -1,0 +1,64 @@
+// Package registry loads contested-surfaces.toml, the list of surfaces and
+// their contested contracts, strictly: a registry that loads is one every
+// other part of contested (the leg API, the gate, the arbitration ladder)
+// can trust without checking it again.
+//
+// # File format
+//
+//	schema = 1                       # required; the only version this package reads
+//
+//	[gate]                           # optional
+//	recording_classes = ["store"]    # each must have fired for a run to be certified
+//	self_tests = ["TestDSNGuardRefusesCanonicalDB"]  # must stay in the test inventory
+//
+//	[guard]                          # optional: PgFaultArmer's canonical-database guard
+//	canonical_databases = ["postgres", "ledger"]
+//
+//	[[surface]]                      # at least one
+//	id = "ledger.store"              # unique; letters, digits, '.', '_', '-'; not "all"
+//	class = "store"                  # recording class
+//	owner = "ledger-team"
+//	behavior = "an acknowledged transfer is applied exactly once"
+//	oracle = "exactly-once"          # any non-empty name; see Oracles for the known ones
+//	legs = ["reset", "confirm-timeout"]  # at least one, each from Levers
+//	tests = ["TestStoreContract"]    # at least one; a test name or a subtest path
+//	package = "./examples/ledger/store"  # optional: where the tests live
+//
+//	[surface.budget]                 # optional
+//	smoke = { seeds = 1 }
+//	hardening = { seeds = 3, faults = 5, duration = "2m" }
+//	release = { not_provided = "no soak rig yet", revisit_when = "the nightly stage exists" }
+//
+// The keys of DESIGN §4.6 are a contract; the others (guard, package,
+// budget) are additions. Every other key, at any level, is an error.
+//
+// # Budgets
+//
+// A tier may carry seeds and faults (whole numbers from 1) and duration (a
+// Go duration such as "90s"). Hardening must be strictly stronger than smoke
+// on every dimension both tiers declare; seeds always count, because a
+// missing seeds takes the tier's default. Release is either a tier that is
+// at least as strong as hardening wherever both declare a dimension, or a
+// disclosure: not_provided and revisit_when, both stated ("TBD" and other
+// placeholders are refused, because reports quote them verbatim).
+//
+// Defaults: a surface without [surface.budget] gets smoke 1 seed, hardening
+// 3 seeds, and release not provided with the reason "no release budget
+// declared", to be revisited when "a release budget is declared in the
+// registry". A budget that leaves a tier out gets that tier's default; a
+// smoke or hardening tier that leaves seeds out gets 1 or 3 seeds.
+//
+// # Errors
+//
+// Every problem names the file, line and (when known) column, says what is
+// wrong and what to do, in the form
+//
+//	contested-surfaces.toml:12:1: unknown key "legz" in [[surface]] (known keys: ...); did you mean "legs"?
+//
+// Parse and Load report all the problems they find in one pass, as an
+// ErrorList sorted by position; it matches ErrInvalid with errors.Is. A TOML
+// syntax error stops the pass, since nothing after it can be read reliably.
+// The checks that need more than the file (CheckTests against the test
+// inventory, CheckRecord against a fault record) use the same Error type
+// with their own sentinels.
+package registry
