@@ -100,7 +100,7 @@ func (t tierAt) where(dim string, fallback pos) pos {
 // tiers make sense together.
 func (c *checker) budget(s *value, id string) Budget {
 	b := DefaultBudget()
-	bt := c.table(s, "budget", "[surface.budget]")
+	bt := c.table(s, "budget", id+": [surface.budget]")
 	if bt == nil {
 		return b
 	}
@@ -164,7 +164,7 @@ func dimensions(lo, hi Tier) []dimension {
 // means.
 func (c *checker) tier(bt *value, name, id string, def Tier) (Tier, tierAt) {
 	where := "[surface.budget." + name + "]"
-	tv := c.table(bt, name, where)
+	tv := c.table(bt, name, id+": "+where)
 	if tv == nil {
 		return def, tierAt{}
 	}
@@ -182,7 +182,7 @@ func (c *checker) tier(bt *value, name, id string, def Tier) (Tier, tierAt) {
 	if v, p, ok := c.positiveInt(tv, "faults", id, where); ok {
 		t.Faults, at.faults = v, p
 	}
-	if s, v := c.str(tv, "duration"); v != nil {
+	if s, v := c.str(tv, "duration", id+": "+where); v != nil {
 		d, err := time.ParseDuration(s)
 		switch {
 		case err != nil:
@@ -201,8 +201,8 @@ func (c *checker) tier(bt *value, name, id string, def Tier) (Tier, tierAt) {
 		return t, at
 	}
 
-	reason, reasonV := c.str(tv, "not_provided")
-	revisit, revisitV := c.str(tv, "revisit_when")
+	reason, reasonV := c.str(tv, "not_provided", id+": "+where)
+	revisit, revisitV := c.str(tv, "revisit_when", id+": "+where)
 	declaresBudget := tv.fields["seeds"] != nil || tv.fields["faults"] != nil || tv.fields["duration"] != nil
 	if reasonV == nil && revisitV == nil {
 		if len(tv.keys) == 0 {
@@ -225,7 +225,11 @@ func (c *checker) disclosure(tv, v *value, text, key, meaning, id, where string)
 		return ""
 	}
 	trimmed := strings.TrimSpace(text)
-	if trimmed == "" || placeholders[strings.ToLower(strings.TrimRight(trimmed, "."))] {
+	if trimmed == "" {
+		c.errorf(v.valueAt, "%s: %s %s is empty; state %s (it is quoted verbatim in reports)", id, where, key, meaning)
+		return ""
+	}
+	if placeholders[strings.ToLower(strings.TrimRight(trimmed, "."))] {
 		c.errorf(v.valueAt, "%s: %s %s %q is a placeholder; state %s (it is quoted verbatim in reports)", id, where, key, text, meaning)
 		return ""
 	}

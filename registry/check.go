@@ -127,7 +127,7 @@ func (c *checker) surface(sv *value, n int) Surface {
 	s := Surface{Line: sv.at.line}
 	c.knownKeys(sv, surfaceKeys, "[[surface]]")
 
-	id, idV := c.str(sv, "id")
+	id, idV := c.str(sv, "id", fmt.Sprintf("surface #%d", n))
 	id = strings.TrimSpace(id)
 	// label names the surface in every message about it, even when its id
 	// is unusable.
@@ -156,7 +156,7 @@ func (c *checker) surface(sv *value, n int) Surface {
 	s.Oracle = c.required(sv, "oracle", label)
 	c.missing(sv, label)
 
-	if pkg, v := c.str(sv, "package"); v != nil {
+	if pkg, v := c.str(sv, "package", label); v != nil {
 		pkg = strings.TrimSpace(pkg)
 		if pkg == "" || strings.ContainsAny(pkg, " \t") {
 			c.errorf(v.valueAt, "%s: package %q must be a Go package path as given to go test, e.g. \"./examples/ledger/store\"", label, pkg)
@@ -201,7 +201,7 @@ var requiredMeaning = map[string]string{
 // required reads a string field that must be present and non-blank. An
 // absent key is reported by missing, together with the others.
 func (c *checker) required(t *value, key, label string) string {
-	s, v := c.str(t, key)
+	s, v := c.str(t, key, label)
 	s = strings.TrimSpace(s)
 	if v != nil && s == "" {
 		c.errorf(v.valueAt, "%s has an empty %s; write %s", label, key, requiredMeaning[key])
@@ -258,14 +258,18 @@ func (c *checker) table(t *value, key, where string) *value {
 }
 
 // str returns t[key] when it is a string; v is nil when the key is absent
-// or has another type (which is reported).
-func (c *checker) str(t *value, key string) (string, *value) {
+// or has another type (which is reported, prefixed with where).
+func (c *checker) str(t *value, key, where string) (string, *value) {
 	v := t.fields[key]
 	if v == nil {
 		return "", nil
 	}
 	if v.kind != unstable.String {
-		c.errorf(v.valueAt, "%s must be a string, not %s; quote it", key, v.describe())
+		hint := "; write a single quoted string"
+		if v.kind != unstable.Array && !v.isTable() {
+			hint = "; quote it"
+		}
+		c.errorf(v.valueAt, "%s: %s must be a string, not %s%s", where, key, v.describe(), hint)
 		return "", nil
 	}
 	return v.text, v
