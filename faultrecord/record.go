@@ -1,0 +1,110 @@
+package faultrecord
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Schema is the value of the "schema" field of every record this package writes or accepts.
+// A record with any other value is unreadable: readers never guess at a format they do not know.
+const Schema = "contested/faultrecord@1"
+
+// Errors that callers branch on with [errors.Is].
+var (
+	// ErrRefused means the gate did not certify the run: at least one phase failed.
+	ErrRefused = errors.New("fault gate refused")
+	// ErrResultsDir means the fault directory could not be listed (permission denied, not a
+	// directory). The gate refuses: it cannot tell whether faults ran.
+	ErrResultsDir = errors.New("results directory unreadable")
+	// ErrNoModuleRoot means no go.mod was found above the working directory, so a relative
+	// CONTESTED_RESULTS_DIR cannot be anchored.
+	ErrNoModuleRoot = errors.New("no go.mod above the working directory")
+	// ErrNotFaultDir means a stamp, purge or verification was asked for a directory that is not
+	// a fault directory (its base name is not "fault"). It guards against deleting elsewhere.
+	ErrNotFaultDir = errors.New("not a fault directory")
+	// ErrInvalidRecord means a record does not parse or breaks the schema.
+	ErrInvalidRecord = errors.New("invalid fault record")
+	// ErrInvalidOptions means [Options] cannot drive a verification (for example, no mode).
+	ErrInvalidOptions = errors.New("invalid verify options")
+)
+
+// Record is one armed fault, schema contested/faultrecord@1 (DESIGN §4.4).
+//
+// A leg writes exactly one Record per fault it armed, after it has observed (or failed to
+// observe) the fault landing. Fired is true only on observed evidence, never because the
+// injector was called. FiredAt is omitted when Fired is false.
+type Record struct {
+	Schema   string    `json:"schema"`
+	RunID    string    `json:"run_id"`
+	Test     string    `json:"test"`
+	Package  string    `json:"package"`
+	Surface  string    `json:"surface"`
+	Class    string    `json:"class"`
+	Leg      string    `json:"leg"`
+	Seed     int64     `json:"seed"`
+	Replay   string    `json:"replay"`
+	Armed    bool      `json:"armed"`
+	ArmedAt  time.Time `json:"armed_at"`
+	Fired    bool      `json:"fired"`
+	FiredAt  time.Time `json:"fired_at,omitzero"`
+	Evidence Evidence  `json:"evidence"`
+
+	_ struct{} // disallow positional literals: fields are added over time
+}
+
+// Evidence says how firing was observed, from each side (DESIGN §3.3).
+type Evidence struct {
+	// Injector is what the armer saw: proxy state, byte deltas, pg_stat_activity, exit status.
+	Injector string `json:"injector"`
+	// Victim is what the component under test saw: ECONNRESET, SQLSTATE 53300, EOF, ...
+	Victim string `json:"victim"`
+
+	_ struct{} // disallow positional literals
+}
+
+// Validate reports why r is not a usable record, or nil. The rules are the readers' rules, so a
+// record that Validate accepts is one that [Verify] reads: the schema matches; test, surface,
+// class and leg are set; and the fault was armed (a record exists only for an armed fault).
+func (r *Record) Validate() error {
+	switch {
+	case r.Schema != Schema:
+		return fmt.Errorf("%w: schema %q is not %s", ErrInvalidRecord, r.Schema, Schema)
+	case r.Surface == "":
+		return fmt.Errorf("%w: no surface", ErrInvalidRecord)
+	case r.Class == "":
+		return fmt.Errorf("%w: no class", ErrInvalidRecord)
+	case r.Leg == "":
+		return fmt.Errorf("%w: no leg", ErrInvalidRecord)
+	case r.Test == "":
+		return fmt.Errorf("%w: no test", ErrInvalidRecord)
+	case !r.Armed:
+		return fmt.Errorf("%w: armed is false (a record is written only for an armed fault)", ErrInvalidRecord)
+	}
+	return nil
+}
+
+// ParseRecord decodes and validates one record file's contents. Unknown fields are ignored so
+// that writers can add fields without breaking readers; anything else that is off (not JSON,
+// trailing bytes, another schema, a missing identity field) is an error wrapping
+// [ErrInvalidRecord].
+func ParseRecord(data []byte) (Record, error) {
+	var r Record
+	if err := parseRecordInto(data, &r); err != nil {
+		return Record{}, err
+	}
+	return r, nil
+}
+
+// parseRecordInto is ParseRecord without the copy, for the verification hot path.
+func parseRecordInto(data []byte, r *Record) error {
+	if len(data) == 0 {
+		return fmt.Errorf("%w: empty file", ErrInvalidRecord)
+	}
+	*r = Record{} // Unmarshal keeps fields the data does not mention
+	if err := json.Unmarshal(data, r); err != nil {
+		return fmt.Errorf("%w: parse: %w", ErrInvalidRecord, err)
+	}
+	return r.Validate()
+}
