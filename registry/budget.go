@@ -73,6 +73,10 @@ var placeholders = map[string]bool{
 type tierAt struct {
 	declared                      bool
 	tier, seeds, faults, duration pos
+	// invalid dimensions were written but could not be read; they are
+	// already reported and are left out of comparisons, which would
+	// otherwise compare against a default the author did not mean.
+	invalid map[string]bool
 }
 
 // where returns the position of a dimension if the tier declared it, else
@@ -113,6 +117,9 @@ func (c *checker) budget(s *value, id string) Budget {
 	// Hardening must be strictly stronger than smoke on every dimension
 	// both declare; seeds are always declared (defaults fill them in).
 	for _, d := range dimensions(b.Smoke, b.Hardening) {
+		if smokeAt.invalid[d.name] || hardAt.invalid[d.name] {
+			continue
+		}
 		if d.hi <= d.lo {
 			c.errorf(hardAt.where(d.name, bt.at),
 				"%s: hardening %s %s is not more than smoke %s %s; hardening must be strictly stronger than smoke on every dimension both declare",
@@ -122,6 +129,9 @@ func (c *checker) budget(s *value, id string) Budget {
 	// A provided release budget may not be weaker than hardening anywhere.
 	if b.Release.Provided() {
 		for _, d := range dimensions(b.Hardening, b.Release) {
+			if hardAt.invalid[d.name] || relAt.invalid[d.name] {
+				continue
+			}
 			if d.hi < d.lo {
 				c.errorf(relAt.where(d.name, bt.at),
 					"%s: release %s %s is less than hardening %s %s; release must be at least as strong as hardening",
@@ -168,7 +178,7 @@ func (c *checker) tier(bt *value, name, id string, def Tier) (Tier, tierAt) {
 	if tv == nil {
 		return def, tierAt{}
 	}
-	at := tierAt{declared: true, tier: tv.at}
+	at := tierAt{declared: true, tier: tv.at, invalid: map[string]bool{}}
 	known := tierKeys
 	if name == "release" {
 		known = releaseKeys
@@ -178,12 +188,17 @@ func (c *checker) tier(bt *value, name, id string, def Tier) (Tier, tierAt) {
 	var t Tier
 	if v, p, ok := c.positiveInt(tv, "seeds", id, where); ok {
 		t.Seeds, at.seeds = v, p
+	} else if tv.fields["seeds"] != nil {
+		at.invalid["seeds"] = true
 	}
 	if v, p, ok := c.positiveInt(tv, "faults", id, where); ok {
 		t.Faults, at.faults = v, p
+	} else if tv.fields["faults"] != nil {
+		at.invalid["faults"] = true
 	}
 	if s, v := c.str(tv, "duration", id+": "+where); v != nil {
 		d, err := time.ParseDuration(s)
+		at.invalid["duration"] = err != nil || d <= 0
 		switch {
 		case err != nil:
 			c.errorf(v.valueAt, "%s: %s duration %q is not a Go duration; write it like \"90s\", \"5m\" or \"1h30m\"", id, where, s)
@@ -236,6 +251,10 @@ func (c *checker) disclosure(tv, v *value, text, key, meaning, id, where string)
 	return trimmed
 }
 
+// maxCount bounds seeds and faults: far beyond any real budget, and small
+// enough to fit an int everywhere.
+const maxCount = 1_000_000
+
 // positiveInt reads an optional integer that must be at least 1.
 func (c *checker) positiveInt(t *value, key, id, where string) (int, pos, bool) {
 	v := t.fields[key]
@@ -247,8 +266,8 @@ func (c *checker) positiveInt(t *value, key, id, where string) (int, pos, bool) 
 		return 0, pos{}, false
 	}
 	n, err := strconv.ParseInt(v.text, 0, 64) // base 0: TOML's 0x/0o/0b prefixes and underscores
-	if err != nil || n < 1 || n > 1<<31 {
-		c.errorf(v.valueAt, "%s: %s %s must be a whole number from 1 up, not %s", id, where, key, v.text)
+	if err != nil || n < 1 || n > maxCount {
+		c.errorf(v.valueAt, "%s: %s %s must be a whole number from 1 to %d, not %s", id, where, key, maxCount, v.text)
 		return 0, pos{}, false
 	}
 	return int(n), v.at, true

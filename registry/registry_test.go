@@ -104,11 +104,12 @@ func TestLoadRejectsBadRegistries(t *testing.T) {
 			{"24:50", "revisit_when is empty"},
 			{"35:1", `surface "half.release": [surface.budget.release] both declares a budget and says it is not provided`},
 			{"35:1", "[surface.budget.release] has no revisit_when"},
-			{"46:19", "[surface.budget.smoke] seeds must be a whole number from 1 up, not 0"},
+			{"46:19", "[surface.budget.smoke] seeds must be a whole number from 1 to 1000000, not 0"},
 			{"46:33", `duration "ten seconds" is not a Go duration`},
 			{"47:23", "[surface.budget.hardening] seeds must be an integer, not a float"},
 			{"47:51", `duration must be positive, not "-5s"`},
-			{"48:13", "release seeds 1 is less than hardening seeds 3 (the default)"},
+			// hardening seeds is unreadable, so only faults is compared
+			{"48:24", "release faults 1 is less than hardening faults 2; release must be at least as strong as hardening"},
 			{"58:1", `surface "default.smoke": hardening seeds 3 (the default) is not more than smoke seeds 4`},
 		}},
 		{"tables and values of the wrong type", "bad-types.toml", []problem{
@@ -195,6 +196,12 @@ surface = [
 		}},
 		{"release weaker than hardening", "schema = 1\n" + minimal + `budget.hardening = { seeds = 3, duration = "10m" }` + "\n" + `budget.release = { seeds = 3, duration = "5m" }` + "\n", []problem{
 			{"12:31", "release duration 5m0s is less than hardening duration 10m0s"},
+		}},
+		{"an unreadable dimension is not compared against a default", "schema = 1\n" + minimal + "budget.smoke = { seeds = 5 }\nbudget.hardening = { seeds = 2.5 }\n", []problem{
+			{"12:30", "[surface.budget.hardening] seeds must be an integer, not a float"},
+		}},
+		{"release fewer seeds than the default hardening", "schema = 1\n" + minimal + "budget.release = { seeds = 2 }\n", []problem{
+			{"11:20", "release seeds 2 is less than hardening seeds 3 (the default)"},
 		}},
 		{"hex and underscore integers", "schema = 0x1\n" + minimal + "budget.smoke.seeds = 1\nbudget.hardening.seeds = 1_000\n", nil},
 		{"id with a space", "schema = 1\n" + strings.Replace(minimal, `"a.b"`, `"a b"`, 1), []problem{
