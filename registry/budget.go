@@ -102,17 +102,17 @@ func (t tierAt) where(dim string, fallback pos) pos {
 
 // budget reads [surface.budget], fills in defaults and checks that the
 // tiers make sense together.
-func (c *checker) budget(s *value, id string) Budget {
+func (c *checker) budget(s *value, label string) Budget {
 	b := DefaultBudget()
-	bt := c.table(s, "budget", id+": [surface.budget]")
+	bt := c.table(s, "budget", label+": [surface.budget]")
 	if bt == nil {
 		return b
 	}
 	c.knownKeys(bt, budgetKeys, "[surface.budget]")
 	var smokeAt, hardAt, relAt tierAt
-	b.Smoke, smokeAt = c.tier(bt, "smoke", id, b.Smoke)
-	b.Hardening, hardAt = c.tier(bt, "hardening", id, b.Hardening)
-	b.Release, relAt = c.tier(bt, "release", id, b.Release)
+	b.Smoke, smokeAt = c.tier(bt, "smoke", label, b.Smoke)
+	b.Hardening, hardAt = c.tier(bt, "hardening", label, b.Hardening)
+	b.Release, relAt = c.tier(bt, "release", label, b.Release)
 
 	// Hardening must be strictly stronger than smoke on every dimension
 	// both declare; seeds are always declared (defaults fill them in).
@@ -123,7 +123,7 @@ func (c *checker) budget(s *value, id string) Budget {
 		if d.hi <= d.lo {
 			c.errorf(hardAt.where(d.name, bt.at),
 				"%s: hardening %s %s is not more than smoke %s %s; hardening must be strictly stronger than smoke on every dimension both declare",
-				id, d.name, d.hiText+defaulted(d.name, hardAt), d.name, d.loText+defaulted(d.name, smokeAt))
+				label, d.name, d.hiText+defaulted(d.name, hardAt), d.name, d.loText+defaulted(d.name, smokeAt))
 		}
 	}
 	// A provided release budget may not be weaker than hardening anywhere.
@@ -135,7 +135,7 @@ func (c *checker) budget(s *value, id string) Budget {
 			if d.hi < d.lo {
 				c.errorf(relAt.where(d.name, bt.at),
 					"%s: release %s %s is less than hardening %s %s; release must be at least as strong as hardening",
-					id, d.name, d.hiText, d.name, d.loText+defaulted(d.name, hardAt))
+					label, d.name, d.hiText, d.name, d.loText+defaulted(d.name, hardAt))
 			}
 		}
 	}
@@ -172,9 +172,9 @@ func dimensions(lo, hi Tier) []dimension {
 
 // tier reads one budget tier; def is what an absent tier (or absent seeds)
 // means.
-func (c *checker) tier(bt *value, name, id string, def Tier) (Tier, tierAt) {
+func (c *checker) tier(bt *value, name, label string, def Tier) (Tier, tierAt) {
 	where := "[surface.budget." + name + "]"
-	tv := c.table(bt, name, id+": "+where)
+	tv := c.table(bt, name, label+": "+where)
 	if tv == nil {
 		return def, tierAt{}
 	}
@@ -186,24 +186,24 @@ func (c *checker) tier(bt *value, name, id string, def Tier) (Tier, tierAt) {
 	c.knownKeys(tv, known, where)
 
 	var t Tier
-	if v, p, ok := c.positiveInt(tv, "seeds", id, where); ok {
+	if v, p, ok := c.positiveInt(tv, "seeds", label, where); ok {
 		t.Seeds, at.seeds = v, p
 	} else if tv.fields["seeds"] != nil {
 		at.invalid["seeds"] = true
 	}
-	if v, p, ok := c.positiveInt(tv, "faults", id, where); ok {
+	if v, p, ok := c.positiveInt(tv, "faults", label, where); ok {
 		t.Faults, at.faults = v, p
 	} else if tv.fields["faults"] != nil {
 		at.invalid["faults"] = true
 	}
-	if s, v := c.str(tv, "duration", id+": "+where); v != nil {
+	if s, v := c.str(tv, "duration", label+": "+where); v != nil {
 		d, err := time.ParseDuration(s)
 		at.invalid["duration"] = err != nil || d <= 0
 		switch {
 		case err != nil:
-			c.errorf(v.valueAt, "%s: %s duration %q is not a Go duration; write it like \"90s\", \"5m\" or \"1h30m\"", id, where, s)
+			c.errorf(v.valueAt, "%s: %s duration %q is not a Go duration; write it like \"90s\", \"5m\" or \"1h30m\"", label, where, s)
 		case d <= 0:
-			c.errorf(v.valueAt, "%s: %s duration must be positive, not %q", id, where, s)
+			c.errorf(v.valueAt, "%s: %s duration must be positive, not %q", label, where, s)
 		default:
 			t.Duration, at.duration = d, v.at
 		}
@@ -216,36 +216,36 @@ func (c *checker) tier(bt *value, name, id string, def Tier) (Tier, tierAt) {
 		return t, at
 	}
 
-	reason, reasonV := c.str(tv, "not_provided", id+": "+where)
-	revisit, revisitV := c.str(tv, "revisit_when", id+": "+where)
+	reason, reasonV := c.str(tv, "not_provided", label+": "+where)
+	revisit, revisitV := c.str(tv, "revisit_when", label+": "+where)
 	declaresBudget := tv.fields["seeds"] != nil || tv.fields["faults"] != nil || tv.fields["duration"] != nil
 	if reasonV == nil && revisitV == nil {
 		if len(tv.keys) == 0 {
-			c.errorf(tv.at, "%s: %s declares nothing; give seeds, faults or duration, or not_provided = \"<why>\" with revisit_when = \"<condition>\"", id, where)
+			c.errorf(tv.at, "%s: %s declares nothing; give seeds, faults or duration, or not_provided = \"<why>\" with revisit_when = \"<condition>\"", label, where)
 		}
 		return t, at
 	}
 	if declaresBudget {
-		c.errorf(tv.at, "%s: %s both declares a budget and says it is not provided; keep one: seeds/faults/duration, or not_provided + revisit_when", id, where)
+		c.errorf(tv.at, "%s: %s both declares a budget and says it is not provided; keep one: seeds/faults/duration, or not_provided + revisit_when", label, where)
 	}
-	t.NotProvided = c.disclosure(tv, reasonV, reason, "not_provided", "why there is no release budget", id, where)
-	t.RevisitWhen = c.disclosure(tv, revisitV, revisit, "revisit_when", "the condition under which a release budget will be declared", id, where)
+	t.NotProvided = c.disclosure(tv, reasonV, reason, "not_provided", "why there is no release budget", label, where)
+	t.RevisitWhen = c.disclosure(tv, revisitV, revisit, "revisit_when", "the condition under which a release budget will be declared", label, where)
 	return Tier{NotProvided: t.NotProvided, RevisitWhen: t.RevisitWhen}, at
 }
 
 // disclosure checks one half of a "not provided" release tier.
-func (c *checker) disclosure(tv, v *value, text, key, meaning, id, where string) string {
+func (c *checker) disclosure(tv, v *value, text, key, meaning, label, where string) string {
 	if v == nil {
-		c.errorf(tv.at, "%s: %s has no %s; a release tier that is not provided needs both not_provided and revisit_when (%s)", id, where, key, meaning)
+		c.errorf(tv.at, "%s: %s has no %s; a release tier that is not provided needs both not_provided and revisit_when (%s)", label, where, key, meaning)
 		return ""
 	}
 	trimmed := strings.TrimSpace(text)
 	if trimmed == "" {
-		c.errorf(v.valueAt, "%s: %s %s is empty; state %s (it is quoted verbatim in reports)", id, where, key, meaning)
+		c.errorf(v.valueAt, "%s: %s %s is empty; state %s (it is quoted verbatim in reports)", label, where, key, meaning)
 		return ""
 	}
 	if placeholders[strings.ToLower(strings.TrimRight(trimmed, "."))] {
-		c.errorf(v.valueAt, "%s: %s %s %q is a placeholder; state %s (it is quoted verbatim in reports)", id, where, key, text, meaning)
+		c.errorf(v.valueAt, "%s: %s %s %q is a placeholder; state %s (it is quoted verbatim in reports)", label, where, key, text, meaning)
 		return ""
 	}
 	return trimmed
@@ -256,18 +256,18 @@ func (c *checker) disclosure(tv, v *value, text, key, meaning, id, where string)
 const maxCount = 1_000_000
 
 // positiveInt reads an optional integer that must be at least 1.
-func (c *checker) positiveInt(t *value, key, id, where string) (int, pos, bool) {
+func (c *checker) positiveInt(t *value, key, label, where string) (int, pos, bool) {
 	v := t.fields[key]
 	if v == nil {
 		return 0, pos{}, false
 	}
 	if v.kind != unstable.Integer {
-		c.errorf(v.valueAt, "%s: %s %s must be an integer, not %s", id, where, key, v.describe())
+		c.errorf(v.valueAt, "%s: %s %s must be an integer, not %s", label, where, key, v.describe())
 		return 0, pos{}, false
 	}
 	n, err := strconv.ParseInt(v.text, 0, 64) // base 0: TOML's 0x/0o/0b prefixes and underscores
 	if err != nil || n < 1 || n > maxCount {
-		c.errorf(v.valueAt, "%s: %s %s must be a whole number from 1 to %d, not %s", id, where, key, maxCount, v.text)
+		c.errorf(v.valueAt, "%s: %s %s must be a whole number from 1 to %d, not %s", label, where, key, maxCount, v.text)
 		return 0, pos{}, false
 	}
 	return int(n), v.at, true
