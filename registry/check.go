@@ -84,8 +84,12 @@ func (c *checker) recordingClasses(r *Registry) {
 
 func (c *checker) surfaces(root *value) []Surface {
 	v := root.fields["surface"]
-	if v == nil {
-		c.errorf(pos{1, 1}, "no surfaces are declared; add at least one [[surface]] with id, class, owner, behavior, oracle, legs and tests")
+	if v == nil || v.kind == unstable.Array && len(v.items) == 0 {
+		at := pos{1, 1}
+		if v != nil {
+			at = v.at
+		}
+		c.errorf(at, "no surfaces are declared; add at least one [[surface]] with id, class, owner, behavior, oracle, legs and tests")
 		return nil
 	}
 	if !v.isTableArray() {

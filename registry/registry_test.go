@@ -166,6 +166,9 @@ func TestParseInline(t *testing.T) {
 			{"1:1", "schema is missing"},
 			{"1:1", "no surfaces are declared"},
 		}},
+		{"an empty array of surfaces", "schema = 1\nsurface = []\n", []problem{
+			{"2:1", "no surfaces are declared; add at least one [[surface]]"},
+		}},
 		{"minimal registry", "schema = 1\n" + minimal, nil},
 		{"CRLF line endings keep line numbers", strings.ReplaceAll("schema = 1\n"+minimal+"legz = 1\n", "\n", "\r\n"), []problem{
 			{"11:1", `unknown key "legz"`},
