@@ -1,9 +1,9 @@
 package registry
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	toml "github.com/pelletier/go-toml/v2"
@@ -98,6 +98,10 @@ type keyPart struct {
 type treeBuilder struct {
 	p    unstable.Parser
 	data []byte
+	// lineStarts[i] is the offset of line i+1. Positions are computed from
+	// it rather than with Parser.Shape, which rescans the document from the
+	// start for every node.
+	lineStarts []int
 }
 
 // parseTree checks that data is valid TOML and returns its positioned tree.
@@ -107,7 +111,12 @@ func parseTree(file string, data []byte) (*value, *Error) {
 	if err := toml.Unmarshal(data, &probe); err != nil {
 		return nil, syntaxError(file, err)
 	}
-	b := &treeBuilder{data: data}
+	b := &treeBuilder{data: data, lineStarts: []int{0}}
+	for i, c := range data {
+		if c == '\n' {
+			b.lineStarts = append(b.lineStarts, i+1)
+		}
+	}
 	b.p.Reset(data)
 	root := newTable(pos{1, 1})
 	current := root
@@ -213,18 +222,17 @@ func (b *treeBuilder) key(n *unstable.Node) []keyPart {
 	return parts
 }
 
+// pos is the 1-based line and byte column where r starts.
 func (b *treeBuilder) pos(r unstable.Range) pos {
-	s := b.p.Shape(r)
-	return pos{s.Start.Line, s.Start.Column}
+	off := int(r.Offset)
+	line, _ := slices.BinarySearch(b.lineStarts, off+1) // first line starting after off
+	return pos{line, off - b.lineStarts[line-1] + 1}
 }
 
 // headerPos is the start of the [header] whose first key part is at keyAt:
 // the first non-blank character of that line, where the bracket is.
 func (b *treeBuilder) headerPos(keyAt pos) pos {
-	lineStart := 0
-	for line := 1; line < keyAt.line; line++ {
-		lineStart += bytes.IndexByte(b.data[lineStart:], '\n') + 1
-	}
+	lineStart := b.lineStarts[keyAt.line-1]
 	col := 1
 	for i := lineStart; i < len(b.data) && (b.data[i] == ' ' || b.data[i] == '\t'); i++ {
 		col++
