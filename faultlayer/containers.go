@@ -1,0 +1,264 @@
+package faultlayer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+	tcnetwork "github.com/testcontainers/testcontainers-go/network"
+	"github.com/testcontainers/testcontainers-go/wait"
+
+	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/images"
+	"github.com/contested/contested/internal/reap"
+)
+
+// Container-side facts of the containers provider.
+const (
+	controlPort     = 8474
+	postgresAlias   = "postgres"
+	testPlaneDB     = "contested"
+	testPlaneUser   = "postgres"
+	rolePrefix      = "layer-"
+	startupDeadline = 2 * time.Minute
+)
+
+func dockerAnswers(ctx context.Context) error {
+	cli, err := dockerenv.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	return cli.Close()
+}
+
+// Sweep removes what killed runs left behind on this host: labelled layer
+// containers and networks whose owner process is gone, and data
+// directories of embedded layers whose owner is gone. It never touches
+// anything without our label. w receives one line per removal.
+func Sweep(ctx context.Context, w io.Writer) error {
+	var errs []error
+	if cli, err := dockerenv.Connect(ctx); err == nil {
+		if _, err := reap.Sweep(ctx, cli, reap.Orphaned(rolePrefix), w); err != nil {
+			errs = append(errs, err)
+		}
+		cli.Close()
+	}
+	if err := sweepEmbedded(w); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// upContainers starts Postgres and Toxiproxy on a private network of their
+// own, publishing every port on 127.0.0.1 only, and the proxy port range up
+// front: the engine cannot publish a port after a container has started.
+func upContainers(ctx context.Context, cfg Config) (_ *Layer, err error) {
+	dockerenv.Configure(nil)
+	cli, err := dockerenv.Connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCannotRun, err)
+	}
+	spec := cfg.ProxyPorts
+	if spec == "" {
+		spec = DefaultProxyPorts
+	}
+	// Container-side ports; the dial side is filled in from the bindings.
+	ports, err := ParseProxyPorts(spec, "0.0.0.0", "127.0.0.1")
+	if err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, EnvProxyPorts, err)
+	}
+	for _, p := range ports {
+		if p.Dial != net.JoinHostPort("127.0.0.1", strconv.Itoa(p.Port)) {
+			cli.Close()
+			return nil, fmt.Errorf("%w: %s: the containers provider publishes its own ports; give a range, not port=address mappings", ErrConfig, EnvProxyPorts)
+		}
+	}
+	if err := Sweep(ctx, cfg.Log); err != nil {
+		fmt.Fprintf(cfg.Log, "fault layer: sweep: %v\n", err)
+	}
+
+	pgImage, err := images.Postgres().Ensure(ctx, cli, cfg.PostgresImage, cfg.Log)
+	if err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("%w: postgres image: %v", ErrCannotRun, err)
+	}
+	tpImage, err := images.Toxiproxy().Ensure(ctx, cli, cfg.ToxiproxyImage, cfg.Log)
+	if err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("%w: toxiproxy image: %v", ErrCannotRun, err)
+	}
+
+	l := &Layer{ProxyListenHost: "0.0.0.0", PostgresUpstream: net.JoinHostPort(postgresAlias, "5432")}
+	run := cfg.RunID
+	// Teardown removes everything labelled with this run, whatever state
+	// bring-up reached; the label, not a handle, is the source of truth.
+	l.onClose(func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		_, err := reap.Sweep(ctx, cli, reap.Run(run), io.Discard)
+		cli.Close()
+		return err
+	})
+	defer func() {
+		if err != nil {
+			l.Close(context.WithoutCancel(ctx))
+		}
+	}()
+
+	netName := "contested-" + run
+	if _, err := cli.NetworkCreate(ctx, netName, client.NetworkCreateOptions{
+		Driver: "bridge",
+		Labels: reap.Labels(run, rolePrefix+"network"),
+	}); err != nil {
+		return nil, fmt.Errorf("%w: create network %s: %v", ErrCannotRun, netName, err)
+	}
+
+	password := randomPassword()
+	fmt.Fprintf(cfg.Log, "fault layer: starting Postgres (%s) on network %s\n", pgImage, netName)
+	pg, err := testcontainers.Run(ctx, pgImage,
+		testcontainers.WithEnv(map[string]string{"POSTGRES_USER": testPlaneUser, "POSTGRES_PASSWORD": password, "POSTGRES_DB": testPlaneDB}),
+		testcontainers.WithCmd("postgres", "-c", "max_connections=200"),
+		testcontainers.WithLabels(reap.Labels(run, rolePrefix+"postgres")),
+		testcontainers.WithName("contested-"+run+"-postgres"),
+		tcnetwork.WithNetworkName([]string{postgresAlias}, netName),
+		loopbackOnly("5432/tcp"),
+		testcontainers.WithWaitStrategy(pgReady{user: testPlaneUser, password: password, db: testPlaneDB, timeout: startupDeadline}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("%w: start Postgres: %v", ErrCannotRun, err)
+	}
+	pgPort, err := pg.MappedPort(ctx, "5432/tcp")
+	if err != nil {
+		return nil, fmt.Errorf("%w: Postgres port: %v", ErrCannotRun, err)
+	}
+	l.PostgresDSN = dsn(testPlaneUser, password, "127.0.0.1", int(pgPort.Num()), testPlaneDB)
+
+	exposed := []string{fmt.Sprintf("%d/tcp", controlPort)}
+	for _, p := range ports {
+		exposed = append(exposed, fmt.Sprintf("%d/tcp", p.Port))
+	}
+	fmt.Fprintf(cfg.Log, "fault layer: starting Toxiproxy (%s), publishing %d proxy ports on 127.0.0.1\n", tpImage, len(ports))
+	tp, err := testcontainers.Run(ctx, tpImage,
+		testcontainers.WithCmd("-host=0.0.0.0", "-port="+strconv.Itoa(controlPort)),
+		testcontainers.WithLabels(reap.Labels(run, rolePrefix+"toxiproxy")),
+		testcontainers.WithName("contested-"+run+"-toxiproxy"),
+		tcnetwork.WithNetworkName([]string{"toxiproxy"}, netName),
+		loopbackOnly(exposed...),
+		// The image is FROM scratch: there is no shell for a listening-port
+		// check, so readiness is the control API answering.
+		testcontainers.WithWaitStrategy(wait.ForHTTP("/version").WithPort(fmt.Sprintf("%d/tcp", controlPort)).WithStartupTimeout(startupDeadline)),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("%w: start Toxiproxy: %v", ErrCannotRun, err)
+	}
+	l.ToxiproxyContainer = tp.GetContainerID()
+	insp, err := tp.Inspect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: inspect Toxiproxy: %v", ErrCannotRun, err)
+	}
+	bound := func(port int) (int, error) {
+		for _, b := range insp.NetworkSettings.Ports[network.MustParsePort(fmt.Sprintf("%d/tcp", port))] {
+			if b.HostIP.IsLoopback() {
+				return strconv.Atoi(b.HostPort)
+			}
+		}
+		return 0, fmt.Errorf("port %d/tcp is not published on 127.0.0.1", port)
+	}
+	cp, err := bound(controlPort)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Toxiproxy: %v", ErrCannotRun, err)
+	}
+	l.ToxiproxyURL = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(cp))
+	for i, p := range ports {
+		hp, err := bound(p.Port)
+		if err != nil {
+			return nil, fmt.Errorf("%w: Toxiproxy: %v", ErrCannotRun, err)
+		}
+		ports[i].Dial = net.JoinHostPort("127.0.0.1", strconv.Itoa(hp))
+	}
+	l.Ports = ports
+	fmt.Fprintf(cfg.Log, "fault layer: up: Toxiproxy %s, Postgres %s\n", l.ToxiproxyURL, redact(l.PostgresDSN))
+	return l, nil
+}
+
+// loopbackOnly exposes ports and binds each to a random port on 127.0.0.1.
+// Without the explicit HostIP the engine binds every interface.
+func loopbackOnly(ports ...string) testcontainers.CustomizeRequestOption {
+	return func(req *testcontainers.GenericContainerRequest) error {
+		if err := testcontainers.WithExposedPorts(ports...)(req); err != nil {
+			return err
+		}
+		return testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+			if hc.PortBindings == nil {
+				hc.PortBindings = network.PortMap{}
+			}
+			for _, p := range ports {
+				hc.PortBindings[network.MustParsePort(p)] = []network.PortBinding{{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: "0"}}
+			}
+		})(req)
+	}
+}
+
+// pgReady waits until the server accepts an authenticated connection on
+// its published port. It works for the upstream image (which restarts once
+// after initialization) and the locally built one alike.
+type pgReady struct {
+	user, password, db string
+	timeout            time.Duration
+}
+
+var _ wait.Strategy = pgReady{}
+
+func (w pgReady) WaitUntilReady(ctx context.Context, target wait.StrategyTarget) error {
+	ctx, cancel := context.WithTimeout(ctx, w.timeout)
+	defer cancel()
+	var last error
+	for {
+		if st, err := target.State(ctx); err == nil && !st.Running {
+			return fmt.Errorf("postgres container is %s (exit code %d)", st.Status, st.ExitCode)
+		}
+		port, err := target.MappedPort(ctx, "5432/tcp")
+		if err == nil {
+			cctx, ccancel := context.WithTimeout(ctx, 3*time.Second)
+			var conn *pgx.Conn
+			conn, err = pgx.Connect(cctx, dsn(w.user, w.password, "127.0.0.1", int(port.Num()), w.db))
+			if err == nil {
+				err = conn.Ping(cctx)
+				conn.Close(cctx)
+			}
+			ccancel()
+			if err == nil {
+				return nil
+			}
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("postgres not ready after %s: %v", w.timeout, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func dsn(user, password, host string, port int, db string) string {
+	u := url.URL{
+		Scheme:   "postgres",
+		User:     url.UserPassword(user, password),
+		Host:     net.JoinHostPort(host, strconv.Itoa(port)),
+		Path:     "/" + db,
+		RawQuery: "sslmode=disable",
+	}
+	return u.String()
+}

@@ -1,0 +1,406 @@
+package faultlayer
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	mathrand "math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	toxiproxyserver "github.com/Shopify/toxiproxy/v2"
+	"github.com/rs/zerolog"
+
+	"github.com/contested/contested/internal/reap"
+)
+
+// embeddedDirPrefix names the temporary directories of embedded layers; the
+// sweep finds orphans by it and by the owner file inside.
+const embeddedDirPrefix = "contested-embedded-"
+
+// upEmbedded runs Toxiproxy in this process, on an ephemeral 127.0.0.1
+// port, and Postgres from local binaries in a temporary data directory.
+func upEmbedded(ctx context.Context, cfg Config) (_ *Layer, err error) {
+	bin, err := postgresBinaries(cfg.PostgresBin)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCannotRun, err)
+	}
+	if err := sweepEmbedded(cfg.Log); err != nil {
+		fmt.Fprintf(cfg.Log, "fault layer: sweep: %v\n", err)
+	}
+	var ports []ProxyPort
+	if cfg.ProxyPorts != "" {
+		if ports, err = ParseProxyPorts(cfg.ProxyPorts, "127.0.0.1", "127.0.0.1"); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrConfig, EnvProxyPorts, err)
+		}
+		for _, p := range ports {
+			if err := portFree(p.Port); err != nil {
+				return nil, fmt.Errorf("%w: %s: port %d is in use on 127.0.0.1 (%v); pick a free range", ErrConfig, EnvProxyPorts, p.Port, err)
+			}
+		}
+	} else if ports, err = freePorts(16); err != nil {
+		return nil, fmt.Errorf("%w: find free ports: %v", ErrCannotRun, err)
+	}
+
+	l := &Layer{ProxyListenHost: "127.0.0.1", Ports: ports}
+	defer func() {
+		if err != nil {
+			l.Close(context.WithoutCancel(ctx))
+		}
+	}()
+
+	fmt.Fprintf(cfg.Log, "fault layer: starting Postgres from %s\n", bin)
+	pg, err := startLocalPostgres(ctx, bin, cfg.RunID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCannotRun, err)
+	}
+	l.onClose(pg.stop)
+	l.PostgresDSN = dsn(testPlaneUser, pg.password, "127.0.0.1", pg.port, testPlaneDB)
+	l.PostgresUpstream = net.JoinHostPort("127.0.0.1", strconv.Itoa(pg.port))
+
+	url, stop, err := startLocalToxiproxy()
+	if err != nil {
+		return nil, fmt.Errorf("%w: start Toxiproxy in-process: %v", ErrCannotRun, err)
+	}
+	l.onClose(stop)
+	l.ToxiproxyURL = url
+	fmt.Fprintf(cfg.Log, "fault layer: up: Toxiproxy %s (in-process), Postgres %s\n", l.ToxiproxyURL, redact(l.PostgresDSN))
+	return l, nil
+}
+
+// startLocalToxiproxy serves the Toxiproxy API from this process on an
+// ephemeral loopback port. The listener is bound first so the port is known
+// before serving starts.
+func startLocalToxiproxy() (string, func(context.Context) error, error) {
+	srv := toxiproxyserver.NewServer(toxiproxyserver.NewMetricsContainer(nil), zerolog.Nop())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	hs := &http.Server{Handler: srv.Routes(), ReadHeaderTimeout: 5 * time.Second}
+	go hs.Serve(ln)
+	stop := func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		err := hs.Shutdown(ctx)
+		srv.Collection.Clear()
+		return err
+	}
+	return "http://" + ln.Addr().String(), stop, nil
+}
+
+// postgresBinaries finds a directory holding initdb and postgres:
+// CONTESTED_PG_BIN, then pg_config --bindir, then the newest
+// /usr/lib/postgresql/*/bin, then PATH.
+func postgresBinaries(explicit string) (string, error) {
+	ok := func(dir string) bool {
+		for _, b := range []string{"initdb", "postgres"} {
+			if st, err := os.Stat(filepath.Join(dir, b)); err != nil || st.IsDir() {
+				return false
+			}
+		}
+		return true
+	}
+	if explicit != "" {
+		if ok(explicit) {
+			return explicit, nil
+		}
+		return "", fmt.Errorf("%s=%s has no initdb and postgres", EnvPostgresBin, explicit)
+	}
+	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
+		if d := strings.TrimSpace(string(out)); ok(d) {
+			return d, nil
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return versionOf(dirs[i]) > versionOf(dirs[j]) })
+	for _, d := range dirs {
+		if ok(d) {
+			return d, nil
+		}
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil && ok(filepath.Dir(real)) {
+			return filepath.Dir(real), nil
+		}
+	}
+	return "", errors.New("no local Postgres binaries (initdb, postgres) were found: install postgresql (apt-get install postgresql) or set " + EnvPostgresBin)
+}
+
+func versionOf(dir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(dir)))
+	return v
+}
+
+type localPostgres struct {
+	dir      string
+	port     int
+	password string
+	cmd      *exec.Cmd
+	exited   chan struct{}
+}
+
+// startLocalPostgres initializes a data directory and starts a postmaster
+// on a free loopback port. Postgres refuses to run as root, so under root
+// it runs as the postgres (or nobody) user. The directory carries an owner
+// file so a sweep can stop and remove it if this process is killed.
+func startLocalPostgres(ctx context.Context, bin, run string) (*localPostgres, error) {
+	dir, err := os.MkdirTemp("", embeddedDirPrefix)
+	if err != nil {
+		return nil, err
+	}
+	pg := &localPostgres{dir: dir, password: randomPassword()}
+	ok := false
+	defer func() {
+		if !ok {
+			pg.stop(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := os.WriteFile(filepath.Join(dir, "owner"), []byte(reap.Self().String()+"\n"+run+"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	cred, err := unprivileged()
+	if err != nil {
+		return nil, err
+	}
+	data := filepath.Join(dir, "data")
+	pwfile := filepath.Join(dir, "pwfile")
+	if err := os.WriteFile(pwfile, []byte(pg.password+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	if cred != nil {
+		for _, p := range []string{dir, pwfile} {
+			if err := os.Chown(p, int(cred.Uid), int(cred.Gid)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", testPlaneUser, "--pwfile="+pwfile,
+		"--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("initdb: %w\n%s", err, out)
+	}
+	os.Remove(pwfile)
+
+	for attempt := 0; ; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		logf, err := os.OpenFile(filepath.Join(dir, "postgres.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port),
+			"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="+dir, "-c", "max_connections=200")
+		cmd.Stdout, cmd.Stderr = logf, logf
+		// SIGQUIT on our death is Postgres' immediate shutdown; the sweep
+		// covers the cases where the kernel cannot deliver it.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			logf.Close()
+			return nil, fmt.Errorf("start postgres: %w", err)
+		}
+		logf.Close()
+		pg.cmd, pg.port, pg.exited = cmd, port, make(chan struct{})
+		go func(c *exec.Cmd, ch chan struct{}) { c.Wait(); close(ch) }(cmd, pg.exited)
+		err = pg.waitReady(ctx)
+		if err == nil {
+			break
+		}
+		if attempt < 2 && strings.Contains(pg.logTail(), "could not bind") {
+			continue // lost a race for the port
+		}
+		return nil, fmt.Errorf("postgres did not start: %w\n%s", err, pg.logTail())
+	}
+	if err := pg.exec(ctx, "CREATE DATABASE "+testPlaneDB); err != nil {
+		return nil, err
+	}
+	ok = true
+	return pg, nil
+}
+
+func (pg *localPostgres) waitReady(ctx context.Context) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case <-pg.exited:
+			return errors.New("postgres exited")
+		default:
+		}
+		if err := pg.exec(ctx, "SELECT 1"); err == nil {
+			return nil
+		} else if time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (pg *localPostgres) exec(ctx context.Context, sql string) error {
+	db := "postgres"
+	return execSQL(ctx, dsn(testPlaneUser, pg.password, "127.0.0.1", pg.port, db), sql)
+}
+
+func (pg *localPostgres) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(pg.dir, "postgres.log"))
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > 15 {
+		lines = lines[len(lines)-15:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// stop asks for a fast shutdown, kills after a grace period, and removes
+// the data directory.
+func (pg *localPostgres) stop(context.Context) error {
+	if pg.cmd != nil && pg.cmd.Process != nil {
+		_ = pg.cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-pg.exited:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-pg.cmd.Process.Pid, syscall.SIGKILL)
+			<-pg.exited
+		}
+	}
+	return os.RemoveAll(pg.dir)
+}
+
+// unprivileged returns the credential to run Postgres under: nil when this
+// process is not root, else the postgres user (or nobody).
+func unprivileged() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	for _, name := range []string{"postgres", "nobody"} {
+		u, err := user.Lookup(name)
+		if err != nil {
+			continue
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+	}
+	return nil, errors.New("running as root and there is no postgres or nobody user to run Postgres as")
+}
+
+// sweepEmbedded stops and removes the data directories of embedded layers
+// whose owner process is gone.
+func sweepEmbedded(w io.Writer) error {
+	if w == nil {
+		w = io.Discard
+	}
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), embeddedDirPrefix+"*"))
+	var errs []error
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, "owner"))
+		if err != nil {
+			continue // not ours, or still being created
+		}
+		owner, err := reap.ParseOwner(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+		if err != nil || !owner.Gone() {
+			continue
+		}
+		if pid := postmasterPID(filepath.Join(dir, "data")); pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGQUIT)
+			for i := 0; i < 50 && syscall.Kill(pid, 0) == nil; i++ {
+				time.Sleep(100 * time.Millisecond)
+			}
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(w, "swept embedded layer %s (owner %s)\n", dir, owner)
+	}
+	return errors.Join(errs...)
+}
+
+// postmasterPID reads the postmaster's PID from its lock file and checks the
+// process is still that postmaster (same data directory on its command
+// line), so a reused PID is never signalled.
+func postmasterPID(data string) int {
+	f, err := os.Open(filepath.Join(data, "postmaster.pid"))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	if !sc.Scan() {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(sc.Text()))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !strings.Contains(string(cmdline), data) {
+		return 0
+	}
+	return pid
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// freePorts finds n free loopback ports below the kernel's ephemeral range
+// (32768 and up on Linux), so outgoing connections do not take them later.
+// They are free when found; a later collision shows up as a proxy that
+// cannot listen, which the leg reports.
+func freePorts(n int) ([]ProxyPort, error) {
+	const lo, hi = 10000, 30000
+	start := lo + mathrand.IntN(hi-lo)
+	var out []ProxyPort
+	for i := 0; i < hi-lo && len(out) < n; i++ {
+		p := lo + (start-lo+i)%(hi-lo)
+		if _, reserved := reservedPorts[p]; reserved || portFree(p) != nil {
+			continue
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+		out = append(out, ProxyPort{Port: p, Listen: addr, Dial: addr})
+	}
+	if len(out) < n {
+		return nil, fmt.Errorf("only %d free ports in %d-%d", len(out), lo, hi)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Port < out[j].Port })
+	return out, nil
+}
+
+func portFree(p int) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+	if err != nil {
+		return err
+	}
+	return ln.Close()
+}
+
+func randomPassword() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

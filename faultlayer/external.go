@@ -1,0 +1,88 @@
+package faultlayer
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// upExternal reaches a layer someone else runs (the compose devstack, a CI
+// service). Nothing is started and Close leaves it running. Proxy ports
+// default to DefaultProxyPorts, listened on 0.0.0.0 (Toxiproxy in a
+// container; the host publish decides who can reach it) and dialled on the
+// control API's host.
+func upExternal(ctx context.Context, cfg Config) (*Layer, error) {
+	base, err := toxiproxyBase(cfg.ToxiproxyURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, EnvToxiproxyURL, err)
+	}
+	listenHost := cfg.ProxyListenHost
+	if listenHost == "" {
+		listenHost = "0.0.0.0"
+	}
+	spec := cfg.ProxyPorts
+	if spec == "" {
+		spec = DefaultProxyPorts
+	}
+	ports, err := ParseProxyPorts(spec, listenHost, base.Hostname())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, EnvProxyPorts, err)
+	}
+	upstream := cfg.PostgresUpstream
+	if upstream == "" {
+		pc, err := pgx.ParseConfig(cfg.PostgresDSN)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrConfig, EnvPostgresDSN, err)
+		}
+		upstream = net.JoinHostPort(pc.Host, fmt.Sprint(pc.Port))
+	}
+	l := &Layer{
+		ToxiproxyURL:     base.String(),
+		PostgresDSN:      cfg.PostgresDSN,
+		PostgresUpstream: upstream,
+		ProxyListenHost:  listenHost,
+		Ports:            ports,
+	}
+	if _, err := fetchVersion(ctx, l.ToxiproxyURL, "contested"); err != nil {
+		return nil, fmt.Errorf("%w: Toxiproxy at %s does not answer (%v); start it, or fix %s", ErrCannotRun, l.ToxiproxyURL, err, EnvToxiproxyURL)
+	}
+	return l, nil
+}
+
+// fetchVersion GETs /version with the given User-Agent and returns the
+// status code; a transport error is returned as is.
+func fetchVersion(ctx context.Context, base, userAgent string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/version", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("User-Agent", userAgent)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, fmt.Errorf("GET /version: %s", resp.Status)
+	}
+	return resp.StatusCode, nil
+}
+
+// execSQL runs one statement on a fresh connection.
+func execSQL(ctx context.Context, dsn, sql string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	_, err = conn.Exec(ctx, sql)
+	return err
+}

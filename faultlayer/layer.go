@@ -1,0 +1,385 @@
+// Package faultlayer brings up and checks the fault layer: a Toxiproxy and
+// the test-plane Postgres that holds the port-lease table, from containers,
+// from in-process and local binaries, or from coordinates of a layer that
+// is already running.
+package faultlayer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/contested/contested/faultlayer/lease"
+)
+
+// Kind names a provider of the fault layer.
+type Kind string
+
+// The providers. Auto picks one and says why.
+const (
+	Auto       Kind = "auto"
+	Containers Kind = "containers"
+	Embedded   Kind = "embedded"
+	External   Kind = "external"
+)
+
+// Environment variables. The first six are contracts (DESIGN §4.2); the
+// rest are this package's additions for handing a running layer to child
+// processes.
+const (
+	EnvLayer            = "CONTESTED_LAYER"
+	EnvToxiproxyURL     = "CONTESTED_TOXIPROXY_URL"
+	EnvPostgresDSN      = "CONTESTED_PG_DSN"
+	EnvPostgresImage    = "CONTESTED_PG_IMAGE"
+	EnvToxiproxyImage   = "CONTESTED_TOXIPROXY_IMAGE"
+	EnvRunID            = "CONTESTED_RUN_ID"
+	EnvProxyPorts       = "CONTESTED_PROXY_PORTS"       // ports Toxiproxy may listen on: "20000-20031" or "20000=127.0.0.1:49153,…"
+	EnvProxyListenHost  = "CONTESTED_PROXY_LISTEN_HOST" // host part of proxy listen addresses
+	EnvPostgresUpstream = "CONTESTED_PG_UPSTREAM"       // Postgres as Toxiproxy reaches it, host:port
+	EnvPostgresBin      = "CONTESTED_PG_BIN"            // directory with initdb and postgres, for the embedded layer
+)
+
+// DefaultProxyPorts is the range published by the containers provider and
+// assumed for an external layer that does not say otherwise.
+const DefaultProxyPorts = "20000-20031"
+
+// Sentinel errors callers map to exit codes.
+var (
+	// ErrConfig: the configuration is unusable (exit 2).
+	ErrConfig = errors.New("bad fault-layer configuration")
+	// ErrCannotRun: the layer could not be brought up or reached (exit 3).
+	ErrCannotRun = errors.New("fault layer cannot run")
+)
+
+// Config says which layer to bring up. The zero value means auto with
+// defaults; ConfigFromEnv fills it from the environment.
+type Config struct {
+	Kind             Kind
+	ToxiproxyURL     string
+	PostgresDSN      string
+	ProxyPorts       string
+	ProxyListenHost  string
+	PostgresUpstream string
+	PostgresImage    string
+	ToxiproxyImage   string
+	PostgresBin      string
+	RunID            string
+	// Log receives progress lines; nil discards them.
+	Log io.Writer
+}
+
+// ConfigFromEnv reads the CONTESTED_* variables. It fails with ErrConfig on
+// values that cannot work, before anything is started.
+func ConfigFromEnv() (Config, error) {
+	c := Config{
+		Kind:             Kind(strings.TrimSpace(os.Getenv(EnvLayer))),
+		ToxiproxyURL:     strings.TrimSpace(os.Getenv(EnvToxiproxyURL)),
+		PostgresDSN:      strings.TrimSpace(os.Getenv(EnvPostgresDSN)),
+		ProxyPorts:       strings.TrimSpace(os.Getenv(EnvProxyPorts)),
+		ProxyListenHost:  strings.TrimSpace(os.Getenv(EnvProxyListenHost)),
+		PostgresUpstream: strings.TrimSpace(os.Getenv(EnvPostgresUpstream)),
+		PostgresImage:    strings.TrimSpace(os.Getenv(EnvPostgresImage)),
+		ToxiproxyImage:   strings.TrimSpace(os.Getenv(EnvToxiproxyImage)),
+		PostgresBin:      strings.TrimSpace(os.Getenv(EnvPostgresBin)),
+		RunID:            strings.TrimSpace(os.Getenv(EnvRunID)),
+	}
+	return c, c.validate()
+}
+
+func (c *Config) validate() error {
+	if c.Kind == "" {
+		c.Kind = Auto
+	}
+	switch c.Kind {
+	case Auto, Containers, Embedded, External:
+	default:
+		return fmt.Errorf("%w: %s=%q is not one of auto, containers, embedded, external", ErrConfig, EnvLayer, string(c.Kind))
+	}
+	if (c.ToxiproxyURL == "") != (c.PostgresDSN == "") && (c.Kind == Auto || c.Kind == External) {
+		return fmt.Errorf("%w: %s and %s name an external layer together; set both or neither", ErrConfig, EnvToxiproxyURL, EnvPostgresDSN)
+	}
+	if c.Kind == External && c.ToxiproxyURL == "" {
+		return fmt.Errorf("%w: %s=external needs %s and %s", ErrConfig, EnvLayer, EnvToxiproxyURL, EnvPostgresDSN)
+	}
+	if c.ToxiproxyURL != "" {
+		if _, err := toxiproxyBase(c.ToxiproxyURL); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrConfig, EnvToxiproxyURL, err)
+		}
+	}
+	if c.PostgresDSN != "" {
+		if _, err := pgxpool.ParseConfig(c.PostgresDSN); err != nil {
+			return fmt.Errorf("%w: %s does not parse: %v", ErrConfig, EnvPostgresDSN, err)
+		}
+	}
+	if c.ProxyPorts != "" {
+		if _, err := ParseProxyPorts(c.ProxyPorts, "0.0.0.0", "127.0.0.1"); err != nil {
+			return fmt.Errorf("%w: %s=%q: %v", ErrConfig, EnvProxyPorts, c.ProxyPorts, err)
+		}
+	}
+	if c.RunID == "" {
+		c.RunID = NewRunID()
+	}
+	return nil
+}
+
+// NewRunID returns a run id: UTC time and four random hex digits, for
+// example 20261129T101500Z-4f2a.
+func NewRunID() string {
+	var b [2]byte
+	_, _ = rand.Read(b[:])
+	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// toxiproxyBase normalizes a Toxiproxy URL ("host:port" or "http://host:port").
+func toxiproxyBase(raw string) (*url.URL, error) {
+	if !strings.Contains(raw, "://") {
+		raw = "http://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("%q: scheme must be http", raw)
+	}
+	if u.Hostname() == "" || u.Port() == "" {
+		return nil, fmt.Errorf("%q: want http://host:port", raw)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	return u, nil
+}
+
+// Layer is a running fault layer and the coordinates to reach it.
+type Layer struct {
+	Kind   Kind
+	Reason string // why this provider was chosen
+	RunID  string
+
+	ToxiproxyURL     string      // control API, as the host reaches it
+	PostgresDSN      string      // the test-plane database, as the host reaches it
+	PostgresUpstream string      // Postgres as Toxiproxy reaches it
+	ProxyListenHost  string      // host part of proxy listen addresses
+	Ports            []ProxyPort // leasable proxy ports
+
+	// ToxiproxyContainer is the container we started for Toxiproxy, if any;
+	// preflight inspects its published bindings.
+	ToxiproxyContainer string
+
+	log     io.Writer
+	pool    *pgxpool.Pool
+	leases  *lease.Table
+	closeMu sync.Mutex
+	closers []func(context.Context) error
+}
+
+// Up brings up (or, for external, reaches) the layer cfg selects, migrates
+// the lease table and reclaims leases that dead runs left behind. On error
+// or cancellation everything it started is torn down before it returns.
+func Up(ctx context.Context, cfg Config) (_ *Layer, err error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	kind, reason, err := choose(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cfg.Log, "fault layer: %s (%s)\n", kind, reason)
+	l, err := start(ctx, cfg, kind)
+	if err != nil && cfg.Kind == Auto && kind == Containers && ctx.Err() == nil {
+		if _, berr := postgresBinaries(cfg.PostgresBin); berr == nil {
+			reason = fmt.Sprintf("containers failed (%v); fell back to local binaries", firstLine(err.Error()))
+			fmt.Fprintf(cfg.Log, "fault layer: %s\n", reason)
+			kind = Embedded
+			l, err = start(ctx, cfg, kind)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	l.Kind, l.Reason, l.RunID, l.log = kind, reason, cfg.RunID, cfg.Log
+	defer func() {
+		if err != nil {
+			l.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := l.connect(ctx); err != nil {
+		return nil, err
+	}
+	if freed, err := l.leases.Reclaim(ctx); err != nil {
+		fmt.Fprintf(cfg.Log, "fault layer: reclaiming stale leases: %v\n", err)
+	} else if len(freed) > 0 {
+		fmt.Fprintf(cfg.Log, "fault layer: reclaimed %d stale leases of dead runs\n", len(freed))
+	}
+	return l, nil
+}
+
+func start(ctx context.Context, cfg Config, kind Kind) (*Layer, error) {
+	switch kind {
+	case Containers:
+		return upContainers(ctx, cfg)
+	case Embedded:
+		return upEmbedded(ctx, cfg)
+	default:
+		return upExternal(ctx, cfg)
+	}
+}
+
+// choose resolves Auto: coordinates in the environment mean external;
+// otherwise a Docker engine that answers means containers; otherwise local
+// binaries.
+func choose(ctx context.Context, cfg Config) (Kind, string, error) {
+	if cfg.Kind != Auto {
+		return cfg.Kind, EnvLayer + "=" + string(cfg.Kind), nil
+	}
+	if cfg.ToxiproxyURL != "" {
+		return External, EnvToxiproxyURL + " and " + EnvPostgresDSN + " are set", nil
+	}
+	derr := dockerAnswers(ctx)
+	if derr == nil {
+		return Containers, "a Docker engine answers", nil
+	}
+	if _, err := postgresBinaries(cfg.PostgresBin); err != nil {
+		return "", "", fmt.Errorf("%w: no Docker engine answered (%v) and %v", ErrCannotRun, derr, err)
+	}
+	return Embedded, fmt.Sprintf("no Docker engine answered (%v); using local binaries", firstLine(derr.Error())), nil
+}
+
+// connect opens the layer's pool and migrates the lease table.
+func (l *Layer) connect(ctx context.Context) error {
+	cfg, err := pgxpool.ParseConfig(l.PostgresDSN)
+	if err != nil {
+		return fmt.Errorf("%w: parse the test-plane DSN: %v", ErrConfig, err)
+	}
+	cfg.MaxConns = 8
+	cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("%w: connect to the test-plane Postgres: %v", ErrCannotRun, err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return fmt.Errorf("%w: the test-plane Postgres at %s refused us: %v; check %s (host, port, user, password, database)", ErrCannotRun, redact(l.PostgresDSN), err, EnvPostgresDSN)
+	}
+	l.pool = pool
+	l.onClose(func(context.Context) error { pool.Close(); return nil })
+	if err := lease.Migrate(ctx, pool, portNumbers(l.Ports)); err != nil {
+		return fmt.Errorf("%w: %v", ErrCannotRun, err)
+	}
+	l.leases = lease.New(pool, portNumbers(l.Ports), lease.CleanerFunc(l.ClearPort), lease.WithRun(l.RunID))
+	return nil
+}
+
+// onClose registers a teardown step; steps run in reverse order.
+func (l *Layer) onClose(f func(context.Context) error) {
+	l.closeMu.Lock()
+	defer l.closeMu.Unlock()
+	l.closers = append(l.closers, f)
+}
+
+// Close tears down whatever this process started (nothing, for external)
+// and closes connections. It is safe to call more than once.
+func (l *Layer) Close(ctx context.Context) error {
+	l.closeMu.Lock()
+	closers := l.closers
+	l.closers = nil
+	l.closeMu.Unlock()
+	var errs []error
+	for i := len(closers) - 1; i >= 0; i-- {
+		if err := closers[i](ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// DB returns the pool to the test-plane database.
+func (l *Layer) DB() *pgxpool.Pool { return l.pool }
+
+// Leases returns the port-lease table of this layer.
+func (l *Layer) Leases() *lease.Table { return l.leases }
+
+// Port returns the proxy port with lease key p.
+func (l *Layer) Port(p int) (ProxyPort, bool) {
+	for _, pp := range l.Ports {
+		if pp.Port == p {
+			return pp, true
+		}
+	}
+	return ProxyPort{}, false
+}
+
+// Toxiproxy returns a client for the control API. Its User-Agent is not a
+// browser's: Toxiproxy refuses those with 403.
+func (l *Layer) Toxiproxy() *toxiproxy.Client {
+	c := toxiproxy.NewClient(l.ToxiproxyURL)
+	c.UserAgent = "contested"
+	return c
+}
+
+// ClearPort deletes every proxy that listens on port. It is the lease
+// table's cleaner: the second stage of cleanup for a reclaimed lease.
+func (l *Layer) ClearPort(ctx context.Context, port int) error {
+	proxies, err := l.Toxiproxy().Proxies()
+	if err != nil {
+		return fmt.Errorf("list proxies: %w", err)
+	}
+	for name, p := range proxies {
+		_, ps, err := net.SplitHostPort(p.Listen)
+		if err != nil || ps != strconv.Itoa(port) {
+			continue
+		}
+		if err := p.Delete(); err != nil && !strings.Contains(err.Error(), "404") {
+			return fmt.Errorf("delete proxy %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// Env returns the variables that hand this layer to a child process (a
+// `go test` of the battery): the child sees it as an external layer.
+func (l *Layer) Env() []string {
+	return []string{
+		EnvLayer + "=" + string(External),
+		EnvToxiproxyURL + "=" + l.ToxiproxyURL,
+		EnvPostgresDSN + "=" + l.PostgresDSN,
+		EnvProxyPorts + "=" + FormatProxyPorts(l.Ports),
+		EnvProxyListenHost + "=" + l.ProxyListenHost,
+		EnvPostgresUpstream + "=" + l.PostgresUpstream,
+		EnvRunID + "=" + l.RunID,
+	}
+}
+
+// redact hides the password of a DSN for messages.
+func redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return dsn
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,208 @@
+package faultlayer
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/reap"
+)
+
+// proxiedQuery leases a port, puts a proxy to Postgres on it, runs a query
+// through the proxy and cleans up, as a leg would.
+func proxiedQuery(t *testing.T, ctx context.Context, l *Layer) {
+	t.Helper()
+	ls, err := l.Leases().Acquire(ctx, t.Name())
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	defer l.Leases().Release(context.Background(), ls)
+	pp, _ := l.Port(ls.Port)
+	proxy, err := l.Toxiproxy().CreateProxy("test-"+strings.ReplaceAll(t.Name(), "/", "-"), pp.Listen, l.PostgresUpstream)
+	if err != nil {
+		t.Fatalf("create proxy on %s: %v", pp.Listen, err)
+	}
+	defer proxy.Delete()
+
+	cfg, err := pgx.ParseConfig(l.PostgresDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := cfg.Port
+	host, port, _ := strings.Cut(pp.Dial, ":")
+	cfg.Host = host
+	var p int
+	if _, err := fmtSscan(port, &p); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Port = uint16(p)
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatalf("connect through the proxy at %s: %v", pp.Dial, err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()").Scan(&n); err != nil {
+		t.Fatalf("query through the proxy: %v", err)
+	}
+	if cfg.Port == direct {
+		t.Fatalf("the proxy port %d is Postgres' own port: the query did not go through Toxiproxy", cfg.Port)
+	}
+	// The proxy saw this connection: prove it from the injector side by
+	// disabling the proxy, which must break the connection.
+	if err := proxy.Disable(); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Ping(ctx); err == nil {
+		t.Fatal("ping succeeded with the proxy disabled: the connection does not go through Toxiproxy")
+	}
+}
+
+func TestProvidersBringUpAProxiedPostgres(t *testing.T) {
+	tests := []struct {
+		name string
+		kind Kind
+	}{
+		{"containers", Containers},
+		{"embedded", Embedded},
+		{"external over containers", External},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			cfg := Config{Kind: tt.kind, Log: logWriter{t}}
+			var backing *Layer
+			switch tt.kind {
+			case Containers:
+				dockerenv.Require(t)
+			case Embedded:
+				if _, err := postgresBinaries(""); err != nil {
+					if dockerenv.InCI() {
+						t.Fatal(err)
+					}
+					t.Skip(err)
+				}
+			case External:
+				dockerenv.Require(t)
+				var err error
+				backing, err = Up(ctx, Config{Kind: Containers, Log: logWriter{t}})
+				if err != nil {
+					t.Fatalf("bring up the layer to reach externally: %v", err)
+				}
+				defer backing.Close(context.Background())
+				cfg = Config{Kind: External, Log: logWriter{t},
+					ToxiproxyURL: backing.ToxiproxyURL, PostgresDSN: backing.PostgresDSN,
+					ProxyPorts: FormatProxyPorts(backing.Ports), PostgresUpstream: backing.PostgresUpstream}
+			}
+			l, err := Up(ctx, cfg)
+			if err != nil {
+				t.Fatalf("Up(%s): %v", tt.kind, err)
+			}
+			if l.Kind != tt.kind {
+				t.Errorf("Kind = %s, want %s", l.Kind, tt.kind)
+			}
+			proxiedQuery(t, ctx, l)
+
+			p := RunPreflight(ctx, l)
+			if !p.OK() {
+				var b strings.Builder
+				p.Write(&b)
+				t.Errorf("preflight on a fresh %s layer failed:\n%s", tt.kind, b.String())
+			}
+
+			if err := l.Close(context.Background()); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+			switch tt.kind {
+			case Containers:
+				cli := dockerenv.Require(t)
+				left, err := reap.Leftovers(ctx, cli, reap.Run(l.RunID))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !left.Empty() {
+					t.Errorf("after Close, run %s left %s: %+v", l.RunID, left, left)
+				}
+			case Embedded:
+				dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), embeddedDirPrefix+"*"))
+				for _, d := range dirs {
+					if b, err := os.ReadFile(filepath.Join(d, "owner")); err == nil && strings.Contains(string(b), l.RunID) {
+						t.Errorf("after Close, the embedded data directory %s is still there", d)
+					}
+				}
+			case External:
+				if _, err := backing.Toxiproxy().Proxies(); err != nil {
+					t.Errorf("closing the external layer stopped the layer it reached: %v", err)
+				}
+			}
+		})
+	}
+}
+
+func TestBadConfigurationIsRefusedBeforeAnythingStarts(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want error
+		says string
+	}{
+		{"unknown layer", Config{Kind: "bogus"}, ErrConfig, `CONTESTED_LAYER="bogus" is not one of auto, containers, embedded, external`},
+		{"url without dsn", Config{ToxiproxyURL: "http://127.0.0.1:8474"}, ErrConfig, "set both or neither"},
+		{"external without coordinates", Config{Kind: External}, ErrConfig, "needs CONTESTED_TOXIPROXY_URL and CONTESTED_PG_DSN"},
+		{"bad url", Config{ToxiproxyURL: "ftp://x:1", PostgresDSN: "postgres://u@127.0.0.1:1/db"}, ErrConfig, "scheme must be http"},
+		{"one port", Config{ProxyPorts: "20000"}, ErrConfig, "too few"},
+		{"overlapping ranges", Config{ProxyPorts: "20000-20010,20005-20020"}, ErrConfig, "listed twice (ranges overlap)"},
+		{"backwards range", Config{ProxyPorts: "20010-20000"}, ErrConfig, "runs backwards"},
+		{"range over the control port", Config{ProxyPorts: "8470-8480"}, ErrConfig, "overlaps the Toxiproxy control API"},
+		{"range too wide", Config{ProxyPorts: "20000-21000"}, ErrConfig, "at most 256"},
+		{"not a port", Config{ProxyPorts: "twenty"}, ErrConfig, "is not a port"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Up(context.Background(), tt.cfg)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Up: err = %v, want %v", err, tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("Up: err = %q, want it to say %q", err, tt.says)
+			}
+		})
+	}
+}
+
+func TestUnreachableExternalLayerCannotRun(t *testing.T) {
+	port, err := freePort() // nothing listens there
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Up(context.Background(), Config{Kind: External,
+		ToxiproxyURL: "http://127.0.0.1:" + itoa(port), PostgresDSN: "postgres://postgres:x@127.0.0.1:" + itoa(port) + "/contested"})
+	if !errors.Is(err, ErrCannotRun) || !strings.Contains(err.Error(), "does not answer") {
+		t.Fatalf("Up with an unreachable Toxiproxy: err = %v, want ErrCannotRun saying it does not answer", err)
+	}
+}
+
+func TestExternalPostgresThatRefusesUsCannotRun(t *testing.T) {
+	l := shared.get(t)
+	cfg, err := pgx.ParseConfig(l.PostgresDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := "postgres://postgres:wrong-password@" + cfg.Host + ":" + itoa(int(cfg.Port)) + "/contested?sslmode=disable"
+	_, err = Up(context.Background(), Config{Kind: External, ToxiproxyURL: l.ToxiproxyURL, PostgresDSN: bad,
+		ProxyPorts: FormatProxyPorts(l.Ports), PostgresUpstream: l.PostgresUpstream})
+	if !errors.Is(err, ErrCannotRun) || !strings.Contains(err.Error(), "refused us") {
+		t.Fatalf("Up with a wrong password: err = %v, want ErrCannotRun saying Postgres refused us", err)
+	}
+	if strings.Contains(err.Error(), "wrong-password") {
+		t.Errorf("the error leaks the password: %v", err)
+	}
+}

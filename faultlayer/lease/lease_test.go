@@ -1,0 +1,332 @@
+package lease_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/faultlayer/faulttest"
+	"github.com/contested/contested/faultlayer/lease"
+	"github.com/contested/contested/internal/reexec"
+)
+
+func TestMain(m *testing.M) {
+	reexec.Main(reexec.Roles{"lease-client": leaseClient})
+	faulttest.Main(m)
+}
+
+// event is one completed lease in the recorded history: the server's
+// clock at acquire and at release, and the epoch the acquire returned.
+type event struct {
+	Proc     string    `json:"proc"`
+	Holder   string    `json:"holder"`
+	Port     int       `json:"port"`
+	Epoch    int64     `json:"epoch"`
+	Acquired time.Time `json:"acquired"`
+	Released time.Time `json:"released"`
+	Err      string    `json:"err,omitempty"`
+}
+
+// hammer runs 16 goroutines that acquire, hold briefly and release until
+// the deadline, and returns the history.
+func hammer(ctx context.Context, tbl *lease.Table, proc string, until time.Time) []event {
+	var mu sync.Mutex
+	var hist []event
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			holder := fmt.Sprintf("%s/g%d", proc, g)
+			for time.Now().Before(until) {
+				actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				l, err := tbl.Acquire(actx, holder)
+				cancel()
+				ev := event{Proc: proc, Holder: holder}
+				if err != nil {
+					ev.Err = "acquire: " + err.Error()
+				} else {
+					time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
+					ev.Port, ev.Epoch, ev.Acquired = l.Port, l.Epoch, l.LeasedAt
+					ev.Released, err = tbl.Release(ctx, l)
+					if err != nil {
+						ev.Err = "release: " + err.Error()
+					}
+				}
+				mu.Lock()
+				hist = append(hist, ev)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return hist
+}
+
+const (
+	envPorts   = "LEASE_TEST_PORTS"
+	envHistory = "LEASE_TEST_HISTORY"
+	envUntil   = "LEASE_TEST_UNTIL"
+)
+
+// leaseClient is the second process of the mutual-exclusion test.
+func leaseClient() int {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, os.Getenv(faultlayer.EnvPostgresDSN))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer pool.Close()
+	var ports []int
+	for _, p := range strings.Split(os.Getenv(envPorts), ",") {
+		n, _ := strconv.Atoi(p)
+		ports = append(ports, n)
+	}
+	until, _ := strconv.ParseInt(os.Getenv(envUntil), 10, 64)
+	hist := hammer(ctx, lease.New(pool, ports, nil), "child", time.Unix(0, until))
+	b, _ := json.Marshal(hist)
+	if err := os.WriteFile(os.Getenv(envHistory), b, 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	return 0
+}
+
+// TestNoPortIsEverHeldByTwoHoldersAtOnce runs 16 goroutines in each of two
+// processes against four ports for a few seconds, records every lease with
+// the server's timestamps, and checks the history: per port, each lease
+// starts after the previous one ended and epochs strictly increase.
+func TestNoPortIsEverHeldByTwoHoldersAtOnce(t *testing.T) {
+	l := faulttest.Layer(t)
+	ports := []int{l.Ports[0].Port, l.Ports[1].Port, l.Ports[2].Port, l.Ports[3].Port}
+	ctx := context.Background()
+	until := time.Now().Add(3 * time.Second)
+	histFile := filepath.Join(t.TempDir(), "child.json")
+	var ps []string
+	for _, p := range ports {
+		ps = append(ps, strconv.Itoa(p))
+	}
+	cmd := reexec.Command(t, "lease-client", append(l.Env(),
+		envPorts+"="+strings.Join(ps, ","), envHistory+"="+histFile, envUntil+"="+strconv.FormatInt(until.UnixNano(), 10))...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	hist := hammer(ctx, lease.New(l.DB(), ports, nil), "parent", until)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	b, err := os.ReadFile(histFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child []event
+	if err := json.Unmarshal(b, &child); err != nil {
+		t.Fatal(err)
+	}
+	hist = append(hist, child...)
+
+	procs := map[string]int{}
+	byPort := map[int][]event{}
+	for _, ev := range hist {
+		if ev.Err != "" {
+			t.Errorf("%s: %s", ev.Holder, ev.Err)
+			continue
+		}
+		procs[ev.Proc]++
+		byPort[ev.Port] = append(byPort[ev.Port], ev)
+	}
+	if procs["parent"] < 20 || procs["child"] < 20 {
+		t.Fatalf("too little contention to prove anything: parent %d leases, child %d", procs["parent"], procs["child"])
+	}
+	for port, evs := range byPort {
+		sort.Slice(evs, func(i, j int) bool { return evs[i].Acquired.Before(evs[j].Acquired) })
+		for i := 1; i < len(evs); i++ {
+			prev, cur := evs[i-1], evs[i]
+			if !cur.Acquired.After(prev.Released) {
+				t.Errorf("port %d held twice: %s [%s, %s] overlaps %s [%s, %s]", port,
+					prev.Holder, prev.Acquired.Format(time.RFC3339Nano), prev.Released.Format(time.RFC3339Nano),
+					cur.Holder, cur.Acquired.Format(time.RFC3339Nano), cur.Released.Format(time.RFC3339Nano))
+			}
+			if cur.Epoch <= prev.Epoch {
+				t.Errorf("port %d: epoch went from %d (%s) to %d (%s)", port, prev.Epoch, prev.Holder, cur.Epoch, cur.Holder)
+			}
+		}
+	}
+	t.Logf("%d leases over %d ports: parent %d, child %d", len(hist), len(byPort), procs["parent"], procs["child"])
+}
+
+func TestReleaseAndRenewAreFencedByEpoch(t *testing.T) {
+	l := faulttest.Layer(t)
+	ctx := context.Background()
+	port := []int{l.Ports[4].Port}
+	short := lease.New(l.DB(), port, nil, lease.WithTTL(200*time.Millisecond))
+
+	stale, err := short.Acquire(ctx, "stale-holder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // let it expire
+	fresh, err := short.Acquire(ctx, "fresh-holder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.Port != stale.Port || fresh.Epoch <= stale.Epoch {
+		t.Fatalf("re-lease: got port %d epoch %d after port %d epoch %d", fresh.Port, fresh.Epoch, stale.Port, stale.Epoch)
+	}
+	if _, err := short.Renew(ctx, stale); !errors.Is(err, lease.ErrFenced) {
+		t.Errorf("renew with a stale epoch: err = %v, want ErrFenced", err)
+	}
+	if _, err := short.Release(ctx, stale); !errors.Is(err, lease.ErrFenced) {
+		t.Errorf("release with a stale epoch: err = %v, want ErrFenced", err)
+	}
+	if _, err := short.Renew(ctx, fresh); err != nil {
+		t.Errorf("renew by the current holder: %v", err)
+	}
+	if _, err := short.Release(ctx, fresh); err != nil {
+		t.Errorf("release by the current holder: %v", err)
+	}
+	if _, err := short.Release(ctx, fresh); !errors.Is(err, lease.ErrFenced) {
+		t.Errorf("second release: err = %v, want ErrFenced", err)
+	}
+}
+
+func TestExhaustedWaitsForTheContextAndNamesTheHolders(t *testing.T) {
+	l := faulttest.Layer(t)
+	ctx := context.Background()
+	ports := []int{l.Ports[5].Port, l.Ports[6].Port}
+	tbl := lease.New(l.DB(), ports, nil)
+	for _, h := range []string{"TestHolderOne", "TestHolderTwo"} {
+		got, err := tbl.Acquire(ctx, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tbl.Release(ctx, got)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	_, err := tbl.Acquire(wctx, "TestLateComer")
+	if !errors.Is(err, lease.ErrExhausted) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire with every port held: err = %v, want ErrExhausted wrapping the deadline", err)
+	}
+	for _, want := range []string{"TestHolderOne", "TestHolderTwo", "2 of 2 ports held", faultlayer.EnvProxyPorts} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
+
+func TestAnExpiredLeaseIsHandedOutOnlyAfterItsProxyIsDeleted(t *testing.T) {
+	l := faulttest.Layer(t)
+	ctx := context.Background()
+	pp := l.Ports[7]
+	tbl := lease.New(l.DB(), []int{pp.Port}, lease.CleanerFunc(l.ClearPort), lease.WithTTL(200*time.Millisecond))
+	old, err := tbl.Acquire(ctx, "abandoning-holder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Toxiproxy().CreateProxy(fmt.Sprintf("abandoned-%d", pp.Port), pp.Listen, l.PostgresUpstream); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	got, err := tbl.Acquire(ctx, "next-holder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Release(ctx, got)
+	if got.Port != old.Port {
+		t.Fatalf("got port %d, want the expired %d", got.Port, old.Port)
+	}
+	proxies, err := l.Toxiproxy().Proxies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range proxies {
+		if strings.HasSuffix(p.Listen, ":"+strconv.Itoa(pp.Port)) {
+			t.Errorf("proxy %s of the expired lease still listens on %s after the port was handed out", name, p.Listen)
+		}
+	}
+}
+
+// TestMigrateIsIdempotentAndSafeConcurrently migrates a fresh database from
+// eight goroutines at once, then again.
+func TestMigrateIsIdempotentAndSafeConcurrently(t *testing.T) {
+	l := faulttest.Layer(t)
+	ctx := context.Background()
+	name := fmt.Sprintf("lease_migrate_%d", rand.Uint32())
+	if _, err := l.DB().Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.DB().Exec(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)") })
+	cfg, err := pgxpool.ParseConfig(l.PostgresDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.Database = name
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- lease.Migrate(ctx, pool, []int{30000, 30001, 30002}) }()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("concurrent Migrate: %v", err)
+		}
+	}
+	if err := lease.Migrate(ctx, pool, []int{30001, 30002, 30003}); err != nil {
+		t.Fatalf("second Migrate: %v", err)
+	}
+	rows, _ := pool.Query(ctx, "SELECT port FROM "+lease.TableName+" ORDER BY port")
+	got, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[30000 30001 30002 30003]" {
+		t.Errorf("ports after two migrations = %v, want [30000 30001 30002 30003]", got)
+	}
+}
+
+func TestMissingTableIsReportedAsSuch(t *testing.T) {
+	l := faulttest.Layer(t)
+	ctx := context.Background()
+	name := fmt.Sprintf("lease_missing_%d", rand.Uint32())
+	if _, err := l.DB().Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.DB().Exec(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)") })
+	cfg, _ := pgxpool.ParseConfig(l.PostgresDSN)
+	cfg.ConnConfig.Database = name
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	_, err = lease.New(pool, []int{1}, nil).Acquire(ctx, "x")
+	if !errors.Is(err, lease.ErrNoTable) {
+		t.Fatalf("Acquire without a table: err = %v, want ErrNoTable", err)
+	}
+}

@@ -1,0 +1,335 @@
+package faultlayer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+
+	"github.com/contested/contested/faultlayer/lease"
+	"github.com/contested/contested/internal/dockerenv"
+)
+
+// Check is the result of one preflight check.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Hard   bool   `json:"hard,omitempty"` // fails preflight even in report-only mode
+	Detail string `json:"detail"`         // what was checked, or what is wrong
+	Fix    string `json:"fix,omitempty"`  // what to do, when not OK
+}
+
+// Preflight is the outcome of all checks on one layer.
+type Preflight struct {
+	Layer  string        `json:"layer"`
+	Checks []Check       `json:"checks"`
+	Took   time.Duration `json:"took_ns"`
+}
+
+// OK reports whether every check passed.
+func (p Preflight) OK() bool {
+	for _, c := range p.Checks {
+		if !c.OK {
+			return false
+		}
+	}
+	return true
+}
+
+// Hard reports whether a check failed that fails preflight in any mode: a
+// proven non-loopback publish of the control API.
+func (p Preflight) Hard() bool {
+	for _, c := range p.Checks {
+		if !c.OK && c.Hard {
+			return true
+		}
+	}
+	return false
+}
+
+// Failed returns the failed checks.
+func (p Preflight) Failed() []Check {
+	var out []Check
+	for _, c := range p.Checks {
+		if !c.OK {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Write prints one line per check: what was checked, ok or what is wrong
+// and how to fix it.
+func (p Preflight) Write(w io.Writer) {
+	for _, c := range p.Checks {
+		switch {
+		case c.OK:
+			fmt.Fprintf(w, "  ok    %-22s %s\n", c.Name, c.Detail)
+		case c.Hard:
+			fmt.Fprintf(w, "  FAIL! %-22s %s; fix: %s\n", c.Name, c.Detail, c.Fix)
+		default:
+			fmt.Fprintf(w, "  FAIL  %-22s %s; fix: %s\n", c.Name, c.Detail, c.Fix)
+		}
+	}
+}
+
+// Inspector is the part of the Docker API the loopback check uses.
+type Inspector interface {
+	ContainerInspect(ctx context.Context, id string, options client.ContainerInspectOptions) (client.ContainerInspectResult, error)
+	ContainerList(ctx context.Context, options client.ContainerListOptions) (client.ContainerListResult, error)
+}
+
+var _ Inspector = (*client.Client)(nil)
+
+// RunPreflight checks a layer: Toxiproxy answers /version (and refuses a
+// browser, which proves it is Toxiproxy), its control API is published on
+// loopback only, and the lease table exists and completes a lease round
+// trip. Docker is consulted for the loopback check when an engine answers.
+func RunPreflight(ctx context.Context, l *Layer) Preflight {
+	start := time.Now()
+	var insp Inspector
+	if cli, err := dockerenv.Connect(ctx); err == nil {
+		defer cli.Close()
+		insp = cli
+	}
+	p := Preflight{Layer: string(l.Kind)}
+	p.Checks = append(p.Checks,
+		checkVersion(ctx, l.ToxiproxyURL),
+		checkLoopback(ctx, l, insp),
+		checkLeases(ctx, l),
+	)
+	p.Took = time.Since(start)
+	return p
+}
+
+func checkVersion(ctx context.Context, base string) Check {
+	c := Check{Name: "toxiproxy /version"}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/version", nil)
+	req.Header.Set("User-Agent", "contested-preflight")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.Detail = fmt.Sprintf("GET %s/version: %v", base, err)
+		c.Fix = "start the fault layer (go tool mage fault-preflight brings one up), or point " + EnvToxiproxyURL + " at a running Toxiproxy"
+		return c
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	resp.Body.Close()
+	var v struct {
+		Version string `json:"version"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &v) != nil || v.Version == "" {
+		c.Detail = fmt.Sprintf("GET %s/version answered %s %q, not Toxiproxy's JSON version", base, resp.Status, strings.TrimSpace(string(body)))
+		c.Fix = "check that " + EnvToxiproxyURL + " names Toxiproxy's control API, not another service"
+		return c
+	}
+	browser := "not checked"
+	if code, _ := fetchVersion(ctx, base, "Mozilla/5.0 (contested preflight)"); code == http.StatusForbidden {
+		browser = "browser User-Agent refused with 403"
+	} else if code != 0 {
+		c.Detail = fmt.Sprintf("%s/version answers a browser User-Agent with %d; Toxiproxy refuses browsers with 403, so this is not Toxiproxy or it sits behind a proxy", base, code)
+		c.Fix = "point " + EnvToxiproxyURL + " at Toxiproxy itself"
+		return c
+	}
+	c.OK = true
+	c.Detail = fmt.Sprintf("Toxiproxy %s answers at %s (%s)", v.Version, base, browser)
+	return c
+}
+
+// isLoopback reports whether a published host IP is reachable only from
+// this host. The unspecified address (0.0.0.0, ::) and an empty HostIP mean
+// every interface.
+func isLoopback(a netip.Addr) bool { return a.IsValid() && a.IsLoopback() }
+
+// NonLoopbackBindings returns the bindings of a port map that are reachable
+// from off the host, rendered as "8474/tcp on 0.0.0.0:49153".
+func NonLoopbackBindings(ports network.PortMap, only string) []string {
+	var out []string
+	for p, bs := range ports {
+		if only != "" && p.Port() != only {
+			continue
+		}
+		for _, b := range bs {
+			if !isLoopback(b.HostIP) {
+				ip := "0.0.0.0"
+				if b.HostIP.IsValid() {
+					ip = b.HostIP.String()
+				}
+				out = append(out, fmt.Sprintf("%s on %s", p, net.JoinHostPort(ip, b.HostPort)))
+			}
+		}
+	}
+	return out
+}
+
+func checkLoopback(ctx context.Context, l *Layer, insp Inspector) Check {
+	c := Check{Name: "control API loopback"}
+	u, err := url.Parse(l.ToxiproxyURL)
+	if err != nil {
+		c.Detail = fmt.Sprintf("cannot parse %q: %v", l.ToxiproxyURL, err)
+		c.Fix = "set " + EnvToxiproxyURL + " to http://127.0.0.1:PORT"
+		return c
+	}
+	hostIsLoopback := false
+	if ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname()); err == nil && len(ips) > 0 {
+		hostIsLoopback = true
+		for _, ip := range ips {
+			hostIsLoopback = hostIsLoopback && ip.Unmap().IsLoopback()
+		}
+	}
+
+	// The container we started: its bindings are the proof.
+	if l.ToxiproxyContainer != "" {
+		if insp == nil {
+			c.Detail = "cannot inspect the Toxiproxy container: no Docker engine answers"
+			c.Fix = "restart the Docker engine"
+			return c
+		}
+		r, err := insp.ContainerInspect(ctx, l.ToxiproxyContainer, client.ContainerInspectOptions{})
+		if err != nil {
+			c.Detail = fmt.Sprintf("inspect Toxiproxy container %.12s: %v", l.ToxiproxyContainer, err)
+			c.Fix = "bring the layer up again"
+			return c
+		}
+		if bad := NonLoopbackBindings(r.Container.NetworkSettings.Ports, ""); len(bad) > 0 {
+			c.Hard = true
+			c.Detail = fmt.Sprintf("Toxiproxy container %.12s publishes %s: reachable off this host", l.ToxiproxyContainer, strings.Join(bad, ", "))
+			c.Fix = "publish every port on 127.0.0.1 only (\"127.0.0.1::8474\")"
+			return c
+		}
+		c.OK = true
+		c.Detail = fmt.Sprintf("Toxiproxy container %.12s publishes on 127.0.0.1 only", l.ToxiproxyContainer)
+		return c
+	}
+
+	if !hostIsLoopback {
+		c.Detail = fmt.Sprintf("%s is not a loopback address", u.Host)
+		c.Fix = "reach the control API on 127.0.0.1 and publish it on 127.0.0.1 only"
+		if _, err := fetchVersion(ctx, l.ToxiproxyURL, "contested-preflight"); err == nil {
+			c.Hard = true
+			c.Detail = fmt.Sprintf("the control API answers on %s, a non-loopback address", u.Host)
+		}
+		return c
+	}
+	if l.Kind == Embedded {
+		c.OK = true
+		c.Detail = fmt.Sprintf("in-process Toxiproxy listens on %s", u.Host)
+		return c
+	}
+	// External on loopback: if a local container publishes that port, its
+	// bindings decide.
+	if insp == nil {
+		c.OK = true
+		c.Detail = fmt.Sprintf("%s is loopback; no Docker engine to inspect publishes", u.Host)
+		return c
+	}
+	port := u.Port()
+	list, err := insp.ContainerList(ctx, client.ContainerListOptions{})
+	if err != nil {
+		c.Detail = fmt.Sprintf("list containers: %v", err)
+		c.Fix = "check the Docker engine"
+		return c
+	}
+	for _, ct := range list.Items {
+		published := false
+		for _, p := range ct.Ports {
+			if strconv.Itoa(int(p.PublicPort)) == port {
+				published = true
+			}
+		}
+		if !published {
+			continue
+		}
+		r, err := insp.ContainerInspect(ctx, ct.ID, client.ContainerInspectOptions{})
+		if err != nil {
+			continue
+		}
+		// The container port behind the URL's host port: any of its
+		// bindings that is not loopback makes the control API reachable
+		// from off the host, whichever host port it uses.
+		var bad []string
+		for p, bs := range r.Container.NetworkSettings.Ports {
+			for _, b := range bs {
+				if b.HostPort == port {
+					bad = append(bad, NonLoopbackBindings(network.PortMap{p: bs}, "")...)
+					break
+				}
+			}
+		}
+		name := ct.ID[:12]
+		if len(ct.Names) > 0 {
+			name = strings.TrimPrefix(ct.Names[0], "/")
+		}
+		if len(bad) > 0 {
+			c.Hard = true
+			c.Detail = fmt.Sprintf("container %s publishes the control API as %s: reachable off this host", name, strings.Join(bad, ", "))
+			c.Fix = "publish it on 127.0.0.1 only (ports: [\"127.0.0.1:" + port + ":8474\"] in compose)"
+			return c
+		}
+		c.OK = true
+		c.Detail = fmt.Sprintf("container %s publishes the control API on 127.0.0.1:%s only", name, port)
+		return c
+	}
+	c.OK = true
+	c.Detail = fmt.Sprintf("%s is loopback and no local container publishes port %s", u.Host, port)
+	return c
+}
+
+func checkLeases(ctx context.Context, l *Layer) Check {
+	c := Check{Name: "lease table"}
+	if l.DB() == nil {
+		c.Detail = "no connection to the test-plane Postgres"
+		c.Fix = "check " + EnvPostgresDSN
+		return c
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var exists bool
+	if err := l.DB().QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, lease.TableName).Scan(&exists); err != nil {
+		c.Detail = fmt.Sprintf("query the test-plane Postgres: %v", err)
+		c.Fix = "check " + EnvPostgresDSN + " and that Postgres is up"
+		return c
+	}
+	if !exists {
+		c.Detail = lease.TableName + " does not exist"
+		c.Fix = "bring the layer up through contested (it migrates the table)"
+		return c
+	}
+	held, err := l.Leases().Held(ctx)
+	if err != nil {
+		c.Detail = err.Error()
+		c.Fix = "check the test-plane Postgres"
+		return c
+	}
+	actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+	defer acancel()
+	got, err := l.Leases().Acquire(actx, "fault-preflight")
+	if err != nil {
+		c.Detail = fmt.Sprintf("lease round trip: %v", err)
+		c.Fix = "wait for the holders to finish, or widen " + EnvProxyPorts
+		if !errors.Is(err, lease.ErrExhausted) {
+			c.Fix = "check the test-plane Postgres"
+		}
+		return c
+	}
+	if _, err := l.Leases().Release(ctx, got); err != nil {
+		c.Detail = fmt.Sprintf("lease round trip: release: %v", err)
+		c.Fix = "check the test-plane Postgres"
+		return c
+	}
+	c.OK = true
+	c.Detail = fmt.Sprintf("%s: %d ports, %d held; acquired and released port %d (epoch %d)", lease.TableName, len(l.Ports), len(held), got.Port, got.Epoch)
+	return c
+}
