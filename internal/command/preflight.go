@@ -1,0 +1,171 @@
+package command
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fatih/color"
+
+	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/images"
+)
+
+// PreflightOptions configures FaultPreflight.
+type PreflightOptions struct {
+	// Required makes any failed check fatal (exit 3). Without it preflight
+	// reports and exits 0, except on a proven non-loopback publish of the
+	// control API, which is fatal in every mode.
+	Required bool
+	Out      io.Writer
+}
+
+// FaultPreflight checks the fault layer: the one the environment names
+// (CONTESTED_TOXIPROXY_URL and CONTESTED_PG_DSN), or else one it brings up
+// for the purpose and tears down afterwards. The result is printed one line
+// per check and saved as preflight.json under the results directory.
+func FaultPreflight(ctx context.Context, opts PreflightOptions) error {
+	ctx, cancel := withSignals(ctx)
+	defer cancel()
+	cfg, err := faultlayer.ConfigFromEnv()
+	if err != nil {
+		return err
+	}
+	cfg.Log = opts.Out
+	mode := "report-only"
+	if opts.Required {
+		mode = "required"
+	}
+	if cfg.ToxiproxyURL == "" {
+		fmt.Fprintf(opts.Out, "fault-preflight (%s): no layer named in the environment; bringing one up to check, torn down afterwards\n", mode)
+	}
+	l, err := faultlayer.Up(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(opts.Out, "fault-preflight (%s): %s\n", mode, color.RedString("the fault layer cannot run"))
+		if errors.Is(err, faultlayer.ErrConfig) || opts.Required {
+			return err
+		}
+		fmt.Fprintf(opts.Out, "  %v\n  (report-only: not failing; use -required to make this fatal)\n", err)
+		return nil
+	}
+	defer l.Close(context.WithoutCancel(ctx))
+	_, err = Preflight(ctx, l, opts.Required, opts.Out)
+	return err
+}
+
+// Preflight runs the checks on a layer that is up, prints them and saves
+// them, and returns an error wrapping ErrCannotRun when preflight fails in
+// this mode.
+func Preflight(ctx context.Context, l *faultlayer.Layer, required bool, out io.Writer) (faultlayer.Preflight, error) {
+	mode := "report-only"
+	if required {
+		mode = "required"
+	}
+	fmt.Fprintf(out, "fault-preflight (%s): %s layer (%s)\n", mode, l.Kind, l.Reason)
+	p := faultlayer.RunPreflight(ctx, l)
+	p.Write(out)
+	if err := savePreflight(p); err != nil {
+		fmt.Fprintf(out, "  (could not save preflight.json: %v)\n", err)
+	}
+	failed := len(p.Failed())
+	switch {
+	case p.Hard():
+		fmt.Fprintf(out, "fault-preflight: %s\n", color.RedString("FAILED: the control API is reachable off this host"))
+		return p, fmt.Errorf("%w: fault-preflight: %s", ErrCannotRun, firstFailure(p))
+	case failed > 0 && required:
+		fmt.Fprintf(out, "fault-preflight: %s\n", color.RedString("FAILED (%d of %d checks)", failed, len(p.Checks)))
+		return p, fmt.Errorf("%w: fault-preflight: %s", ErrCannotRun, firstFailure(p))
+	case failed > 0:
+		fmt.Fprintf(out, "fault-preflight: %s\n", color.YellowString("%d of %d checks failed (report-only: not failing; use -required to make this fatal)", failed, len(p.Checks)))
+	default:
+		fmt.Fprintf(out, "fault-preflight: %s (%s)\n", color.GreenString("ok"), p.Took.Round(time.Millisecond))
+	}
+	return p, nil
+}
+
+func firstFailure(p faultlayer.Preflight) string {
+	for _, c := range p.Failed() {
+		return c.Name + ": " + c.Detail + "; fix: " + c.Fix
+	}
+	return ""
+}
+
+func savePreflight(p faultlayer.Preflight) error {
+	root, err := faultrecord.ResultsDir()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(root, "preflight.json"), append(b, '\n'))
+}
+
+// writeAtomic writes a file through a temporary name and a rename, so a
+// reader never sees half of it.
+func writeAtomic(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// Images makes sure both fault-layer images are in the engine, building
+// the local equivalents when the upstream ones cannot be pulled. It is the
+// step an air-gapped CI runs once before the battery.
+func Images(ctx context.Context, out io.Writer) error {
+	ctx, cancel := withSignals(ctx)
+	defer cancel()
+	cli, err := dockerenv.Connect(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %v; install and start Docker, or use CONTESTED_LAYER=embedded, which needs no images", ErrCannotRun, err)
+	}
+	defer cli.Close()
+	for _, im := range []struct {
+		image images.Image
+		env   string
+	}{
+		{images.Toxiproxy(), faultlayer.EnvToxiproxyImage},
+		{images.Postgres(), faultlayer.EnvPostgresImage},
+	} {
+		ref, err := im.image.Ensure(ctx, cli, os.Getenv(im.env), out)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrCannotRun, err)
+		}
+		fmt.Fprintf(out, "images: %s ready as %s\n", im.image.Name, ref)
+	}
+	return nil
+}
+
+// Sweep removes what killed runs of this project left behind on this host:
+// labelled containers, networks and volumes whose owner process is gone,
+// and embedded layers' data directories. Nothing without our label is
+// touched.
+func Sweep(ctx context.Context, out io.Writer) error {
+	if err := faultlayer.Sweep(ctx, out); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "sweep: done")
+	return nil
+}

@@ -1,0 +1,89 @@
+// Package targets defines contested's Mage targets. Import it from a
+// magefile with //mage:import to reuse them in another repository; give
+// them their hyphenated names with an Aliases map, as this repository's
+// magefiles/magefile.go does.
+//
+// Exit codes: 0 green; 1 red or refused; 2 usage or bad input; 3 cannot
+// run (the fault layer is unhealthy).
+package targets
+
+import (
+	"context"
+	"os"
+
+	"github.com/magefile/mage/mg"
+
+	"github.com/contested/contested/internal/command"
+)
+
+// exit turns a command's error into Mage's exit status. Mage prints the
+// message as "Error: …".
+func exit(err error) error {
+	if err == nil {
+		return nil
+	}
+	return mg.Fatal(command.ExitCode(err), err.Error())
+}
+
+// FaultPreflight (fault-preflight) checks the fault layer: Toxiproxy answers /version, its
+// control API is published on loopback only, and the port-lease table
+// works. It checks the layer CONTESTED_TOXIPROXY_URL and CONTESTED_PG_DSN
+// name, or brings one up (CONTESTED_LAYER) to check and tears it down.
+//
+// Report-only by default: failures are printed and the exit code is 0,
+// except for a control API published off loopback, which exits 3 in any
+// mode. With -required any failed check exits 3.
+//
+//	go tool mage fault-preflight
+//	go tool mage fault-preflight -required
+func FaultPreflight(ctx context.Context, required *bool) error {
+	return exit(command.FaultPreflight(ctx, command.PreflightOptions{Required: required != nil && *required, Out: os.Stdout}))
+}
+
+// Validate is the paired run: fault layer up, fault-preflight -required,
+// purge the old records and stamp, run the battery (go test ./...), verify
+// the six gate phases, and arbitrate each failing test.
+func Validate(ctx context.Context) error {
+	return exit(command.NotBuilt("validate"))
+}
+
+// ProgramGate (program-gate) runs fault-preflight -required, then the six verification
+// phases over whatever fault records are on disk. For triage after a
+// battery; never a substitute for validate.
+func ProgramGate(ctx context.Context) error {
+	return exit(command.NotBuilt("program-gate"))
+}
+
+// Contested runs a surface's fault legs in isolation over its seed budget
+// and gives the contract verdict: GREEN, RED or CANNOT RUN. The argument is
+// a surface id from contested-surfaces.toml, or "all".
+func Contested(ctx context.Context, surface string) error {
+	return exit(command.NotBuilt("contested"))
+}
+
+// Arbitrate walks the arbitration ladder for a failing test id and ends
+// with an owner and an action.
+func Arbitrate(ctx context.Context, test string) error {
+	return exit(command.NotBuilt("arbitrate"))
+}
+
+// ClusterTests (cluster-tests) runs the multi-replica rig and its kill legs, from sweep to
+// teardown.
+func ClusterTests(ctx context.Context) error {
+	return exit(command.NotBuilt("cluster-tests"))
+}
+
+// Images makes sure the fault layer's images are in the Docker engine,
+// building them locally when they cannot be pulled: Toxiproxy from the Go
+// module on scratch, Postgres from the host's Debian mirror (debootstrap,
+// needs root). Run it once on an air-gapped CI machine before the battery.
+func Images(ctx context.Context) error {
+	return exit(command.Images(ctx, os.Stdout))
+}
+
+// Sweep removes what killed runs left behind on this host: containers,
+// networks and volumes labelled by contested whose owner process is gone,
+// and embedded layers' data directories. Nothing unlabelled is touched.
+func Sweep(ctx context.Context) error {
+	return exit(command.Sweep(ctx, os.Stdout))
+}
