@@ -74,20 +74,28 @@ func Preflight(ctx context.Context, l *faultlayer.Layer, required bool, out io.W
 	if err := savePreflight(p); err != nil {
 		fmt.Fprintf(out, "  (could not save preflight.json: %v)\n", err)
 	}
+	err := preflightVerdict(p, required)
 	failed := len(p.Failed())
 	switch {
 	case p.Hard():
-		fmt.Fprintf(out, "fault-preflight: %s\n", color.RedString("FAILED: the control API is reachable off this host"))
-		return p, fmt.Errorf("%w: fault-preflight: %s", ErrCannotRun, firstFailure(p))
+		fmt.Fprintf(out, "fault-preflight: %s\n", color.RedString("FAILED: the control API is published off loopback"))
 	case failed > 0 && required:
 		fmt.Fprintf(out, "fault-preflight: %s\n", color.RedString("FAILED (%d of %d checks)", failed, len(p.Checks)))
-		return p, fmt.Errorf("%w: fault-preflight: %s", ErrCannotRun, firstFailure(p))
 	case failed > 0:
 		fmt.Fprintf(out, "fault-preflight: %s\n", color.YellowString("%d of %d checks failed (report-only: not failing; use -required to make this fatal)", failed, len(p.Checks)))
 	default:
 		fmt.Fprintf(out, "fault-preflight: %s (%s)\n", color.GreenString("ok"), p.Took.Round(time.Millisecond))
 	}
-	return p, nil
+	return p, err
+}
+
+// preflightVerdict decides whether a preflight result fails the command: a
+// hard failure always does, any failure does in required mode.
+func preflightVerdict(p faultlayer.Preflight, required bool) error {
+	if p.Hard() || (required && !p.OK()) {
+		return fmt.Errorf("%w: fault-preflight: %s", ErrCannotRun, firstFailure(p))
+	}
+	return nil
 }
 
 func firstFailure(p faultlayer.Preflight) string {

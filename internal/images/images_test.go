@@ -2,11 +2,15 @@ package images
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/moby/moby/client"
 
 	"github.com/contested/contested/internal/dockerenv"
 )
@@ -84,5 +88,35 @@ func TestEnsureRefusesAnUnknownImageItCannotPull(t *testing.T) {
 	_, err := Toxiproxy().Ensure(context.Background(), cli, "registry.invalid/nothing:here", os.Stderr)
 	if err == nil || !strings.Contains(err.Error(), "registry.invalid/nothing:here") {
 		t.Fatalf("Ensure of an unpullable custom image: err = %v, want an error naming it", err)
+	}
+}
+
+// BenchmarkColdBuild builds both images from nothing under throwaway tags
+// (the cached ones are left alone) and reports the time against a warm
+// Ensure, which finds them cached, measured in the same run.
+func BenchmarkColdBuild(b *testing.B) {
+	cli := dockerenv.Require(b)
+	ctx := context.Background()
+	for _, im := range []Image{Toxiproxy(), Postgres()} {
+		b.Run(im.Name, func(b *testing.B) {
+			var cold, warm time.Duration
+			for i := range b.N {
+				tag := fmt.Sprintf("contested.local/%s:bench-%d-%d", im.Name, os.Getpid(), i)
+				start := time.Now()
+				if err := im.build(ctx, cli, tag, io.Discard); err != nil {
+					b.Fatal(err)
+				}
+				cold += time.Since(start)
+				cli.ImageRemove(ctx, tag, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+				start = time.Now()
+				if _, err := im.Ensure(ctx, cli, "", io.Discard); err != nil {
+					b.Fatal(err)
+				}
+				warm += time.Since(start)
+			}
+			b.ReportMetric(cold.Seconds()/float64(b.N), "cold-s/op")
+			b.ReportMetric(warm.Seconds()*1000/float64(b.N), "warm-ms/op")
+			b.ReportMetric(float64(cold)/float64(warm), "cold/warm")
+		})
 	}
 }

@@ -1,0 +1,115 @@
+package faultlayer
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/contested/contested/internal/dockerenv"
+)
+
+// BenchmarkBringUp measures a warm bring-up and teardown (images cached)
+// of each provider in the same run and reports the containers/embedded
+// ratio: what the isolation of containers costs over local binaries.
+func BenchmarkBringUp(b *testing.B) {
+	dockerenv.Require(b)
+	if _, err := postgresBinaries(""); err != nil {
+		b.Skip(err)
+	}
+	ctx := context.Background()
+	// One untimed bring-up so image resolution is warm.
+	if l, err := Up(ctx, Config{Kind: Containers}); err != nil {
+		b.Fatal(err)
+	} else {
+		l.Close(ctx)
+	}
+	per := map[Kind]time.Duration{}
+	b.ResetTimer()
+	for range b.N {
+		for _, k := range []Kind{Containers, Embedded} {
+			start := time.Now()
+			l, err := Up(ctx, Config{Kind: k})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Close(ctx); err != nil {
+				b.Fatal(err)
+			}
+			per[k] += time.Since(start)
+		}
+	}
+	c := per[Containers].Seconds() / float64(b.N)
+	e := per[Embedded].Seconds() / float64(b.N)
+	b.ReportMetric(c, "containers-s/op")
+	b.ReportMetric(e, "embedded-s/op")
+	b.ReportMetric(c/e, "containers/embedded")
+}
+
+// BenchmarkLeaseThroughput measures acquire+release pairs per second with
+// 16 concurrent clients and with one, in the same run, and reports the
+// ratio: how well the SKIP LOCKED acquire scales under contention.
+func BenchmarkLeaseThroughput(b *testing.B) {
+	l := shared.get(b)
+	ctx := context.Background()
+	run := func(clients, pairs int) float64 {
+		var wg sync.WaitGroup
+		start := time.Now()
+		for c := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range pairs {
+					ls, err := l.Leases().Acquire(ctx, fmt.Sprintf("bench-%d", c))
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					if _, err := l.Leases().Release(ctx, ls); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return float64(clients*pairs) / time.Since(start).Seconds()
+	}
+	b.ResetTimer()
+	var one, sixteen float64
+	for range b.N {
+		one += run(1, 100)
+		sixteen += run(16, 100)
+	}
+	b.ReportMetric(one/float64(b.N), "pairs/s-1-client")
+	b.ReportMetric(sixteen/float64(b.N), "pairs/s-16-clients")
+	b.ReportMetric(sixteen/one, "16/1")
+}
+
+// BenchmarkPreflight measures one preflight of a running layer, and reports
+// it against a bare lease round trip measured in the same run.
+func BenchmarkPreflight(b *testing.B) {
+	l := shared.get(b)
+	ctx := context.Background()
+	var pre, rt time.Duration
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		if p := RunPreflight(ctx, l); !p.OK() {
+			p.Write(io.Discard)
+			b.Fatalf("preflight failed: %+v", p.Failed())
+		}
+		pre += time.Since(start)
+		start = time.Now()
+		ls, err := l.Leases().Acquire(ctx, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		l.Leases().Release(ctx, ls)
+		rt += time.Since(start)
+	}
+	b.ReportMetric(pre.Seconds()*1000/float64(b.N), "preflight-ms/op")
+	b.ReportMetric(float64(pre)/float64(rt), "preflight/lease-round-trip")
+}
