@@ -1,0 +1,399 @@
+// Package battery runs the integration battery (go test -json over the
+// module) and follows it: progress as packages finish, failures as they
+// happen, and a result that says which tests failed and what they printed.
+package battery
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Event is one line of `go test -json` (cmd/test2json), plus the build
+// events go test emits for packages that do not compile.
+type Event struct {
+	Time       time.Time `json:"Time"`
+	Action     string    `json:"Action"`
+	Package    string    `json:"Package"`
+	ImportPath string    `json:"ImportPath"`
+	Test       string    `json:"Test"`
+	Elapsed    float64   `json:"Elapsed"`
+	Output     string    `json:"Output"`
+}
+
+// Test is one test's outcome.
+type Test struct {
+	Package string        `json:"package"`
+	Name    string        `json:"name"`
+	Action  string        `json:"action"` // pass, fail, skip
+	Elapsed time.Duration `json:"elapsed_ns"`
+	Output  string        `json:"output,omitempty"` // kept for failures
+}
+
+// ID is the test's package-qualified name.
+func (t Test) ID() string { return t.Package + "." + t.Name }
+
+// Package is one package's outcome.
+type Package struct {
+	Name    string        `json:"name"`
+	Action  string        `json:"action"` // pass, fail, skip
+	Elapsed time.Duration `json:"elapsed_ns"`
+	Output  string        `json:"output,omitempty"` // kept for failures (build errors, panics)
+}
+
+// Result is the outcome of one battery run.
+type Result struct {
+	Packages []Package     `json:"packages"`
+	Tests    []Test        `json:"tests"`
+	Started  time.Time     `json:"started"`
+	Elapsed  time.Duration `json:"elapsed_ns"`
+	// ExitCode is go test's exit code (0 when everything passed).
+	ExitCode int `json:"exit_code"`
+}
+
+// Failed returns the tests that failed, top-level and subtests alike, in
+// package and name order.
+func (r *Result) Failed() []Test {
+	var out []Test
+	for _, t := range r.Tests {
+		if t.Action == "fail" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// FailedPackages returns packages that failed without a failing test to
+// blame: build failures, panics outside a test, TestMain failures.
+func (r *Result) FailedPackages() []Package {
+	blamed := map[string]bool{}
+	for _, t := range r.Failed() {
+		blamed[t.Package] = true
+	}
+	var out []Package
+	for _, p := range r.Packages {
+		if p.Action == "fail" && !blamed[p.Name] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// OK reports whether the battery passed.
+func (r *Result) OK() bool {
+	return r.ExitCode == 0 && len(r.Failed()) == 0 && len(r.FailedPackages()) == 0
+}
+
+// Options configures Run.
+type Options struct {
+	Dir      string   // the module root
+	Patterns []string // packages; default ./...
+	Args     []string // extra go test flags (for example -run)
+	Env      []string // added to this process's environment
+	Out      io.Writer
+	// Events, when set, receives every raw JSON line go test prints (the
+	// battery's full log, for later reports).
+	Events io.Writer
+	// Heartbeat is how often to say what is still running when nothing
+	// finished; default 30s.
+	Heartbeat time.Duration
+}
+
+// ErrNotRun: go test could not be started or listed nothing to run.
+var ErrNotRun = errors.New("battery did not run")
+
+// Run runs go test -json -count=1 over the patterns and returns the result.
+// A battery with failures is not an error; an error means it did not run
+// (or was cancelled). On cancellation the whole process group gets SIGINT,
+// then SIGKILL after a grace period.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	if len(opts.Patterns) == 0 {
+		opts.Patterns = []string{"./..."}
+	}
+	if opts.Heartbeat == 0 {
+		opts.Heartbeat = 30 * time.Second
+	}
+	env := append(os.Environ(), opts.Env...)
+	total, err := countPackages(ctx, opts.Dir, env, opts.Patterns)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotRun, err)
+	}
+	args := append([]string{"test", "-json", "-count=1"}, opts.Args...)
+	args = append(args, opts.Patterns...)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = opts.Dir
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
+	cmd.WaitDelay = 10 * time.Second
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+
+	res := &Result{Started: time.Now()}
+	f := newFollower(opts.Out, total)
+	fmt.Fprintf(opts.Out, "battery: go %s (%d packages)\n", strings.Join(args, " "), total)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%w: start go test: %v", ErrNotRun, err)
+	}
+	stop := f.heartbeat(opts.Heartbeat)
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if opts.Events != nil {
+			opts.Events.Write(append(line, '\n'))
+		}
+		var ev Event
+		if err := json.Unmarshal(line, &ev); err != nil {
+			f.stray(string(line))
+			continue
+		}
+		f.event(ev)
+	}
+	waitErr := cmd.Wait()
+	stop()
+	res.Elapsed = time.Since(res.Started)
+	res.Packages, res.Tests = f.results()
+	var exit *exec.ExitError
+	switch {
+	case waitErr == nil:
+	case ctx.Err() != nil:
+		return res, fmt.Errorf("battery cancelled: %w", ctx.Err())
+	case errors.As(waitErr, &exit):
+		res.ExitCode = exit.ExitCode()
+	default:
+		return res, fmt.Errorf("go test: %w", waitErr)
+	}
+	if res.ExitCode != 0 && len(res.Failed()) == 0 && len(res.FailedPackages()) == 0 {
+		// go test failed before any package reported: flags, patterns, go.mod.
+		msg := strings.TrimSpace(stderr.String() + f.strayOutput())
+		res.Packages = append(res.Packages, Package{Name: "(go test)", Action: "fail", Output: msg})
+	}
+	f.summarize(res)
+	return res, nil
+}
+
+func countPackages(ctx context.Context, dir string, env []string, patterns []string) (int, error) {
+	cmd := exec.CommandContext(ctx, "go", append([]string{"list", "-e", "-f", "{{.ImportPath}}"}, patterns...)...)
+	cmd.Dir = dir
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("go list %s: %v: %s", strings.Join(patterns, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return len(strings.Fields(string(out))), nil
+}
+
+// follower turns events into progress lines and the result.
+type follower struct {
+	mu       sync.Mutex
+	out      io.Writer
+	total    int
+	done     int
+	failures int
+	running  map[string]time.Time
+	pkgs     map[string]*Package
+	tests    map[string]*Test
+	output   map[string]*strings.Builder // per package or test, while running
+	strays   strings.Builder
+	last     time.Time
+}
+
+func newFollower(out io.Writer, total int) *follower {
+	return &follower{out: out, total: total, running: map[string]time.Time{}, pkgs: map[string]*Package{},
+		tests: map[string]*Test{}, output: map[string]*strings.Builder{}, last: time.Now()}
+}
+
+func key(pkg, test string) string { return pkg + "\x00" + test }
+
+func (f *follower) buf(k string) *strings.Builder {
+	b, ok := f.output[k]
+	if !ok {
+		b = &strings.Builder{}
+		f.output[k] = b
+	}
+	return b
+}
+
+func (f *follower) event(ev Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pkg := ev.Package
+	if pkg == "" {
+		pkg = ev.ImportPath
+	}
+	switch ev.Action {
+	case "start":
+		f.running[pkg] = ev.Time
+	case "build-output":
+		// ImportPath reads "pkg [pkg.test]"; the package's fail event follows.
+		f.buf(key(strings.Fields(pkg + " ")[0], "")).WriteString(ev.Output)
+	case "output":
+		if b := f.buf(key(pkg, ev.Test)); b.Len() < 256<<10 {
+			b.WriteString(ev.Output)
+		}
+		if ev.Test != "" {
+			// A subtest's output also belongs to its parents.
+			for parent := ev.Test; strings.Contains(parent, "/"); {
+				parent = parent[:strings.LastIndexByte(parent, '/')]
+				if b := f.buf(key(pkg, parent)); b.Len() < 256<<10 {
+					b.WriteString(ev.Output)
+				}
+			}
+		}
+	case "pass", "fail", "skip":
+		el := time.Duration(ev.Elapsed * float64(time.Second))
+		if ev.Test != "" {
+			t := &Test{Package: pkg, Name: ev.Test, Action: ev.Action, Elapsed: el}
+			if ev.Action == "fail" {
+				t.Output = f.buf(key(pkg, ev.Test)).String()
+				f.failures++
+				fmt.Fprintf(f.out, "battery:   FAIL %s %s (%s)\n", short(pkg), ev.Test, el.Round(10*time.Millisecond))
+			}
+			delete(f.output, key(pkg, ev.Test))
+			f.tests[key(pkg, ev.Test)] = t
+			return
+		}
+		p := &Package{Name: pkg, Action: ev.Action, Elapsed: el}
+		if ev.Action == "fail" {
+			p.Output = f.buf(key(pkg, "")).String()
+		}
+		delete(f.output, key(pkg, ""))
+		delete(f.running, pkg)
+		f.pkgs[pkg] = p
+		f.done++
+		f.last = time.Now()
+		word := map[string]string{"pass": "ok  ", "fail": "FAIL", "skip": "----"}[ev.Action]
+		fmt.Fprintf(f.out, "battery: [%*d/%d] %s %s (%s)\n", len(fmt.Sprint(f.total)), f.done, f.total, word, short(pkg), el.Round(100*time.Millisecond))
+	}
+}
+
+func (f *follower) stray(line string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.strays.WriteString(line + "\n")
+}
+
+func (f *follower) strayOutput() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.strays.String()
+}
+
+// heartbeat says what is still running when nothing has finished for a
+// while, so a long battery never looks hung.
+func (f *follower) heartbeat(every time.Duration) func() {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				f.mu.Lock()
+				if time.Since(f.last) >= every && len(f.running) > 0 {
+					var names []string
+					for p, since := range f.running {
+						names = append(names, fmt.Sprintf("%s (%s)", short(p), time.Since(since).Round(time.Second)))
+					}
+					sort.Strings(names)
+					fmt.Fprintf(f.out, "battery: %d/%d done, %d failing; still running: %s\n", f.done, f.total, f.failures, strings.Join(names, ", "))
+				}
+				f.mu.Unlock()
+			}
+		}
+	}()
+	return func() { close(stop); wg.Wait() }
+}
+
+func (f *follower) results() ([]Package, []Test) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var ps []Package
+	for _, p := range f.pkgs {
+		ps = append(ps, *p)
+	}
+	// Packages that never reported an end (killed, or a build failure
+	// reported only through build events) count as failed.
+	for k, b := range f.output {
+		pkg, test, _ := strings.Cut(k, "\x00")
+		if test == "" && f.pkgs[pkg] == nil && b.Len() > 0 {
+			ps = append(ps, Package{Name: pkg, Action: "fail", Output: b.String()})
+		}
+	}
+	for pkg := range f.running {
+		if f.pkgs[pkg] == nil {
+			ps = append(ps, Package{Name: pkg, Action: "fail", Output: "the package started and never finished"})
+		}
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].Name < ps[j].Name })
+	var ts []Test
+	for _, t := range f.tests {
+		ts = append(ts, *t)
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].ID() < ts[j].ID() })
+	return dedupe(ps), ts
+}
+
+func dedupe(ps []Package) []Package {
+	var out []Package
+	for i, p := range ps {
+		if i > 0 && ps[i-1].Name == p.Name {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func (f *follower) summarize(r *Result) {
+	var pass, fail, skip int
+	for _, t := range r.Tests {
+		switch t.Action {
+		case "pass":
+			pass++
+		case "fail":
+			fail++
+		case "skip":
+			skip++
+		}
+	}
+	fmt.Fprintf(f.out, "battery: %d tests passed, %d failed, %d skipped in %s\n", pass, fail, skip, r.Elapsed.Round(100*time.Millisecond))
+}
+
+// short trims the module path off a package name for progress lines.
+func short(pkg string) string {
+	if i := strings.Index(pkg, "/"); i >= 0 && strings.Contains(pkg[:i], ".") {
+		parts := strings.SplitN(pkg, "/", 4)
+		if len(parts) == 4 {
+			return parts[3]
+		}
+	}
+	return filepath.Base(pkg)
+}
