@@ -1,7 +1,6 @@
 package faultrecord
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -87,8 +86,8 @@ func (r *Record) Validate() error {
 
 // ParseRecord decodes and validates one record file's contents. Unknown fields are ignored so
 // that writers can add fields without breaking readers; anything else that is off (not JSON,
-// trailing bytes, another schema, a missing identity field) is an error wrapping
-// [ErrInvalidRecord].
+// trailing bytes, a field of the wrong type, another schema, a missing identity field) is an
+// error wrapping [ErrInvalidRecord]. Keys are matched exactly as the schema spells them.
 func ParseRecord(data []byte) (Record, error) {
 	var r Record
 	if err := parseRecordInto(data, &r); err != nil {
@@ -97,13 +96,12 @@ func ParseRecord(data []byte) (Record, error) {
 	return r, nil
 }
 
-// parseRecordInto is ParseRecord without the copy, for the verification hot path.
+// parseRecordInto is ParseRecord into a reused value, for the verification hot path.
 func parseRecordInto(data []byte, r *Record) error {
 	if len(data) == 0 {
 		return fmt.Errorf("%w: empty file", ErrInvalidRecord)
 	}
-	*r = Record{} // Unmarshal keeps fields the data does not mention
-	if err := json.Unmarshal(data, r); err != nil {
+	if err := decodeRecord(data, r); err != nil {
 		return fmt.Errorf("%w: parse: %w", ErrInvalidRecord, err)
 	}
 	return r.Validate()

@@ -95,7 +95,7 @@ type Options struct {
 	// to the module root). It runs concurrently with the reading of records. It is only
 	// called when SelfTests is not empty; nil then fails phase 6.
 	Inventory func(ctx context.Context) ([]string, error)
-	// Workers bounds how many record files are read at once. Zero means 2×GOMAXPROCS.
+	// Workers bounds how many record files are read at once. Zero means 4×GOMAXPROCS, at most 64.
 	Workers int
 
 	_ struct{} // disallow positional literals
@@ -355,6 +355,12 @@ func scan(ctx context.Context, dir string, st stampState, opts Options) scanResu
 		return res
 	}
 	defer d.Close()
+	h, err := openDir(dir)
+	if err != nil {
+		res.dirErr = err
+		return res
+	}
+	defer h.close()
 
 	var surfaces map[string]struct{}
 	if opts.Surfaces != nil {
@@ -365,14 +371,16 @@ func scan(ctx context.Context, dir string, st stampState, opts Options) scanResu
 	}
 	workers := opts.Workers
 	if workers <= 0 {
-		workers = 2 * runtime.GOMAXPROCS(0)
+		// Reading a record is mostly syscalls (openat, fstat, read, close) that block in the
+		// kernel, so a few more readers than CPUs keep the CPUs busy; more only adds contention.
+		workers = min(4*runtime.GOMAXPROCS(0), 64)
 	}
 	jobs := make(chan []string, workers)
 	tallies := make([]tally, workers)
 	var wg sync.WaitGroup
 	for i := range workers {
 		tallies[i].byClass = map[string]ClassCount{}
-		r := &reader{dir: dir, stamp: st, surfaces: surfaces, t: &tallies[i]}
+		r := &reader{dir: h, stamp: st, surfaces: surfaces, t: &tallies[i]}
 		wg.Go(func() {
 			for batch := range jobs {
 				if ctx.Err() != nil {
@@ -396,9 +404,9 @@ func scan(ctx context.Context, dir string, st stampState, opts Options) scanResu
 				res.unreadable = append(res.unreadable, Unreadable{File: name,
 					Reason: "incomplete write: a writer died before renaming this temporary record, so its fault has no evidence"})
 			case kindRecord:
-				if e.IsDir() {
+				if t := e.Type(); t&^fs.ModeSymlink != 0 { // directory, FIFO, socket, device: never opened
 					res.records++
-					res.unreadable = append(res.unreadable, Unreadable{File: name, Reason: "is a directory, not a record file"})
+					res.unreadable = append(res.unreadable, Unreadable{File: name, Reason: "not a regular file (" + t.String() + ")"})
 					continue
 				}
 				batch = append(batch, name)
@@ -432,7 +440,7 @@ func scan(ctx context.Context, dir string, st stampState, opts Options) scanResu
 
 // reader reads record files for one worker, reusing its buffer and record value.
 type reader struct {
-	dir      string
+	dir      dirHandle
 	stamp    stampState
 	surfaces map[string]struct{}
 	t        *tally
@@ -443,7 +451,8 @@ type reader struct {
 func (r *reader) read(name string) {
 	t := r.t
 	t.records++
-	data, mtime, err := r.load(filepath.Join(r.dir, name))
+	data, mtime, err := r.dir.readFile(name, r.buf)
+	r.buf = data[:0]
 	if err != nil {
 		t.unreadable = append(t.unreadable, Unreadable{File: name, Reason: err.Error()})
 		return
@@ -474,53 +483,6 @@ func (r *reader) read(name string) {
 			Surface: rec.Surface, Class: rec.Class, Leg: rec.Leg, Seed: rec.Seed, Replay: rec.Replay})
 	}
 	t.byClass[rec.Class] = c
-}
-
-// load reads one file into the reused buffer and returns its mtime from the same open file, so
-// the age checked is the age of the bytes read.
-func (r *reader) load(path string) ([]byte, time.Time, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // the file name is already in the report entry
-		}
-		return nil, time.Time{}, fmt.Errorf("open: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("stat: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, time.Time{}, errors.New("not a regular file")
-	}
-	size := fi.Size()
-	if size > maxRecordSize {
-		return nil, time.Time{}, fmt.Errorf("file of %d bytes is larger than any record (%d)", size, maxRecordSize)
-	}
-	if need := int(size) + 512; cap(r.buf) < need {
-		r.buf = make([]byte, 0, need)
-	}
-	buf := r.buf[:0]
-	for {
-		n, err := f.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, time.Time{}, fmt.Errorf("read: %w", err)
-		}
-		if len(buf) == cap(buf) {
-			if len(buf) > maxRecordSize {
-				return nil, time.Time{}, fmt.Errorf("file grew past %d bytes while read", maxRecordSize)
-			}
-			buf = append(buf, 0)[:len(buf)] // grow: the file changed under us
-		}
-	}
-	r.buf = buf
-	return buf, fi.ModTime(), nil
 }
 
 func buildReport(dir string, opts Options, st stampState, sc scanResult, inv inventoryResult) *Report {
