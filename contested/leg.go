@@ -1,0 +1,613 @@
+package contested
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/faultlayer/faulttest"
+	"github.com/contested/contested/faultlayer/lease"
+	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/registry"
+)
+
+// Leg is one fault leg in a test: a lever applied to a surface. Start
+// returns it ready to arm; the test's end cleans it up.
+type Leg struct {
+	t       testing.TB
+	surface registry.Surface
+	lever   Lever
+	seed    int64
+	rand    *rand.Rand
+	replay  string
+
+	layer  *faultlayer.Layer
+	armer  *PgFaultArmer
+	victim *Victim
+	lease  lease.Lease
+	keep   func() error
+	port   faultlayer.ProxyPort
+	proxy  *toxiproxy.Proxy
+	pools  []*pgxpool.Pool
+	worker *Worker
+	hold   int
+
+	mu      sync.Mutex
+	faults  []*fault
+	current *fault // the armed fault, nil when healed
+	exhaust *Exhaustion
+}
+
+// fault is one armed fault of a leg, from Arm to Heal: it becomes one
+// record.
+type fault struct {
+	armedAt   time.Time
+	healedAt  time.Time
+	firedAt   time.Time
+	injector  []string // what the injector side saw
+	injected  bool     // the injector side proved the fault is in place
+	confirmed bool     // server-side confirmation a lever needs (confirm-timeout's commit)
+	victim    map[string]int
+}
+
+func (f *fault) victimSaw(what string, at time.Time) {
+	if f.victim == nil {
+		f.victim = map[string]int{}
+	}
+	f.victim[what]++
+	if f.firedAt.IsZero() {
+		f.firedAt = at
+	}
+}
+
+// Option configures a leg.
+type Option func(*options)
+
+type options struct {
+	hold int
+}
+
+// Hold sets how many connections a pool-exhaustion leg holds (default 2).
+func Hold(n int) Option { return func(o *options) { o.hold = n } }
+
+// Start begins a leg of lever on surface in test t. It fails the test when
+// the surface is not in the registry, does not list the lever, or the
+// fault layer cannot run. Network levers lease a proxy port and put a
+// proxy to Postgres on it; network and database levers get a victim
+// database of their own.
+func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
+	t.Helper()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.hold == 0 {
+		o.hold = 2
+	}
+	if err := lever.valid(); err != nil {
+		t.Fatalf("contested: %v", err)
+	}
+	reg, err := loadRegistry()
+	if err != nil {
+		t.Fatalf("contested: %v", err)
+	}
+	s, ok := reg.Surface(surface)
+	if !ok {
+		t.Fatalf("contested: surface %q is not in %s; register it (see the README's registry section)", surface, reg.Path)
+	}
+	if !contains(s.Legs, string(lever)) {
+		t.Fatalf("contested: surface %q (%s:%d) does not list lever %q in its legs %v; add it there", surface, reg.Path, s.Line, lever, s.Legs)
+	}
+	seed, err := Seed()
+	if err != nil {
+		t.Fatalf("contested: %v", err)
+	}
+	dir, _ := packageDir()
+	l := &Leg{t: t, surface: s, lever: lever, seed: seed, rand: newRand(seed), replay: ReplayCommand(seed, dir, t.Name())}
+	t.Logf("contested: leg %s/%s of surface %s: %s=%d; replay: %s", t.Name(), lever, surface, EnvSeed, seed, l.replay)
+	t.Cleanup(l.cleanup)
+
+	if lever == Burst || lever == CrashAndResume {
+		return l
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	l.layer = faulttest.Layer(t)
+	if l.armer, err = armerFor(ctx, l.layer, reg); err != nil {
+		t.Fatalf("contested: %v", err)
+	}
+	if l.victim, err = l.armer.CreateVictim(ctx, t.Name()); err != nil {
+		t.Fatalf("contested: %v", err)
+	}
+	if lever == PoolExhaustion {
+		l.hold = o.hold
+		return l
+	}
+	if l.lease, err = l.layer.Leases().Acquire(ctx, t.Name()); err != nil {
+		t.Fatalf("contested: lease a proxy port: %v", err)
+	}
+	l.keep = l.layer.Leases().Keep(context.Background(), l.lease)
+	l.port, _ = l.layer.Port(l.lease.Port)
+	name := fmt.Sprintf("contested-%d-%s", l.lease.Port, sanitize(t.Name()))
+	if l.proxy, err = l.layer.Toxiproxy().CreateProxy(name, l.port.Listen, l.layer.PostgresUpstream); err != nil {
+		t.Fatalf("contested: create proxy %s on %s: %v", name, l.port.Listen, err)
+	}
+	return l
+}
+
+// Seed is the leg's seed.
+func (l *Leg) Seed() int64 { return l.seed }
+
+// Rand is the leg's seeded random source: draw every random choice of the
+// test from it, in a fixed order, and CONTESTED_SEED replays them.
+func (l *Leg) Rand() *rand.Rand { return l.rand }
+
+// Replay is the command that reruns this test with this leg's seed.
+func (l *Leg) Replay() string { return l.replay }
+
+// Surface is the registry entry the leg contests.
+func (l *Leg) Surface() registry.Surface { return l.surface }
+
+// Addr is the proxied address of Postgres (network levers), host:port.
+func (l *Leg) Addr() string { return l.port.Dial }
+
+// DSN is the victim database's DSN through the proxy for network levers,
+// and direct for the others.
+func (l *Leg) DSN() string {
+	l.t.Helper()
+	if l.victim == nil {
+		l.t.Fatalf("contested: lever %s has no victim database", l.lever)
+	}
+	if l.lever.network() {
+		return l.victim.DSN(l.port.Dial)
+	}
+	return l.DirectDSN()
+}
+
+// DirectDSN is the victim database's DSN bypassing the proxy: for setup and
+// for oracles, which must see the truth, not the fault.
+func (l *Leg) DirectDSN() string {
+	l.t.Helper()
+	if l.victim == nil {
+		l.t.Fatalf("contested: lever %s has no victim database", l.lever)
+	}
+	cfg, err := pgx.ParseConfig(l.layer.PostgresDSN)
+	if err != nil {
+		l.t.Fatalf("contested: %v", err)
+	}
+	return l.victim.DSN(net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)))
+}
+
+// PoolConfig is a pgx pool configuration for DSN whose connections report
+// their socket errors to the leg: the victim-side observer.
+func (l *Leg) PoolConfig() *pgxpool.Config {
+	l.t.Helper()
+	cfg, err := pgxpool.ParseConfig(l.DSN())
+	if err != nil {
+		l.t.Fatalf("contested: %v", err)
+	}
+	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 5 * time.Second}
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			l.observe(err, "dial")
+			return nil, err
+		}
+		return &observedConn{Conn: c, leg: l}, nil
+	}
+	return cfg
+}
+
+// Pool opens a pool with PoolConfig; the leg closes it at the end of the
+// test.
+func (l *Leg) Pool(ctx context.Context) *pgxpool.Pool {
+	l.t.Helper()
+	p, err := pgxpool.NewWithConfig(ctx, l.PoolConfig())
+	if err != nil {
+		l.t.Fatalf("contested: open victim pool: %v", err)
+	}
+	l.mu.Lock()
+	l.pools = append(l.pools, p)
+	l.mu.Unlock()
+	return p
+}
+
+// Arm sets the fault up now and proves it from the injector side (the
+// proxy's state read back, the toxic in place, the connection limit
+// reached, the worker's exit status). Each Arm is one armed fault and one
+// record.
+func (l *Leg) Arm(ctx context.Context) {
+	l.t.Helper()
+	l.mu.Lock()
+	if l.current != nil {
+		l.mu.Unlock()
+		l.t.Fatalf("contested: leg %s armed twice without Heal", l.lever)
+	}
+	f := &fault{armedAt: time.Now()}
+	l.faults = append(l.faults, f)
+	l.current = f
+	l.mu.Unlock()
+	if err := l.arm(ctx, f); err != nil {
+		l.t.Fatalf("contested: arm %s: %v", l.lever, err)
+	}
+}
+
+func (l *Leg) arm(ctx context.Context, f *fault) error {
+	switch l.lever {
+	case Disconnect:
+		before := l.backends(ctx)
+		if err := l.proxy.Disable(); err != nil {
+			return err
+		}
+		p, err := l.layer.Toxiproxy().Proxy(l.proxy.Name)
+		if err != nil {
+			return fmt.Errorf("read the proxy back: %w", err)
+		}
+		l.injector(f, !p.Enabled, fmt.Sprintf("proxy %s disabled (read back enabled=%v); victim backends before: %d", p.Name, p.Enabled, before))
+	case Reset, ConfirmTimeout:
+		name, typ, stream, attrs := "contested-reset", "reset_peer", "upstream", toxiproxy.Attributes{"timeout": 0}
+		if l.lever == ConfirmTimeout {
+			// The request reaches the server; its reply never comes back.
+			name, typ, stream = "contested-confirm-timeout", "timeout", "downstream"
+		}
+		if _, err := l.proxy.AddToxic(name, typ, stream, 1, attrs); err != nil {
+			return err
+		}
+		toxics, err := l.proxy.Toxics()
+		if err != nil {
+			return fmt.Errorf("read the toxics back: %w", err)
+		}
+		in := false
+		for _, tx := range toxics {
+			in = in || (tx.Name == name && tx.Type == typ && tx.Toxicity == 1)
+		}
+		l.injector(f, in, fmt.Sprintf("proxy %s %s %s toxic (toxicity 1, read back: %v); victim backends before: %d", l.proxy.Name, stream, typ, in, l.backends(ctx)))
+	case PoolExhaustion:
+		e, err := l.armer.Exhaust(ctx, l.DirectDSN(), l.hold)
+		if err != nil {
+			return err
+		}
+		l.mu.Lock()
+		l.exhaust = e
+		l.mu.Unlock()
+		l.injector(f, e.Full(), e.String())
+	case CrashAndResume:
+		if l.worker == nil {
+			return errors.New("no worker: call StartWorker before Arm")
+		}
+		status, err := l.worker.kill(ctx)
+		if err != nil {
+			return err
+		}
+		// The exit status is both sides' proof: the injector sent SIGKILL
+		// and the victim died of it mid-work. Resuming is proven by Note.
+		l.injector(f, true, "worker killed mid-work: "+status)
+	case Burst:
+		// Armed by Deliveries, which has the plan to show.
+	}
+	return nil
+}
+
+func (l *Leg) injector(f *fault, ok bool, what string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f.injected = f.injected || ok
+	f.injector = append(f.injector, what)
+}
+
+// Heal takes the fault away. A fault still armed at the end of the test is
+// healed then.
+func (l *Leg) Heal(ctx context.Context) {
+	l.t.Helper()
+	if err := l.heal(ctx); err != nil {
+		l.t.Errorf("contested: heal %s: %v", l.lever, err)
+	}
+}
+
+func (l *Leg) heal(ctx context.Context) error {
+	l.mu.Lock()
+	f := l.current
+	l.current = nil
+	e := l.exhaust
+	l.exhaust = nil
+	l.mu.Unlock()
+	if f == nil {
+		return nil
+	}
+	f.healedAt = time.Now()
+	switch l.lever {
+	case Disconnect:
+		return l.proxy.Enable()
+	case Reset:
+		return l.proxy.RemoveToxic("contested-reset")
+	case ConfirmTimeout:
+		return l.proxy.RemoveToxic("contested-confirm-timeout")
+	case PoolExhaustion:
+		if e != nil {
+			return e.Release(ctx)
+		}
+	case CrashAndResume:
+		return l.worker.start()
+	}
+	return nil
+}
+
+// Observe reports an error the victim saw. It returns true when the error
+// carries this lever's signature and a fault is armed: that is victim-side
+// evidence the fault landed. Other errors are the application's own.
+func (l *Leg) Observe(err error) bool { return l.observe(err, "app") }
+
+func (l *Leg) observe(err error, where string) bool {
+	s := Classify(err)
+	if s == "" || !expects(l.lever, s) {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.current == nil {
+		return false
+	}
+	l.current.victimSaw(fmt.Sprintf("%s (%s)", s, where), time.Now())
+	return true
+}
+
+// Note records victim-side evidence the test observed itself: a duplicate
+// delivery consumed, a resumed worker that finished the remainder. It
+// counts for the fault armed now, or else the last one armed (a crashed
+// worker is proven resumed after Heal).
+func (l *Leg) Note(what string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f := l.current
+	if f == nil && len(l.faults) > 0 {
+		f = l.faults[len(l.faults)-1]
+	}
+	if f == nil {
+		l.t.Errorf("contested: Note(%q) before any Arm", what)
+		return
+	}
+	f.victimSaw(what, time.Now())
+}
+
+// Committed checks from the server side, bypassing the proxy, that a write
+// the client saw time out was in fact committed: query must return one
+// boolean. For confirm-timeout this is the injector-side half of the
+// proof (the other half is the client's timeout, through Observe).
+func (l *Leg) Committed(ctx context.Context, query string, args ...any) bool {
+	l.t.Helper()
+	conn, err := pgx.Connect(ctx, l.DirectDSN())
+	if err != nil {
+		l.t.Fatalf("contested: connect directly: %v", err)
+	}
+	defer conn.Close(ctx)
+	var ok bool
+	if err := conn.QueryRow(ctx, query, args...).Scan(&ok); err != nil {
+		l.t.Fatalf("contested: check the commit: %v", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f := l.current
+	if f == nil && len(l.faults) > 0 {
+		f = l.faults[len(l.faults)-1]
+	}
+	if f != nil {
+		f.confirmed = f.confirmed || ok
+		f.injector = append(f.injector, fmt.Sprintf("server side, bypassing the proxy: %s → %v", query, ok))
+	}
+	return ok
+}
+
+// Deliveries arms a burst: it returns the seeded delivery order of n
+// messages (see Plan). The consumer reports each delivery it processed
+// with Consumed; the fault fired when it processed a perturbed one.
+func (l *Leg) Deliveries(ctx context.Context, n int, p BurstPlan) []Delivery {
+	l.t.Helper()
+	if l.lever != Burst {
+		l.t.Fatalf("contested: Deliveries on a %s leg", l.lever)
+	}
+	l.Arm(ctx)
+	d := Plan(l.seed, n, p)
+	dups, re := burstStats(d)
+	l.mu.Lock()
+	f := l.current
+	l.mu.Unlock()
+	l.injector(f, dups+re > 0, describePlan(l.seed, n, d))
+	return d
+}
+
+// Consumed reports that the consumer processed delivery d. Perturbed
+// deliveries are victim-side evidence for the burst.
+func (l *Leg) Consumed(d Delivery) {
+	if d.Kind == Original {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f := l.current
+	if f == nil && len(l.faults) > 0 {
+		f = l.faults[len(l.faults)-1]
+	}
+	if f != nil {
+		f.victimSaw(d.Kind.String()+" delivery consumed", time.Now())
+	}
+}
+
+// StartWorker starts the process a crash-and-resume leg kills (Arm) and
+// restarts (Heal). make builds a fresh command each time.
+func (l *Leg) StartWorker(make func() *exec.Cmd) *Worker {
+	l.t.Helper()
+	if l.lever != CrashAndResume {
+		l.t.Fatalf("contested: StartWorker on a %s leg", l.lever)
+	}
+	l.worker = &Worker{t: l.t, make: make}
+	if err := l.worker.start(); err != nil {
+		l.t.Fatalf("contested: %v", err)
+	}
+	return l.worker
+}
+
+// backends counts the victim database's backends: the injector side's view
+// of the victim's connections.
+func (l *Leg) backends(ctx context.Context) int {
+	if l.victim == nil {
+		return -1
+	}
+	var n int
+	if err := l.layer.DB().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1`, l.victim.Database).Scan(&n); err != nil {
+		return -1
+	}
+	return n
+}
+
+// cleanup heals, records, and releases everything, in that order: the
+// record must describe the fault before its resources are gone.
+func (l *Leg) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := l.heal(ctx); err != nil {
+		l.t.Errorf("contested: heal %s at the end of the test: %v", l.lever, err)
+	}
+	if l.worker != nil {
+		l.worker.stop()
+	}
+	l.record()
+
+	l.mu.Lock()
+	pools := l.pools
+	l.pools = nil
+	l.mu.Unlock()
+	for _, p := range pools {
+		p.Close()
+	}
+	if l.proxy != nil {
+		if err := l.proxy.Delete(); err != nil {
+			l.t.Errorf("contested: delete proxy %s: %v (the lease's reclaim will remove it)", l.proxy.Name, err)
+		}
+	}
+	if l.keep != nil {
+		if err := l.keep(); err != nil {
+			l.t.Errorf("contested: the lease on port %d was lost during the leg: %v", l.lease.Port, err)
+		}
+		if _, err := l.layer.Leases().Release(ctx, l.lease); err != nil {
+			l.t.Errorf("contested: release port %d: %v", l.lease.Port, err)
+		}
+	}
+	if l.victim != nil {
+		if err := l.armer.DropVictim(ctx, l.victim); err != nil {
+			l.t.Errorf("contested: %v", err)
+		}
+	}
+}
+
+// fired is the rule for a fault landing: the injector side proved it in
+// place (and, for confirm-timeout, the write committed server-side), and
+// the victim side saw it.
+func (f *fault) fired(l Lever) bool {
+	if !f.injected || len(f.victim) == 0 {
+		return false
+	}
+	if l == ConfirmTimeout && !f.confirmed {
+		return false
+	}
+	return true
+}
+
+func (f *fault) victimEvidence() string {
+	if len(f.victim) == 0 {
+		return "nothing: no error or event with this lever's signature was seen while it was armed"
+	}
+	var parts []string
+	for what, n := range f.victim {
+		parts = append(parts, fmt.Sprintf("%s x%d", what, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+func (l *Leg) record() {
+	l.mu.Lock()
+	faults := l.faults
+	l.mu.Unlock()
+	if len(faults) == 0 {
+		if !l.t.Skipped() && !l.t.Failed() {
+			l.t.Errorf("contested: leg %s/%s was started and never armed; call Arm (or Deliveries for a burst)", l.t.Name(), l.lever)
+		}
+		return
+	}
+	rec, err := recorder()
+	if err != nil {
+		l.t.Errorf("contested: %v", err)
+		return
+	}
+	for i, f := range faults {
+		fired := f.fired(l.lever)
+		r := faultrecord.Record{
+			Test:    l.t.Name(),
+			Surface: l.surface.ID,
+			Class:   l.surface.Class,
+			Leg:     string(l.lever),
+			Seed:    l.seed,
+			Replay:  l.replay,
+			Armed:   true,
+			ArmedAt: f.armedAt,
+			Fired:   fired,
+			FiredAt: f.firedAt,
+			Evidence: faultrecord.Evidence{
+				Injector: strings.Join(f.injector, "; "),
+				Victim:   f.victimEvidence(),
+			},
+		}
+		if _, err := rec.Write(r); err != nil {
+			l.t.Errorf("contested: %v", err)
+		}
+		if !fired {
+			missing := "the victim never saw it"
+			if !f.injected {
+				missing = "the injector could not prove it in place"
+			} else if l.lever == ConfirmTimeout && len(f.victim) > 0 {
+				missing = "the write was not confirmed committed server-side (call Committed)"
+			}
+			l.t.Errorf("contested: leg %s/%s (fault %d of %d) ARMED BUT DID NOT FIRE: %s.\n\tinjector: %s\n\tvictim: %s\n\treplay: %s",
+				l.t.Name(), l.lever, i+1, len(faults), missing, r.Evidence.Injector, r.Evidence.Victim, l.replay)
+		}
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// sanitize makes a test name usable in a proxy name.
+func sanitize(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+		if b.Len() >= 60 {
+			break
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,390 @@
+package contested
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/reexec"
+)
+
+func TestMain(m *testing.M) {
+	reexec.Main(reexec.Roles{"worker": worker})
+	// The package's own legs run under a registry of test surfaces and
+	// write records to a private directory: they are the harness testing
+	// itself, not a battery the gate certifies.
+	abs, _ := filepath.Abs("testdata/surfaces.toml")
+	os.Setenv("CONTESTED_SURFACES", abs)
+	dir, err := os.MkdirTemp("", "contested-records-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv(faultrecord.EnvResultsDir, dir)
+	defer os.RemoveAll(dir)
+	Main(m)
+}
+
+// worker is the crash-and-resume victim: it works until told to stop, or
+// forever on its first generation so the leg can kill it mid-work.
+func worker() int {
+	fmt.Println("working")
+	if os.Getenv("WORKER_FINISH") != "" {
+		time.Sleep(100 * time.Millisecond)
+		fmt.Println("finished the remainder")
+		return 0
+	}
+	select {}
+}
+
+// probe is a testing.TB that keeps the errors a leg reports instead of
+// failing the real test, so tests can assert that a leg fails loudly.
+type probe struct {
+	*testing.T
+	name     string
+	mu       sync.Mutex
+	errs     []string
+	cleanups []func()
+	failed   bool
+}
+
+type probeFatal struct{}
+
+func (p *probe) Name() string { return p.name }
+func (p *probe) Errorf(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.errs = append(p.errs, fmt.Sprintf(format, args...))
+	p.failed = true
+}
+func (p *probe) Error(args ...any) { p.Errorf("%s", fmt.Sprint(args...)) }
+func (p *probe) Fatalf(format string, args ...any) {
+	p.Errorf(format, args...)
+	panic(probeFatal{})
+}
+func (p *probe) Fatal(args ...any)  { p.Fatalf("%s", fmt.Sprint(args...)) }
+func (p *probe) Failed() bool       { p.mu.Lock(); defer p.mu.Unlock(); return p.failed }
+func (p *probe) Skipped() bool      { return false }
+func (p *probe) Cleanup(f func())   { p.cleanups = append(p.cleanups, f) }
+func (p *probe) errors() string     { p.mu.Lock(); defer p.mu.Unlock(); return strings.Join(p.errs, "\n") }
+func (p *probe) Helper()            {}
+func (p *probe) Setenv(k, v string) { p.T.Setenv(k, v) }
+
+// runProbe runs body against a probe named after t, then the probe's
+// cleanups, and returns the probe.
+func runProbe(t *testing.T, body func(tb *probe)) *probe {
+	p := &probe{T: t, name: t.Name() + "/probe"}
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				if _, ok := r.(probeFatal); !ok {
+					panic(r)
+				}
+			}
+		}()
+		body(p)
+	}()
+	for i := len(p.cleanups) - 1; i >= 0; i-- {
+		p.cleanups[i]()
+	}
+	return p
+}
+
+// records reads the records a test (by name prefix) wrote.
+func records(t *testing.T, test string) []faultrecord.Record {
+	t.Helper()
+	root, err := faultrecord.ResultsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(faultrecord.FaultDir(root), "*.json"))
+	var out []faultrecord.Record
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r faultrecord.Record
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if r.Test == test {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// scenarios drive one lever: fire drives traffic while armed so the fault
+// reaches the victim; idle arms and heals with nothing for it to hit.
+var scenarios = []struct {
+	lever   Lever
+	surface string
+	fire    func(tb testing.TB, ctx context.Context, leg *Leg)
+	idle    func(tb testing.TB, ctx context.Context, leg *Leg)
+}{
+	{
+		lever: Disconnect, surface: "test.store",
+		fire: func(tb testing.TB, ctx context.Context, leg *Leg) {
+			pool := leg.Pool(ctx)
+			mustExec(tb, ctx, pool, "SELECT 1")
+			leg.Arm(ctx)
+			qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err := pool.Exec(qctx, "SELECT 1")
+			cancel()
+			if err == nil {
+				tb.Fatalf("a query through a disabled proxy succeeded")
+			}
+			leg.Observe(err)
+			leg.Heal(ctx)
+			mustExec(tb, ctx, pool, "SELECT 1") // recovered
+		},
+		idle: func(tb testing.TB, ctx context.Context, leg *Leg) {
+			leg.Arm(ctx)
+			leg.Heal(ctx)
+		},
+	},
+	{
+		lever: Reset, surface: "test.store",
+		fire: func(tb testing.TB, ctx context.Context, leg *Leg) {
+			pool := leg.Pool(ctx)
+			mustExec(tb, ctx, pool, "SELECT 1")
+			leg.Arm(ctx)
+			qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err := pool.Exec(qctx, "SELECT 1")
+			cancel()
+			if err == nil {
+				tb.Fatalf("a query through a reset proxy succeeded")
+			}
+			leg.Observe(err)
+			leg.Heal(ctx)
+		},
+		idle: func(tb testing.TB, ctx context.Context, leg *Leg) {
+			pool := leg.Pool(ctx)
+			mustExec(tb, ctx, pool, "SELECT 1")
+			leg.Arm(ctx) // reset_peer waits for traffic that never comes
+			time.Sleep(200 * time.Millisecond)
+			leg.Heal(ctx)
+		},
+	},
+	{
+		lever: ConfirmTimeout, surface: "test.store",
+		fire: func(tb testing.TB, ctx context.Context, leg *Leg) {
+			direct := leg.DirectDSN()
+			mustExecDSN(tb, ctx, direct, "CREATE TABLE t (id int PRIMARY KEY)")
+			pool := leg.Pool(ctx)
+			mustExec(tb, ctx, pool, "SELECT 1")
+			leg.Arm(ctx)
+			qctx, cancel := context.WithTimeout(ctx, time.Second)
+			_, err := pool.Exec(qctx, "INSERT INTO t VALUES (1)")
+			cancel()
+			if err == nil {
+				tb.Fatalf("the insert's confirmation arrived through a confirm-timeout proxy")
+			}
+			leg.Observe(err)
+			leg.Heal(ctx)
+			if !leg.Committed(ctx, "SELECT EXISTS (SELECT 1 FROM t WHERE id = 1)") {
+				tb.Errorf("the timed-out insert is not in the table: the write did not reach the server")
+			}
+		},
+		idle: func(tb testing.TB, ctx context.Context, leg *Leg) {
+			mustExecDSN(tb, ctx, leg.DirectDSN(), "CREATE TABLE t (id int PRIMARY KEY)")
+			leg.Arm(ctx)
+			leg.Heal(ctx)
+			leg.Committed(ctx, "SELECT EXISTS (SELECT 1 FROM t WHERE id = 1)")
+		},
+	},
+	{
+		lever: PoolExhaustion, surface: "test.store",
+		fire: func(tb testing.TB, ctx context.Context, leg *Leg) {
+			leg.Arm(ctx)
+			pool := leg.Pool(ctx)
+			qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			_, err := pool.Exec(qctx, "SELECT 1")
+			cancel()
+			if err == nil {
+				tb.Fatalf("a new connection succeeded with the database at its limit")
+			}
+			leg.Observe(err)
+			leg.Heal(ctx)
+			mustExec(tb, ctx, pool, "SELECT 1")
+		},
+		idle: func(tb testing.TB, ctx context.Context, leg *Leg) {
+			leg.Arm(ctx) // nobody tries to connect
+			leg.Heal(ctx)
+		},
+	},
+	{
+		lever: Burst, surface: "test.consumer",
+		fire: func(tb testing.TB, ctx context.Context, leg *Leg) {
+			for _, d := range leg.Deliveries(ctx, 40, BurstPlan{}) {
+				leg.Consumed(d)
+			}
+		},
+		idle: func(tb testing.TB, ctx context.Context, leg *Leg) {
+			for _, d := range leg.Deliveries(ctx, 40, BurstPlan{}) {
+				if d.Kind == Original { // a consumer that drops what is perturbed
+					leg.Consumed(d)
+				}
+			}
+		},
+	},
+	{
+		lever: CrashAndResume, surface: "test.consumer",
+		fire: func(tb testing.TB, ctx context.Context, leg *Leg) {
+			gen := 0
+			w := leg.StartWorker(func() *exec.Cmd {
+				gen++
+				if gen == 1 {
+					return reexec.Command(tb, "worker")
+				}
+				return reexec.Command(tb, "worker", "WORKER_FINISH=1")
+			})
+			time.Sleep(200 * time.Millisecond)
+			leg.Arm(ctx)
+			leg.Heal(ctx)
+			if err := w.Wait(ctx); err != nil {
+				tb.Fatalf("the resumed worker: %v", err)
+			}
+			leg.Note("resumed worker finished the remainder")
+		},
+		idle: func(tb testing.TB, ctx context.Context, leg *Leg) {
+			leg.StartWorker(func() *exec.Cmd { return reexec.Command(tb, "worker") })
+			time.Sleep(200 * time.Millisecond)
+			leg.Arm(ctx)
+			leg.Heal(ctx) // restarted, but nobody checks it resumed
+		},
+	},
+}
+
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+func mustExec(tb testing.TB, ctx context.Context, db execer, sql string) {
+	tb.Helper()
+	if _, err := db.Exec(ctx, sql); err != nil {
+		tb.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func mustExecDSN(tb testing.TB, ctx context.Context, dsn, sql string) {
+	tb.Helper()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		tb.Fatalf("connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	mustExec(tb, ctx, conn, sql)
+}
+
+func TestEveryLeverFires(t *testing.T) {
+	for _, sc := range scenarios {
+		t.Run(string(sc.lever), func(t *testing.T) {
+			ctx := context.Background()
+			p := runProbe(t, func(tb *probe) {
+				leg := Start(tb, sc.surface, sc.lever)
+				sc.fire(tb, ctx, leg)
+			})
+			if errs := p.errors(); errs != "" {
+				t.Fatalf("the leg reported:\n%s", errs)
+			}
+			recs := records(t, p.name)
+			if len(recs) != 1 {
+				t.Fatalf("%d records for %s, want 1", len(recs), p.name)
+			}
+			r := recs[0]
+			if !r.Armed || !r.Fired || r.FiredAt.IsZero() || r.Leg != string(sc.lever) || r.Surface != sc.surface {
+				t.Errorf("record = %+v, want armed and fired %s on %s", r, sc.lever, sc.surface)
+			}
+			if r.Evidence.Injector == "" || strings.HasPrefix(r.Evidence.Victim, "nothing") {
+				t.Errorf("record lacks evidence: injector %q, victim %q", r.Evidence.Injector, r.Evidence.Victim)
+			}
+			if !strings.Contains(r.Replay, fmt.Sprintf("CONTESTED_SEED=%d ", r.Seed)) {
+				t.Errorf("replay %q does not carry the seed %d", r.Replay, r.Seed)
+			}
+			t.Logf("injector: %s\nvictim: %s", r.Evidence.Injector, r.Evidence.Victim)
+		})
+	}
+}
+
+func TestArmedButNotFiredIsDetected(t *testing.T) {
+	for _, sc := range scenarios {
+		t.Run(string(sc.lever), func(t *testing.T) {
+			ctx := context.Background()
+			p := runProbe(t, func(tb *probe) {
+				leg := Start(tb, sc.surface, sc.lever)
+				sc.idle(tb, ctx, leg)
+			})
+			errs := p.errors()
+			if !strings.Contains(errs, "ARMED BUT DID NOT FIRE") || !strings.Contains(errs, string(sc.lever)) {
+				t.Fatalf("a %s leg that did not fire was not reported loudly; the leg said:\n%s", sc.lever, errs)
+			}
+			recs := records(t, p.name)
+			if len(recs) != 1 || recs[0].Fired || !recs[0].Armed {
+				t.Fatalf("records = %+v, want one armed, unfired", recs)
+			}
+		})
+	}
+}
+
+func TestAStartedLegThatNeverArmsFails(t *testing.T) {
+	p := runProbe(t, func(tb *probe) { Start(tb, "test.consumer", Burst) })
+	if !strings.Contains(p.errors(), "never armed") {
+		t.Fatalf("errors = %q, want a complaint that the leg never armed", p.errors())
+	}
+}
+
+func TestStartRefusesWhatTheRegistryDoesNotAllow(t *testing.T) {
+	tests := []struct {
+		name, surface string
+		lever         Lever
+		says          string
+	}{
+		{"unknown surface", "no.such", Reset, `surface "no.such" is not in`},
+		{"lever not listed", "test.consumer", Reset, `does not list lever "reset"`},
+		{"unknown lever", "test.store", Lever("shake"), `unknown lever "shake"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := runProbe(t, func(tb *probe) { Start(tb, tt.surface, tt.lever) })
+			if !strings.Contains(p.errors(), tt.says) {
+				t.Errorf("errors = %q, want %q", p.errors(), tt.says)
+			}
+		})
+	}
+}
+
+func TestBadSeedIsRefused(t *testing.T) {
+	t.Setenv(EnvSeed, "forty-two")
+	p := runProbe(t, func(tb *probe) { Start(tb, "test.consumer", Burst) })
+	if !strings.Contains(p.errors(), `CONTESTED_SEED="forty-two" is not a non-negative integer`) {
+		t.Errorf("errors = %q", p.errors())
+	}
+}
+
+func TestSeedFromTheEnvironmentIsUsed(t *testing.T) {
+	t.Setenv(EnvSeed, "42")
+	p := runProbe(t, func(tb *probe) {
+		leg := Start(tb, "test.consumer", Burst)
+		if leg.Seed() != 42 {
+			tb.Errorf("seed %d, want 42", leg.Seed())
+		}
+		for _, d := range leg.Deliveries(context.Background(), 10, BurstPlan{}) {
+			leg.Consumed(d)
+		}
+	})
+	if p.errors() != "" {
+		t.Fatal(p.errors())
+	}
+}

@@ -1,0 +1,125 @@
+package contested
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Signal is a class of error a victim can see when a fault lands.
+type Signal string
+
+// Signals the observer recognizes.
+const (
+	SigReset      Signal = "ECONNRESET"
+	SigRefused    Signal = "ECONNREFUSED"
+	SigEOF        Signal = "EOF"
+	SigBrokenPipe Signal = "EPIPE"
+	SigTimeout    Signal = "timeout"
+	SigTooMany    Signal = "SQLSTATE 53300"    // too_many_connections
+	SigAdminStop  Signal = "SQLSTATE 57P01"    // admin_shutdown: backend terminated
+	SigConnClosed Signal = "connection closed" // pgx: the connection was closed under the query
+)
+
+// Classify names the fault signal an error carries, or "" when it carries
+// none (a constraint violation, a syntax error: the application's own).
+// It looks through wrapping, pgx's connect and query errors, and net.OpError.
+func Classify(err error) Signal {
+	if err == nil {
+		return ""
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "53300":
+			return SigTooMany
+		case "57P01", "57P02", "57P03":
+			return SigAdminStop
+		}
+		return ""
+	}
+	switch {
+	case errors.Is(err, syscall.ECONNRESET):
+		return SigReset
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return SigRefused
+	case errors.Is(err, syscall.EPIPE):
+		return SigBrokenPipe
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return SigEOF
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded), pgconn.Timeout(err):
+		return SigTimeout
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return SigTimeout
+	}
+	// pgx reports some socket failures only by text.
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "connection reset by peer"):
+		return SigReset
+	case strings.Contains(msg, "connection refused"):
+		return SigRefused
+	case strings.Contains(msg, "unexpected EOF"), strings.HasSuffix(msg, ": EOF"):
+		return SigEOF
+	case strings.Contains(msg, "conn closed"), strings.Contains(msg, "closed network connection"):
+		return SigConnClosed
+	case strings.Contains(msg, "too many connections"):
+		return SigTooMany
+	case strings.Contains(msg, "timeout") || strings.Contains(msg, "deadline exceeded"):
+		return SigTimeout
+	}
+	return ""
+}
+
+// expected lists the victim-side signals that prove each network or
+// database lever landed. Through the engine's userland proxy a disabled
+// Toxiproxy looks like an accepted-then-closed connection, so EOF and reset
+// count for disconnect too; a reset armed on a warm connection closes it
+// with FIN, so EOF counts for reset.
+var expected = map[Lever][]Signal{
+	Disconnect:     {SigRefused, SigReset, SigEOF, SigBrokenPipe},
+	Reset:          {SigReset, SigEOF, SigBrokenPipe},
+	ConfirmTimeout: {SigTimeout},
+	PoolExhaustion: {SigTooMany, SigTimeout},
+}
+
+func expects(l Lever, s Signal) bool {
+	for _, e := range expected[l] {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+// observedConn reports socket errors of a victim connection to its leg.
+type observedConn struct {
+	net.Conn
+	leg *Leg
+}
+
+var _ net.Conn = (*observedConn)(nil)
+
+func (c *observedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err != nil {
+		c.leg.observe(err, "read")
+	}
+	return n, err
+}
+
+func (c *observedConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if err != nil {
+		c.leg.observe(err, "write")
+	}
+	return n, err
+}

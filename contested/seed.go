@@ -1,0 +1,99 @@
+package contested
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Environment variables a leg reads (contracts: DESIGN §4.2).
+const (
+	EnvSeed  = "CONTESTED_SEED"
+	EnvLevel = "CONTESTED_LEVEL"
+)
+
+// maxSeed keeps seeds exact in every JSON reader (2^53).
+const maxSeed = 1 << 53
+
+// Seed returns the seed a leg uses: CONTESTED_SEED when set, otherwise a
+// fresh random one. A malformed CONTESTED_SEED is an error, never silently
+// replaced: a replay that does not replay is worse than none.
+func Seed() (int64, error) {
+	v := strings.TrimSpace(os.Getenv(EnvSeed))
+	if v == "" {
+		return 1 + rand.Int64N(maxSeed-1), nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s=%q is not a non-negative integer; unset it for a fresh seed", EnvSeed, v)
+	}
+	return n, nil
+}
+
+// Level is the intensity CONTESTED_LEVEL asks for: 1 sunny (one lever at a
+// time), 2 stormy (levers combined), 3 radioactive (all levers, repeated
+// crash-restart). Contract tests read it to decide which legs to run.
+func Level() (int, error) {
+	v := strings.TrimSpace(os.Getenv(EnvLevel))
+	if v == "" {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 3 {
+		return 0, fmt.Errorf("%s=%q is not 1 (sunny), 2 (stormy) or 3 (radioactive)", EnvLevel, v)
+	}
+	return n, nil
+}
+
+// newRand returns the leg's random source. Every seeded choice of a leg is
+// drawn from it, in a fixed order, so one seed replays the same run.
+func newRand(seed int64) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(seed), uint64(seed)^0x9e3779b97f4a7c15))
+}
+
+// ReplayCommand is the go test command that reruns one test with one seed:
+// each level of the test name anchored, from the module root.
+func ReplayCommand(seed int64, pkgDir, test string) string {
+	parts := strings.Split(test, "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	return fmt.Sprintf("%s=%d go test %s -run '%s' -count=1", EnvSeed, seed, pkgDir, strings.Join(parts, "/"))
+}
+
+// packageDir returns the working directory (where go test runs a package's
+// tests) relative to the module root, as "./path", and the package's import
+// path read from go.mod.
+func packageDir() (dir, importPath string) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return ".", ""
+	}
+	for root := wd; ; root = filepath.Dir(root) {
+		b, err := os.ReadFile(filepath.Join(root, "go.mod"))
+		if err == nil {
+			rel, _ := filepath.Rel(root, wd)
+			mod := modulePath(b)
+			if rel == "." {
+				return ".", mod
+			}
+			return "./" + filepath.ToSlash(rel), mod + "/" + filepath.ToSlash(rel)
+		}
+		if filepath.Dir(root) == root {
+			return ".", ""
+		}
+	}
+}
+
+func modulePath(gomod []byte) string {
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "module" {
+			return strings.Trim(f[1], `"`)
+		}
+	}
+	return ""
+}
