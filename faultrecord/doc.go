@@ -11,6 +11,15 @@
 //     faults did not fire, did not run at all, or cannot be proven to belong to this run;
 //   - [Report.WriteSummary], the human summary, coloured through fatih/color.
 //
+// # Where records go
+//
+// go test runs each package in that package's own directory, so a working-directory-relative
+// path would scatter records beside every package. [ResultsDir] therefore resolves
+// CONTESTED_RESULTS_DIR as is when it is absolute (validate always passes an absolute path),
+// and otherwise (relative, or unset and so "test-results") against the module root: the
+// nearest directory at or above the working directory that holds a go.mod. validate also
+// exports CONTESTED_RUN_ID so that every test process of one battery writes the same run id.
+//
 // # Layout on disk
 //
 // Everything lives under the results root returned by [ResultsDir]:

@@ -50,12 +50,31 @@ func TestHelperWriterLoop(t *testing.T) {
 
 // TestKilledWriterLeavesNoValidLookingPartialRecord kills a process that writes records in a
 // tight loop and checks what it left: every *.json file is a complete valid record, and every
-// leftover temporary file is counted unreadable by Verify, never read as a record.
+// leftover temporary file is counted unreadable by Verify, never read as a record. It runs
+// several rounds, killing at a random record count or as soon as a temporary file is visible,
+// so that a writer that is not atomic would be caught mid-write.
 func TestKilledWriterLeavesNoValidLookingPartialRecord(t *testing.T) {
 	if testing.Short() {
-		t.Skip("spawns and kills a subprocess")
+		t.Skip("spawns and kills subprocesses")
 	}
-	root := t.TempDir()
+	const rounds = 6
+	totalTemps := 0
+	for round := range rounds {
+		t.Run(fmt.Sprintf("round %d", round), func(t *testing.T) {
+			waitForTemp := round%2 == 0
+			records, temps := killWriter(t, t.TempDir(), 5+rand.IntN(40), waitForTemp)
+			t.Logf("after SIGKILL: %d record files, %d leftover temporary files (waited for a temp file: %v)", records, temps, waitForTemp)
+			totalTemps += temps
+		})
+	}
+	t.Logf("%d rounds left %d temporary files in all", rounds, totalTemps)
+}
+
+// killWriter starts the writer subprocess on root, kills it with SIGKILL once it has written
+// minRecords records (and, with waitForTemp, while a temporary file is visible), then checks
+// the directory and Verify's account of it.
+func killWriter(t *testing.T, root string, minRecords int, waitForTemp bool) (records, temps int) {
+	t.Helper()
 	dir := FaultDir(root)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperWriterLoop$", "-test.count=1")
 	cmd.Env = append(os.Environ(), helperEnv+"="+root)
@@ -71,21 +90,13 @@ func TestKilledWriterLeavesNoValidLookingPartialRecord(t *testing.T) {
 			_ = cmd.Wait()
 		}
 	})
-
-	// Let it write a few records, then kill it while a temporary file exists if we can see
-	// one (the writer may still finish that file between our look and the signal).
 	deadline := time.Now().Add(30 * time.Second)
-	sawTemp := false
 	for time.Now().Before(deadline) {
 		records, temps := countKinds(t, dir)
-		if records >= 20 && temps > 0 {
-			sawTemp = true
+		if records >= minRecords && (!waitForTemp || temps > 0 || records >= 10*minRecords) {
 			break
 		}
-		if records >= 200 { // never caught one mid-write; kill anyway
-			break
-		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(200 * time.Microsecond)
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -97,8 +108,7 @@ func TestKilledWriterLeavesNoValidLookingPartialRecord(t *testing.T) {
 		t.Fatalf("writer did not die by SIGKILL: %v\n%s", err, stderr.String())
 	}
 
-	records, temps := countKinds(t, dir)
-	t.Logf("after SIGKILL: %d record files, %d leftover temporary files (a temp file was seen before the kill: %v)", records, temps, sawTemp)
+	records, temps = countKinds(t, dir)
 	if records == 0 {
 		t.Fatalf("the writer wrote nothing before the kill:\n%s", stderr.String())
 	}
@@ -135,6 +145,7 @@ func TestKilledWriterLeavesNoValidLookingPartialRecord(t *testing.T) {
 	if (temps > 0) == rep.Certified {
 		t.Errorf("certified = %v with %d leftover temporary files; a lost write must refuse", rep.Certified, temps)
 	}
+	return records, temps
 }
 
 func countKinds(t *testing.T, dir string) (records, temps int) {
