@@ -1,0 +1,63 @@
+// Package history records what clients did to a service while faults were armed and checks
+// that record for linearizability against a sequential model, through porcupine.
+//
+// It gives:
+//   - [Op], the history record oracles consume, with [WriteJSONL] and [ReadJSONL];
+//   - [Recorder], which stamps operations and fault windows from one monotonic clock;
+//   - [Accounts] and [Lease], the models of a ledger of balances and of the port-lease table;
+//   - [Check], which holds a history against a model and says [Ok], [Illegal] or [Unknown],
+//     and saves porcupine's visualization (with the fault windows drawn on it) when it is not Ok.
+//
+// # The history record
+//
+// One operation is one JSON object on one line. Every field is written; a field with no value
+// is written as null, never left out (a missing field and an unused one must not look alike).
+//
+//	op_id        integer, unique within the history. A retry is a new op with a new id.
+//	process      the client, session or stream that issued the op. A process is sequential:
+//	             it invokes its next op only after the previous one completed.
+//	invoke       when the op was sent: nanoseconds since the recorder's base time, from a
+//	             monotonic clock shared by every process of the history.
+//	complete     when the response (or an ambiguous error) arrived, same clock; null when no
+//	             response ever came.
+//	type         what the op is: read, write, deposit, transfer, acquire, renew, release,
+//	             reclaim (the model decides which it understands).
+//	key          the object addressed (an account, a port), or null.
+//	input        the op's arguments as JSON, or null.
+//	output       the response as JSON; null for an op with no response or a timeout.
+//	error        the error the client saw, or null. With timeout false it is a definite
+//	             failure (the op did not take effect); with timeout true it is kept only for
+//	             diagnosis.
+//	timeout      true when the outcome is unknown: no response, or an error that cannot tell
+//	             "not done" from "done, answer lost" (a reset during commit, a deadline).
+//	fault_epoch  the id of the fault window that was open when the op was invoked (the most
+//	             recently opened one if several overlap), or null.
+//
+// Invariants a [Recorder] keeps and [Validate] checks: op ids are unique; complete is not
+// before invoke; an op without complete has timeout true; a timed-out op has no output; a
+// process's ops do not overlap. The same op id recorded twice with different outcomes is a
+// recorder bug and is refused with [ErrConflictingOutcome]: it is never resolved by picking one.
+//
+// Intervals may be wider than the truth but never narrower: the recorder stamps invoke
+// before the request leaves and complete after the response is in. A wider interval only
+// lets the checker accept more orders; a narrower one could make a correct service look
+// illegal.
+//
+// # Ambiguous outcomes
+//
+// An op with timeout true may have taken effect at any moment after it was invoked, or never.
+// The checker gives it a return time of math.MaxInt64, so porcupine may place it anywhere
+// after its invoke, including after every other op (which is the same as "it never
+// happened"). Treating it as failed would hide lost writes that did land; treating it as
+// succeeded would invent effects. Failed and timed-out reads carry no information and are
+// dropped before checking; failed writes are kept, because "it did not happen" is a claim the
+// model can refute.
+//
+// # Verdicts
+//
+// [Ok] means porcupine found a linearization of every op it was given, and [Result] reports
+// how many that was next to how many the history holds, so a truncated history cannot pass
+// unnoticed. [Illegal] means no linearization exists. [Unknown] means the check ran out of
+// time (or was cancelled) before deciding: it is never green, because an undecided check
+// proves nothing about the service.
+package history

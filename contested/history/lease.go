@@ -1,0 +1,391 @@
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"html"
+	"slices"
+	"strings"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// LeaseRef is the input of the lease ops: acquire sets Holder only; renew and release set all
+// three; reclaim sets Port and Epoch (the reclaimer is not the holder).
+type LeaseRef struct {
+	Port   int    `json:"port,omitempty"`
+	Epoch  int64  `json:"epoch,omitempty"`
+	Holder string `json:"holder,omitempty"`
+}
+
+// Acquired is the output of an acquire that got a port. Reclaimed is true when the port was
+// taken over from an expired lease rather than found free (the table's acquire statement
+// reports the previous holder).
+type Acquired struct {
+	Port      int   `json:"port"`
+	Epoch     int64 `json:"epoch"`
+	Reclaimed bool  `json:"reclaimed,omitempty"`
+}
+
+// Lease is the model of the port-lease table (fault_port_leases): each port is free or held
+// by one holder under an epoch. Its ops:
+//
+//	acquire  input: LeaseRef{Holder}; output: Acquired, or "none-free"
+//	renew    input: LeaseRef{Port, Epoch, Holder}; output: "ok" or "fenced"
+//	release  input: LeaseRef{Port, Epoch, Holder}; output: "ok" (port freed) or "fenced"
+//	reclaim  input: LeaseRef{Port, Epoch}; output: "ok" (expired lease freed) or "fenced"
+//
+// The properties it encodes, each of which makes a history illegal when broken:
+//   - mutual exclusion: an acquire hands out a port only if it is free, or, when it says
+//     Reclaimed, only if it was held (an expired lease taken over);
+//   - fence monotonicity: every acquire of a port returns an epoch greater than any epoch
+//     that port had before;
+//   - stale epochs are rejected: renew, release and reclaim answer ok only when (port,
+//     epoch, holder) is the current lease; answering ok to anything older is illegal, and
+//     so is answering fenced to the current lease.
+//
+// Expiry is time, which the model does not see: it trusts the table's Reclaimed flag and
+// reclaim ops to say when a lease expired, and checks that the old holder is fenced from then
+// on. Renew therefore changes nothing the model tracks. Epochs a port had before the history
+// began are unknown, so the first acquire of a port may return any positive epoch.
+//
+// The model's port set must be the table's whole port set, and the history must hold every
+// client of those ports: an unrecorded holder makes "none-free" look illegal.
+//
+// An acquire with an unknown outcome may have taken any port (free, or expired and held). The
+// model cannot enumerate those cheaply, so it marks every port "maybe taken" instead: a port
+// so marked accepts both answers from renew, release and reclaim of its current lease (a
+// fenced answer means the unknown acquire took it), accepts "none-free", and is cleared by the
+// next definite answer about it. This over-approximates (the acquire took at most one port),
+// so it can miss a violation that involves that port, but it never calls a correct history
+// illegal. The history is split per port unless it holds a "none-free" or an unknown acquire,
+// which both concern every port at once.
+type Lease struct {
+	index map[int]int // port → slot in leaseState.ports
+	ports []int
+	init  *leaseState
+}
+
+// NewLease returns the Lease model over the given ports, all free at the start.
+func NewLease(ports ...int) *Lease {
+	l := &Lease{index: make(map[int]int, len(ports))}
+	for _, p := range ports {
+		if _, dup := l.index[p]; !dup {
+			l.index[p] = len(l.ports)
+			l.ports = append(l.ports, p)
+		}
+	}
+	s := &leaseState{ports: make([]portState, len(l.ports))}
+	for i := range s.ports {
+		s.h += s.ports[i].hash(i)
+	}
+	l.init = s
+	return l
+}
+
+// Name implements Model.
+func (l *Lease) Name() string { return "lease" }
+
+type leaseKind uint8
+
+const (
+	leaseAcquire leaseKind = iota + 1
+	leaseRenew
+	leaseRelease
+	leaseReclaim
+)
+
+type leaseIn struct {
+	kind   leaseKind
+	port   int
+	epoch  int64
+	holder string
+}
+
+type leaseOut struct {
+	res       result
+	port      int // acquire: the port handed out
+	epoch     int64
+	reclaimed bool
+}
+
+// Translate implements Model.
+func (l *Lease) Translate(op Op) (Translated, error) {
+	var ref LeaseRef
+	if err := decodeInput(op, &ref); err != nil {
+		return Translated{}, err
+	}
+	in := leaseIn{port: ref.Port, epoch: ref.Epoch, holder: ref.Holder}
+	switch op.Type {
+	case TypeAcquire:
+		in = leaseIn{kind: leaseAcquire, holder: ref.Holder}
+		if ref.Holder == "" {
+			return Translated{}, fmt.Errorf("%w: op %d (acquire) input %s: want holder", ErrInvalidHistory, op.ID, op.Input)
+		}
+		if op.Timeout {
+			return Translated{Input: in, Output: leaseOut{res: resUnknown}}, nil
+		}
+		w, isWord := outcomeWord(op.Output)
+		switch {
+		case isWord && w == OutcomeNoneFree:
+			return Translated{Input: in, Output: leaseOut{res: resNoneFree}}, nil
+		case isWord && w == "" && op.Error != "":
+			return Translated{Input: in, Output: leaseOut{res: resFailed}}, nil
+		case !isWord:
+			var a Acquired
+			if err := json.Unmarshal(op.Output, &a); err == nil && a.Port > 0 {
+				return Translated{Input: in, Output: leaseOut{res: resOK, port: a.Port, epoch: a.Epoch, reclaimed: a.Reclaimed}}, nil
+			}
+		}
+		return Translated{}, badOutput(op, `{"port":…,"epoch":…} or "none-free"`)
+	case TypeRenew, TypeRelease:
+		in.kind = leaseRenew
+		if op.Type == TypeRelease {
+			in.kind = leaseRelease
+		}
+		if ref.Port == 0 || ref.Holder == "" {
+			return Translated{}, fmt.Errorf("%w: op %d (%s) input %s: want port, epoch and holder", ErrInvalidHistory, op.ID, op.Type, op.Input)
+		}
+	case TypeReclaim:
+		in.kind = leaseReclaim
+		if ref.Port == 0 {
+			return Translated{}, fmt.Errorf("%w: op %d (reclaim) input %s: want port and epoch", ErrInvalidHistory, op.ID, op.Input)
+		}
+	default:
+		return Translated{}, fmt.Errorf("%w: op %d: the lease model has no op type %q", ErrInvalidHistory, op.ID, op.Type)
+	}
+	w, isWord := outcomeWord(op.Output)
+	var res result
+	switch {
+	case op.Timeout:
+		res = resUnknown
+	case isWord && w == OutcomeOK && op.Error == "":
+		res = resOK
+	case isWord && w == OutcomeFenced:
+		res = resFenced
+	case isWord && w == "" && op.Error != "":
+		res = resFailed
+	default:
+		return Translated{}, badOutput(op, `"ok" or "fenced"`)
+	}
+	return Translated{Input: in, Output: leaseOut{res: res}}, nil
+}
+
+// portState is one row of the table as the model knows it. holder "" is free. epoch is the
+// highest epoch the port is known to have had (0: none known). maybe is set when an acquire
+// with an unknown outcome may have taken the port since the last definite answer about it.
+type portState struct {
+	holder string
+	epoch  int64
+	maybe  bool
+}
+
+func (p portState) hash(slot int) uint64 {
+	h := mix64(uint64(slot)+1) ^ hashString(p.holder) ^ mix64(uint64(p.epoch)<<1)
+	if p.maybe {
+		h = ^h
+	}
+	return mix64(h)
+}
+
+// leaseState is immutable; h is the sum of the ports' hashes, kept current on every change.
+type leaseState struct {
+	ports []portState
+	h     uint64
+}
+
+func (s *leaseState) with(slot int, p portState) *leaseState {
+	n := &leaseState{ports: slices.Clone(s.ports), h: s.h - s.ports[slot].hash(slot) + p.hash(slot)}
+	n.ports[slot] = p
+	return n
+}
+
+// maybeTakenEverywhere marks every port as possibly taken by an acquire whose outcome is
+// unknown.
+func (s *leaseState) maybeTakenEverywhere() *leaseState {
+	n := &leaseState{ports: slices.Clone(s.ports)}
+	for i := range n.ports {
+		n.ports[i].maybe = true
+		n.h += n.ports[i].hash(i)
+	}
+	return n
+}
+
+func (l *Lease) step(ctx context.Context, state, input, output any) (bool, any) {
+	s, in, out := state.(*leaseState), input.(leaseIn), output.(leaseOut)
+	if out.res == resFailed {
+		return true, s // a definite failure changed nothing
+	}
+	if in.kind == leaseAcquire {
+		switch out.res {
+		case resNoneFree:
+			for _, p := range s.ports {
+				if p.holder == "" && !p.maybe {
+					return false, s // a port was certainly free
+				}
+			}
+			return true, s
+		case resUnknown:
+			if len(s.ports) > 4096 && ctx.Err() != nil {
+				return false, s
+			}
+			return true, s.maybeTakenEverywhere()
+		case resOK:
+			slot, ok := l.index[out.port]
+			if !ok {
+				return false, s // handed out a port that is not in the table
+			}
+			p := s.ports[slot]
+			switch {
+			case out.epoch <= p.epoch:
+				return false, s // fence went backwards or repeated
+			case out.reclaimed && p.holder == "" && !p.maybe:
+				return false, s // "took over an expired lease" of a port nobody held
+			case !out.reclaimed && p.holder != "":
+				return false, s // two holders at once
+			}
+			return true, s.with(slot, portState{holder: in.holder, epoch: out.epoch})
+		}
+		return false, s
+	}
+
+	slot, ok := l.index[in.port]
+	if !ok {
+		// Nobody can hold a port outside the table: fenced is the only right answer.
+		return out.res == resFenced || out.res == resUnknown, s
+	}
+	p := s.ports[slot]
+	var current bool
+	if in.kind == leaseReclaim {
+		current = p.holder != "" && p.epoch == in.epoch
+	} else {
+		current = p.holder != "" && p.holder == in.holder && p.epoch == in.epoch
+	}
+	freed := portState{epoch: p.epoch}
+	switch out.res {
+	case resOK:
+		if in.kind == leaseReclaim && !current && p.maybe && in.epoch > p.epoch {
+			// the unknown acquire took this port, with this epoch, and it expired
+			return true, s.with(slot, portState{epoch: in.epoch})
+		}
+		if !current {
+			return false, s // a stale or foreign lease answered ok
+		}
+		if in.kind == leaseRenew {
+			if !p.maybe {
+				return true, s
+			}
+			p.maybe = false // still ours, so the unknown acquire did not take it
+			return true, s.with(slot, p)
+		}
+		return true, s.with(slot, freed)
+	case resFenced:
+		if !current {
+			return true, s
+		}
+		if !p.maybe {
+			return false, s // the current lease was refused
+		}
+		// the unknown acquire took the port over: holder unknown from here
+		return true, s.with(slot, portState{epoch: p.epoch, maybe: true})
+	case resUnknown:
+		if in.kind == leaseRenew || !current {
+			return true, s
+		}
+		freed.maybe = p.maybe
+		return true, s.with(slot, freed)
+	}
+	return false, s
+}
+
+// Porcupine implements Model.
+func (l *Lease) Porcupine() porcupine.Model {
+	return porcupine.Model{
+		Partition:   partitionLease,
+		Init:        func() any { return l.init },
+		StepContext: l.step,
+		Equal: func(x, y any) bool {
+			s, t := x.(*leaseState), y.(*leaseState)
+			return s == t || (s.h == t.h && slices.Equal(s.ports, t.ports))
+		},
+		Hash:              func(x any) uint64 { return x.(*leaseState).h },
+		DescribeOperation: describeLeaseOp,
+		DescribeState:     l.describe,
+	}
+}
+
+// partitionLease splits by port unless an op concerns every port at once ("none-free", or an
+// acquire whose port is unknown).
+func partitionLease(history []porcupine.Operation) [][]porcupine.Operation {
+	byPort := make(map[int][]porcupine.Operation)
+	var order []int
+	for _, op := range history {
+		in, out := op.Input.(leaseIn), op.Output.(leaseOut)
+		port := in.port
+		if in.kind == leaseAcquire {
+			switch out.res {
+			case resNoneFree, resUnknown:
+				return [][]porcupine.Operation{history}
+			case resOK:
+				port = out.port
+			default:
+				port = 0 // a definite failure: a no-op, checked on its own
+			}
+		}
+		if _, ok := byPort[port]; !ok {
+			order = append(order, port)
+		}
+		byPort[port] = append(byPort[port], op)
+	}
+	out := make([][]porcupine.Operation, 0, len(order))
+	for _, p := range order {
+		out = append(out, byPort[p])
+	}
+	return out
+}
+
+func describeLeaseOp(input, output any) string {
+	in, out := input.(leaseIn), output.(leaseOut)
+	var s string
+	switch in.kind {
+	case leaseAcquire:
+		switch out.res {
+		case resOK:
+			s = fmt.Sprintf("acquire(%s) → port %d epoch %d", in.holder, out.port, out.epoch)
+			if out.reclaimed {
+				s += " (reclaimed)"
+			}
+		default:
+			s = fmt.Sprintf("acquire(%s) → %s", in.holder, out.res)
+		}
+	case leaseRenew, leaseRelease:
+		verb := "renew"
+		if in.kind == leaseRelease {
+			verb = "release"
+		}
+		s = fmt.Sprintf("%s(port %d, epoch %d, %s) → %s", verb, in.port, in.epoch, in.holder, out.res)
+	case leaseReclaim:
+		s = fmt.Sprintf("reclaim(port %d, epoch %d) → %s", in.port, in.epoch, out.res)
+	}
+	return html.EscapeString(s)
+}
+
+func (l *Lease) describe(state any) string {
+	s := state.(*leaseState)
+	var b strings.Builder
+	for i, p := range s.ports {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		holder := p.holder
+		if holder == "" {
+			holder = "free"
+		}
+		fmt.Fprintf(&b, "%d: %s@%d", l.ports[i], holder, p.epoch)
+		if p.maybe {
+			b.WriteString(" (maybe taken)")
+		}
+	}
+	return html.EscapeString(b.String())
+}
