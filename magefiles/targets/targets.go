@@ -44,14 +44,14 @@ func FaultPreflight(ctx context.Context, required *bool) error {
 // purge the old records and stamp, run the battery (go test ./...), verify
 // the six gate phases, and arbitrate each failing test.
 func Validate(ctx context.Context) error {
-	return exit(command.NotBuilt("validate"))
+	return exit(command.Validate(ctx, command.ValidateOptions{Out: os.Stdout}))
 }
 
 // ProgramGate (program-gate) runs fault-preflight -required, then the six verification
 // phases over whatever fault records are on disk. For triage after a
 // battery; never a substitute for validate.
 func ProgramGate(ctx context.Context) error {
-	return exit(command.NotBuilt("program-gate"))
+	return exit(command.ProgramGate(ctx, command.ProgramGateOptions{Out: os.Stdout}))
 }
 
 // Contested runs a surface's fault legs in isolation over its seed budget

@@ -1,0 +1,108 @@
+package command
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/registry"
+)
+
+// module writes a minimal module with a registry into a temp dir.
+func module(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod":                  "module example.com/m\n\ngo 1.24\n",
+		"m_test.go":               "package m\nimport \"testing\"\nfunc TestLeg(t *testing.T) {}\n",
+		"contested-surfaces.toml": "schema = 1\n[gate]\nrecording_classes = [\"store\"]\nself_tests = [\"TestLeg\"]\n[[surface]]\nid = \"m.store\"\nclass = \"store\"\nowner = \"m-team\"\nbehavior = \"b\"\noracle = \"exactly-once\"\nlegs = [\"reset\"]\ntests = [\"TestLeg\"]\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func deadAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestValidateRefusesToRunTheBatteryWhenPreflightFails: with a fault layer
+// that cannot run, validate exits 3, says why, writes no stamp and deletes
+// none of the evidence already on disk.
+func TestValidateRefusesToRunTheBatteryWhenPreflightFails(t *testing.T) {
+	dir := module(t)
+	dead := deadAddr(t)
+	t.Setenv(faultlayer.EnvLayer, "")
+	t.Setenv(faultlayer.EnvToxiproxyURL, "http://"+dead)
+	t.Setenv(faultlayer.EnvPostgresDSN, "postgres://u:p@"+dead+"/db")
+	t.Setenv(faultrecord.EnvResultsDir, "")
+	t.Setenv(registry.EnvPath, "")
+	faultDir := filepath.Join(dir, "test-results", "fault")
+	if err := os.MkdirAll(faultDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(faultDir, "earlier-run.json")
+	if err := os.WriteFile(old, []byte(`{"schema":"contested/faultrecord@1"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	var out strings.Builder
+	err := Validate(context.Background(), ValidateOptions{Dir: dir, Out: &out})
+	if got := ExitCode(err); got != ExitCannotRun {
+		t.Fatalf("exit %d (%v), want %d; output:\n%s", got, err, ExitCannotRun, out.String())
+	}
+	if !strings.Contains(out.String(), "refusing to run the battery") {
+		t.Errorf("validate does not say it refused to run the battery:\n%s", out.String())
+	}
+	if strings.Contains(out.String(), "battery: go test") {
+		t.Errorf("the battery ran anyway:\n%s", out.String())
+	}
+	if _, err := os.Stat(filepath.Join(faultDir, faultrecord.StampName)); err == nil {
+		t.Error("a gate stamp was written although preflight failed")
+	}
+	if _, err := os.Stat(old); err != nil {
+		t.Errorf("evidence from an earlier run was deleted: %v", err)
+	}
+}
+
+func TestValidateOnBadInput(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		want  int
+		says  string
+	}{
+		{"no go.mod", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "go.mod")) }, ExitUsage, "has no go.mod"},
+		{"no registry", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "contested-surfaces.toml")) }, ExitUsage, "create the registry"},
+		{"a registry that does not parse", func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, "contested-surfaces.toml"), []byte("schema = 1\n[gate\n"), 0o644)
+		}, ExitUsage, "contested-surfaces.toml:2"},
+		{"bogus layer", func(t *testing.T, dir string) { t.Setenv(faultlayer.EnvLayer, "bogus") }, ExitUsage, "CONTESTED_LAYER"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := module(t)
+			t.Setenv(faultlayer.EnvLayer, "")
+			t.Setenv(registry.EnvPath, "")
+			tt.setup(t, dir)
+			var out strings.Builder
+			err := Validate(context.Background(), ValidateOptions{Dir: dir, Out: &out})
+			if got := ExitCode(err); got != tt.want || !strings.Contains(err.Error(), tt.says) {
+				t.Fatalf("exit %d (%v), want %d saying %q", got, err, tt.want, tt.says)
+			}
+		})
+	}
+}
