@@ -46,6 +46,7 @@ type Leg struct {
 	hold   int
 
 	mu      sync.Mutex
+	oracles []faultrecord.OracleRun
 	faults  []*fault
 	current *fault // the armed fault, nil when healed
 	exhaust *Exhaustion
@@ -410,6 +411,31 @@ func (l *Leg) Committed(ctx context.Context, query string, args ...any) bool {
 	return ok
 }
 
+// ErrInconclusive marks an oracle error that means the oracle could not
+// decide (a linearizability check that timed out, a history too weak to
+// judge), as opposed to a violation.
+var ErrInconclusive = errors.New("oracle could not decide")
+
+// Oracle reports that an oracle ran over this leg's run: how many
+// operations the run produced for it, how many it checked, and what it
+// found: nil when the property held, an error wrapping ErrInconclusive when
+// it could not decide, any other error for a violation. It goes into the
+// leg's records, where mage contested reads it: a leg whose oracle did not
+// run, or checked only part of the run, is not a full pass. Failing the
+// test on a violation stays the test's job.
+func (l *Leg) Oracle(name string, produced, checked int, err error) {
+	o := faultrecord.OracleRun{Name: name, OpsProduced: produced, OpsChecked: checked, Result: "held"}
+	switch {
+	case errors.Is(err, ErrInconclusive):
+		o.Result, o.Detail = "unknown", err.Error()
+	case err != nil:
+		o.Result, o.Detail = "violated", err.Error()
+	}
+	l.mu.Lock()
+	l.oracles = append(l.oracles, o)
+	l.mu.Unlock()
+}
+
 // Deliveries arms a burst: it returns the seeded delivery order of n
 // messages (see Plan). The consumer reports each delivery it processed
 // with Consumed; the fault fired when it processed a perturbed one.
@@ -539,7 +565,7 @@ func (f *fault) victimEvidence() string {
 
 func (l *Leg) record() {
 	l.mu.Lock()
-	faults := l.faults
+	faults, oracles := l.faults, l.oracles
 	l.mu.Unlock()
 	if len(faults) == 0 {
 		if !l.t.Skipped() && !l.t.Failed() {
@@ -569,6 +595,7 @@ func (l *Leg) record() {
 				Injector: strings.Join(f.injector, "; "),
 				Victim:   f.victimEvidence(),
 			},
+			Oracles: oracles,
 		}
 		if _, err := rec.Write(r); err != nil {
 			l.t.Errorf("contested: %v", err)

@@ -70,6 +70,14 @@ func decodeRecord(data []byte, r *Record) error {
 			err = d.timeInto(&r.FiredAt)
 		case "evidence":
 			err = d.evidenceInto(&r.Evidence)
+		case "oracles":
+			// Rare and small: validate with the skipper, decode the span
+			// with encoding/json so the semantics are the reference's.
+			start := d.pos
+			if err = d.skipValue(1); err == nil {
+				r.Oracles = nil
+				err = json.Unmarshal(d.data[start:d.pos], &r.Oracles)
+			}
 		default:
 			return d.skipValue(1)
 		}

@@ -14,7 +14,7 @@ import (
 // knownKeys are the keys decodeRecord matches exactly, where encoding/json also folds case.
 var knownKeys = map[string][]string{
 	"": {"schema", "run_id", "test", "package", "surface", "class", "leg", "seed", "replay",
-		"armed", "armed_at", "fired", "fired_at", "evidence"},
+		"armed", "armed_at", "fired", "fired_at", "evidence", "oracles"},
 	"evidence": {"injector", "victim"},
 }
 
@@ -106,6 +106,8 @@ func decodeCorpus(t testing.TB) [][]byte {
 		`{"x":[1,2,[3,{"y":null}]],"z":{"a":{"b":{}}},"w":-1.5e-3,"v":true}`, `{"x":[1,]}`, `{"x":[}`, `{"x":{"a"}}`,
 		`{"x":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}`,
 		"\t{\r\n\"leg\" :\n\"reset\" }\n",
+		`{"oracles":[{"name":"exactly-once","ops_produced":3,"ops_checked":3,"result":"held"}]}`, `{"oracles":null}`,
+		`{"oracles":[1]}`, `{"oracles":{}}`, `{"oracles":[{"name":"a"}],"oracles":[]}`, `{"oracles":[{"ops_checked":"x"}]}`,
 	} {
 		corpus = append(corpus, []byte(s))
 	}

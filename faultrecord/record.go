@@ -49,8 +49,23 @@ type Record struct {
 	Fired    bool      `json:"fired"`
 	FiredAt  time.Time `json:"fired_at,omitzero"`
 	Evidence Evidence  `json:"evidence"`
+	// Oracles are the checks the test ran over the faulted run, as its leg
+	// reported them. Optional: the gate does not read them; mage contested
+	// does, to tell a proven pass from a surface-only one.
+	Oracles []OracleRun `json:"oracles,omitempty"`
 
 	_ struct{} // disallow positional literals: fields are added over time
+}
+
+// OracleRun is one oracle's pass over a leg's run.
+type OracleRun struct {
+	Name        string `json:"name"`
+	OpsProduced int    `json:"ops_produced"` // operations the run produced for the oracle
+	OpsChecked  int    `json:"ops_checked"`  // operations it actually checked; fewer is a partial check
+	// Result is "held", "violated" or "unknown" (the oracle could not
+	// decide, such as a linearizability check that timed out).
+	Result string `json:"result"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // Evidence says how firing was observed, from each side (DESIGN §3.3).

@@ -1,0 +1,169 @@
+// Package verdict assigns the ten-state verdict of a fault leg from the
+// evidence of its runs, and the contract verdict of a surface from its
+// legs'.
+//
+// The leg verdict is a pure function of the evidence, decided in a fixed
+// order (the first rule that matches wins):
+//
+//  1. NOT-RUN: no run of the leg was attempted.
+//  2. INCONCLUSIVE-env: a capability was missing before the run (the fault
+//     layer could not run).
+//  3. FAIL-reproducible / FAIL-nondeterministic: a run failed on its own
+//     account (an oracle or assertion, not the fault failing to fire);
+//     reproducible when the rerun with the same seed failed again. A FAIL
+//     outranks every later rule, including an unproven fault.
+//  4. INCONCLUSIVE-fault-not-proven: a fault was armed and not proven to
+//     land, or never armed at all.
+//  5. PARTIAL-surface: the test passed but reported no oracle.
+//  6. INCONCLUSIVE-oracle-too-weak: an oracle could not decide.
+//  7. PARTIAL-model: an oracle checked fewer operations than the run
+//     produced.
+//  8. PASS-hardening when the hardening seed budget was met, else
+//     PASS-smoke: a single seed never proves hardening.
+package verdict
+
+import (
+	"fmt"
+
+	"github.com/contested/contested/faultrecord"
+)
+
+// Verdict is one of the ten leg verdicts.
+type Verdict string
+
+// The ten verdicts, spelled as the methods literature spells them.
+const (
+	PassSmoke                  Verdict = "PASS-smoke"
+	PassHardening              Verdict = "PASS-hardening"
+	FailReproducible           Verdict = "FAIL-reproducible"
+	FailNondeterministic       Verdict = "FAIL-nondeterministic"
+	InconclusiveEnv            Verdict = "INCONCLUSIVE-env"
+	InconclusiveOracleTooWeak  Verdict = "INCONCLUSIVE-oracle-too-weak"
+	InconclusiveFaultNotProven Verdict = "INCONCLUSIVE-fault-not-proven"
+	PartialSurface             Verdict = "PARTIAL-surface"
+	PartialModel               Verdict = "PARTIAL-model"
+	NotRun                     Verdict = "NOT-RUN"
+)
+
+// All lists the verdicts in decision order.
+var All = []Verdict{NotRun, InconclusiveEnv, FailReproducible, FailNondeterministic, InconclusiveFaultNotProven,
+	PartialSurface, InconclusiveOracleTooWeak, PartialModel, PassHardening, PassSmoke}
+
+// Pass reports whether v is one of the two passes.
+func (v Verdict) Pass() bool { return v == PassSmoke || v == PassHardening }
+
+// Fail reports whether v is one of the two failures.
+func (v Verdict) Fail() bool { return v == FailReproducible || v == FailNondeterministic }
+
+// Run is the evidence of one seed's run of a leg.
+type Run struct {
+	Seed       int64  `json:"seed"`
+	Attempted  bool   `json:"attempted"`             // the leg's test ran
+	EnvMissing string `json:"env_missing,omitempty"` // what was missing before the run
+	// Failed: the test failed for a reason of its own (an oracle, an
+	// assertion), not merely because its fault did not fire.
+	Failed      bool   `json:"failed"`
+	FailureText string `json:"failure,omitempty"`
+	// Reproduced is set for a failed run that was rerun with the same seed:
+	// true when the rerun failed too.
+	Reproduced *bool                   `json:"reproduced,omitempty"`
+	Armed      int                     `json:"armed"`
+	Fired      int                     `json:"fired"`
+	Oracles    []faultrecord.OracleRun `json:"oracles,omitempty"`
+}
+
+// Assign decides a leg's verdict from its runs. hardeningSeeds is the
+// surface's hardening budget in seeds. It returns the verdict and a
+// one-line reason that cites the evidence.
+func Assign(runs []Run, hardeningSeeds int) (Verdict, string) {
+	attempted := 0
+	for _, r := range runs {
+		if r.EnvMissing != "" {
+			return InconclusiveEnv, "a capability was missing before the run: " + r.EnvMissing
+		}
+		if r.Attempted {
+			attempted++
+		}
+	}
+	if attempted == 0 {
+		return NotRun, "declared but no run of it was attempted"
+	}
+	for _, r := range runs {
+		if !r.Failed {
+			continue
+		}
+		if r.Reproduced != nil && *r.Reproduced {
+			return FailReproducible, fmt.Sprintf("seed %d failed, and again on rerun: %s", r.Seed, r.FailureText)
+		}
+		return FailNondeterministic, fmt.Sprintf("seed %d failed once and passed on rerun: %s", r.Seed, r.FailureText)
+	}
+	armed, fired := 0, 0
+	for _, r := range runs {
+		if !r.Attempted {
+			continue
+		}
+		if r.Armed == 0 {
+			return InconclusiveFaultNotProven, fmt.Sprintf("seed %d ran without arming its fault", r.Seed)
+		}
+		if r.Fired < r.Armed {
+			return InconclusiveFaultNotProven, fmt.Sprintf("seed %d armed %d faults and %d were proven to land", r.Seed, r.Armed, r.Fired)
+		}
+		armed += r.Armed
+		fired += r.Fired
+	}
+	checked := 0
+	for _, r := range runs {
+		if r.Attempted && len(r.Oracles) == 0 {
+			return PartialSurface, fmt.Sprintf("seed %d passed but reported no oracle: no model-level check ran", r.Seed)
+		}
+		for _, o := range r.Oracles {
+			switch {
+			case o.Result == "unknown":
+				return InconclusiveOracleTooWeak, fmt.Sprintf("seed %d: oracle %s could not decide: %s", r.Seed, o.Name, o.Detail)
+			case o.OpsChecked < o.OpsProduced:
+				return PartialModel, fmt.Sprintf("seed %d: oracle %s checked %d of %d operations", r.Seed, o.Name, o.OpsChecked, o.OpsProduced)
+			}
+			checked += o.OpsChecked
+		}
+	}
+	evidence := fmt.Sprintf("%d faults fired of %d armed over %d seeds; oracles checked %d operations", fired, armed, attempted, checked)
+	if attempted < hardeningSeeds {
+		return PassSmoke, fmt.Sprintf("%s (hardening needs %d seeds)", evidence, hardeningSeeds)
+	}
+	return PassHardening, evidence
+}
+
+// Contract is a surface's verdict.
+type Contract string
+
+// The contract verdicts. INCONCLUSIVE is a surface whose legs neither all
+// passed nor any failed: not green, and not a component defect.
+const (
+	Green        Contract = "GREEN"
+	Red          Contract = "RED"
+	CannotRun    Contract = "CANNOT RUN"
+	Inconclusive Contract = "INCONCLUSIVE"
+)
+
+// Surface rolls leg verdicts up: RED if any leg failed, CANNOT RUN if the
+// layer could not run, GREEN only if every leg passed.
+func Surface(legs []Verdict) Contract {
+	if len(legs) == 0 {
+		return Inconclusive
+	}
+	green, env := true, false
+	for _, v := range legs {
+		if v.Fail() {
+			return Red
+		}
+		env = env || v == InconclusiveEnv
+		green = green && v.Pass()
+	}
+	switch {
+	case env:
+		return CannotRun
+	case green:
+		return Green
+	}
+	return Inconclusive
+}
