@@ -86,9 +86,9 @@ func Hold(n int) Option { return func(o *options) { o.hold = n } }
 
 // Start begins a leg of lever on surface in test t. It fails the test when
 // the surface is not in the registry, does not list the lever, or the
-// fault layer cannot run. Network levers lease a proxy port and put a
-// proxy to Postgres on it; network and database levers get a victim
-// database of their own.
+// fault layer cannot run. Every leg gets a victim database of its own,
+// owned by a role of its own; network levers also lease a proxy port and
+// put a proxy to Postgres on it.
 func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 	t.Helper()
 	var o options
@@ -121,9 +121,6 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 	t.Logf("contested: leg %s/%s of surface %s: %s=%d; replay: %s", t.Name(), lever, surface, EnvSeed, seed, l.replay)
 	t.Cleanup(l.cleanup)
 
-	if lever == Burst || lever == CrashAndResume {
-		return l
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	l.layer = faulttest.Layer(t)
@@ -133,7 +130,7 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 	if l.victim, err = l.armer.CreateVictim(ctx, t.Name()); err != nil {
 		t.Fatalf("contested: %v", err)
 	}
-	if lever == PoolExhaustion {
+	if !lever.network() {
 		l.hold = o.hold
 		return l
 	}
@@ -564,6 +561,9 @@ func (f *fault) victimEvidence() string {
 }
 
 func (l *Leg) record() {
+	// Taken before this function reports anything itself: a failure now is
+	// the test's own (an oracle, an assertion), not an unfired fault.
+	testFailed := l.t.Failed()
 	l.mu.Lock()
 	faults, oracles := l.faults, l.oracles
 	l.mu.Unlock()
@@ -595,7 +595,8 @@ func (l *Leg) record() {
 				Injector: strings.Join(f.injector, "; "),
 				Victim:   f.victimEvidence(),
 			},
-			Oracles: oracles,
+			Oracles:    oracles,
+			TestFailed: testFailed,
 		}
 		if _, err := rec.Write(r); err != nil {
 			l.t.Errorf("contested: %v", err)

@@ -85,8 +85,8 @@ func Classify(err error) Signal {
 // count for disconnect too; a reset armed on a warm connection closes it
 // with FIN, so EOF counts for reset.
 var expected = map[Lever][]Signal{
-	Disconnect:     {SigRefused, SigReset, SigEOF, SigBrokenPipe},
-	Reset:          {SigReset, SigEOF, SigBrokenPipe},
+	Disconnect:     {SigRefused, SigReset, SigEOF, SigBrokenPipe, SigConnClosed},
+	Reset:          {SigReset, SigEOF, SigBrokenPipe, SigConnClosed},
 	ConfirmTimeout: {SigTimeout},
 	PoolExhaustion: {SigTooMany, SigTimeout},
 }

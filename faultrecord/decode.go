@@ -64,6 +64,8 @@ func decodeRecord(data []byte, r *Record) error {
 			err = d.boolInto(&r.Armed)
 		case "fired":
 			err = d.boolInto(&r.Fired)
+		case "test_failed":
+			err = d.boolInto(&r.TestFailed)
 		case "armed_at":
 			err = d.timeInto(&r.ArmedAt)
 		case "fired_at":

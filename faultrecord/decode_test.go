@@ -14,7 +14,7 @@ import (
 // knownKeys are the keys decodeRecord matches exactly, where encoding/json also folds case.
 var knownKeys = map[string][]string{
 	"": {"schema", "run_id", "test", "package", "surface", "class", "leg", "seed", "replay",
-		"armed", "armed_at", "fired", "fired_at", "evidence", "oracles"},
+		"armed", "armed_at", "fired", "fired_at", "evidence", "oracles", "test_failed"},
 	"evidence": {"injector", "victim"},
 }
 
@@ -107,6 +107,7 @@ func decodeCorpus(t testing.TB) [][]byte {
 		`{"x":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}`,
 		"\t{\r\n\"leg\" :\n\"reset\" }\n",
 		`{"oracles":[{"name":"exactly-once","ops_produced":3,"ops_checked":3,"result":"held"}]}`, `{"oracles":null}`,
+		`{"test_failed":true}`, `{"test_failed":null}`, `{"test_failed":"yes"}`,
 		`{"oracles":[1]}`, `{"oracles":{}}`, `{"oracles":[{"name":"a"}],"oracles":[]}`, `{"oracles":[{"ops_checked":"x"}]}`,
 	} {
 		corpus = append(corpus, []byte(s))

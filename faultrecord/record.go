@@ -53,6 +53,11 @@ type Record struct {
 	// reported them. Optional: the gate does not read them; mage contested
 	// does, to tell a proven pass from a surface-only one.
 	Oracles []OracleRun `json:"oracles,omitempty"`
+	// TestFailed says the test had already failed, on its own account (an
+	// oracle, an assertion), when its leg wrote the record; a fault that
+	// did not fire is reported after this is taken. Optional: the gate
+	// does not read it.
+	TestFailed bool `json:"test_failed,omitempty"`
 
 	_ struct{} // disallow positional literals: fields are added over time
 }

@@ -106,3 +106,35 @@ func TestValidateOnBadInput(t *testing.T) {
 		})
 	}
 }
+
+func TestContestedOnBadInput(t *testing.T) {
+	tests := []struct {
+		name    string
+		surface string
+		env     map[string]string
+		want    int
+		says    string
+	}{
+		{"no surface", "", nil, ExitUsage, "name a surface or all"},
+		{"unknown surface", "m.nope", nil, ExitUsage, `surface "m.nope" is not in`},
+		{"bad level", "m.store", map[string]string{"CONTESTED_LEVEL": "7"}, ExitUsage, "CONTESTED_LEVEL"},
+		{"a registered test that does not exist", "m.store", map[string]string{"REWRITE_TEST": "TestGone"}, ExitUsage, `lists test "TestGone"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := module(t)
+			t.Setenv(registry.EnvPath, "")
+			t.Setenv("CONTESTED_LEVEL", tt.env["CONTESTED_LEVEL"])
+			if name := tt.env["REWRITE_TEST"]; name != "" {
+				p := filepath.Join(dir, "contested-surfaces.toml")
+				b, _ := os.ReadFile(p)
+				os.WriteFile(p, []byte(strings.Replace(string(b), "\ntests = [\"TestLeg\"]", "\ntests = [\""+name+"\"]", 1)), 0o644)
+			}
+			var out strings.Builder
+			err := Contested(context.Background(), ContestedOptions{Dir: dir, Surface: tt.surface, Out: &out})
+			if got := ExitCode(err); got != tt.want || !strings.Contains(err.Error(), tt.says) {
+				t.Fatalf("exit %d (%v), want %d saying %q", got, err, tt.want, tt.says)
+			}
+		})
+	}
+}

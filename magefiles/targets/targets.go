@@ -57,8 +57,20 @@ func ProgramGate(ctx context.Context) error {
 // Contested runs a surface's fault legs in isolation over its seed budget
 // and gives the contract verdict: GREEN, RED or CANNOT RUN. The argument is
 // a surface id from contested-surfaces.toml, or "all".
+//
+// Each leg gets one of ten verdicts (PASS-smoke, PASS-hardening,
+// FAIL-reproducible, FAIL-nondeterministic, INCONCLUSIVE-env,
+// INCONCLUSIVE-oracle-too-weak, INCONCLUSIVE-fault-not-proven,
+// PARTIAL-surface, PARTIAL-model, NOT-RUN) with its evidence; a RED leg
+// comes with its seed and replay command. CONTESTED_SEEDS sets the seed
+// count (default: the surface's hardening budget), CONTESTED_SEED replays
+// one seed, CONTESTED_LEVEL sets the intensity (1 sunny, 2 stormy, 3
+// radioactive). Exit 0 GREEN, 1 RED or INCONCLUSIVE, 3 CANNOT RUN.
+//
+//	go tool mage contested ledger.store
+//	CONTESTED_SEEDS=5 go tool mage contested all
 func Contested(ctx context.Context, surface string) error {
-	return exit(command.NotBuilt("contested"))
+	return exit(command.Contested(ctx, command.ContestedOptions{Surface: surface, Out: os.Stdout}))
 }
 
 // Arbitrate walks the arbitration ladder for a failing test id and ends
