@@ -184,61 +184,65 @@ type accChange struct {
 	val int64
 }
 
-func (a *Accounts) step(ctx context.Context, state, input, output any) (bool, any) {
-	s, in, out := state.(*accState), input.(accIn), output.(accOut)
+// step moves one ledger on one op; see family.step.
+func (a *Accounts) step(ctx context.Context, s *accState, input, output any, emit func(*accState)) {
+	in, out := input.(accIn), output.(accOut)
 	if out.res == resFailed {
-		return true, s // a definite failure changed nothing
+		emit(s) // a definite failure changed nothing
+		return
 	}
+	var changes []accChange
 	switch in.kind {
 	case accRead:
-		return s.bal[in.key] == out.value, s
+		if s.bal[in.key] == out.value {
+			emit(s)
+		}
+		return
 	case accWrite:
-		n, ok := s.with(ctx, accChange{in.key, in.amount})
-		return ok, n
+		changes = []accChange{{in.key, in.amount}}
 	case accDeposit:
-		n, ok := s.with(ctx, accChange{in.key, s.bal[in.key] + in.amount})
-		return ok, n
+		changes = []accChange{{in.key, s.bal[in.key] + in.amount}}
 	case accTransfer:
 		funds := s.bal[in.key] >= in.amount
-		apply := func() (bool, any) {
-			if in.key == in.to {
-				return true, s
-			}
-			n, ok := s.with(ctx, accChange{in.key, s.bal[in.key] - in.amount}, accChange{in.to, s.bal[in.to] + in.amount})
-			return ok, n
-		}
-		switch out.res {
-		case resOK:
+		switch {
+		case out.res == resRejected:
 			if !funds {
-				return false, s
+				emit(s)
 			}
-			return apply()
-		case resRejected:
-			return !funds, s
-		case resUnknown:
-			if funds {
-				return apply()
+			return
+		case !funds:
+			if out.res == resUnknown {
+				emit(s) // refused, whatever the client heard
 			}
-			return true, s
+			return // ok without the funds: money created
+		case in.key == in.to:
+			emit(s)
+			return
 		}
+		changes = []accChange{{in.key, s.bal[in.key] - in.amount}, {in.to, s.bal[in.to] + in.amount}}
+	default:
+		return
 	}
-	return false, s
+	if out.res == resUnknown {
+		emit(s) // it may not have happened (yet)
+	}
+	if n, ok := s.with(ctx, changes...); ok {
+		emit(n)
+	}
 }
 
 // Porcupine implements Model.
 func (a *Accounts) Porcupine() porcupine.Model {
-	return porcupine.Model{
-		Partition:   partitionAccounts,
-		Init:        func() any { return a.init },
-		StepContext: a.step,
-		Equal: func(x, y any) bool {
-			s, t := x.(*accState), y.(*accState)
-			return s == t || (s.h == t.h && maps.Equal(s.bal, t.bal))
-		},
-		Hash:              func(x any) uint64 { return x.(*accState).h },
-		DescribeOperation: describeAccountsOp,
-		DescribeState:     describeAccounts,
+	f := &family[*accState]{
+		hash:     func(s *accState) uint64 { return s.h },
+		equal:    func(s, t *accState) bool { return s == t || (s.h == t.h && maps.Equal(s.bal, t.bal)) },
+		step:     a.step,
+		describe: describeAccounts,
 	}
+	pm := f.porcupine(a.init)
+	pm.Partition = partitionAccounts
+	pm.DescribeOperation = describeAccountsOp
+	return pm
 }
 
 // partitionAccounts splits by account unless some transfer links two accounts.
@@ -279,8 +283,7 @@ func describeAccountsOp(input, output any) string {
 }
 
 // describeAccounts shows the ledger, sorted by account, at most 24 accounts.
-func describeAccounts(state any) string {
-	s := state.(*accState)
+func describeAccounts(s *accState) string {
 	keys := slices.Sorted(maps.Keys(s.bal))
 	var b strings.Builder
 	for i, k := range keys {

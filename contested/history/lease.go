@@ -53,14 +53,11 @@ type Acquired struct {
 // The model's port set must be the table's whole port set, and the history must hold every
 // client of those ports: an unrecorded holder makes "none-free" look illegal.
 //
-// An acquire with an unknown outcome may have taken any port (free, or expired and held). The
-// model cannot enumerate those cheaply, so it marks every port "maybe taken" instead: a port
-// so marked accepts both answers from renew, release and reclaim of its current lease (a
-// fenced answer means the unknown acquire took it), accepts "none-free", and is cleared by the
-// next definite answer about it. This over-approximates (the acquire took at most one port),
-// so it can miss a violation that involves that port, but it never calls a correct history
-// illegal. The history is split per port unless it holds a "none-free" or an unknown acquire,
-// which both concern every port at once.
+// An acquire with an unknown outcome may not have happened, or may have taken any one port
+// (free, or held under an expired lease) under an epoch the model knows only a lower bound of;
+// the model keeps every such possibility until later answers rule it out. The history is
+// split per port unless it holds a "none-free" or an unknown acquire, which concern every
+// port at once.
 type Lease struct {
 	index map[int]int // port → slot in leaseState.ports
 	ports []int
@@ -173,20 +170,29 @@ func (l *Lease) Translate(op Op) (Translated, error) {
 }
 
 // portState is one row of the table as the model knows it. holder "" is free. epoch is the
-// highest epoch the port is known to have had (0: none known). maybe is set when an acquire
-// with an unknown outcome may have taken the port since the last definite answer about it.
+// port's epoch; with floor set it is only a lower bound, because the port was taken by an
+// acquire whose answer was lost (the table handed out some epoch above the last one known).
 type portState struct {
 	holder string
 	epoch  int64
-	maybe  bool
+	floor  bool
 }
 
 func (p portState) hash(slot int) uint64 {
 	h := mix64(uint64(slot)+1) ^ hashString(p.holder) ^ mix64(uint64(p.epoch)<<1)
-	if p.maybe {
+	if p.floor {
 		h = ^h
 	}
 	return mix64(h)
+}
+
+// matches reports whether (epoch) is, or may be, the port's current epoch: exactly when the
+// epoch is known, or at least the floor when it is not.
+func (p portState) matches(epoch int64) (surely, maybe bool) {
+	if p.floor {
+		return false, epoch >= p.epoch
+	}
+	return p.epoch == epoch, p.epoch == epoch
 }
 
 // leaseState is immutable; h is the sum of the ports' hashes, kept current on every change.
@@ -201,118 +207,103 @@ func (s *leaseState) with(slot int, p portState) *leaseState {
 	return n
 }
 
-// maybeTakenEverywhere marks every port as possibly taken by an acquire whose outcome is
-// unknown.
-func (s *leaseState) maybeTakenEverywhere() *leaseState {
-	n := &leaseState{ports: slices.Clone(s.ports)}
-	for i := range n.ports {
-		n.ports[i].maybe = true
-		n.h += n.ports[i].hash(i)
-	}
-	return n
-}
-
-func (l *Lease) step(ctx context.Context, state, input, output any) (bool, any) {
-	s, in, out := state.(*leaseState), input.(leaseIn), output.(leaseOut)
+// step moves one table on one op; see family.step.
+func (l *Lease) step(ctx context.Context, s *leaseState, input, output any, emit func(*leaseState)) {
+	in, out := input.(leaseIn), output.(leaseOut)
 	if out.res == resFailed {
-		return true, s // a definite failure changed nothing
+		emit(s) // a definite failure changed nothing
+		return
 	}
 	if in.kind == leaseAcquire {
 		switch out.res {
 		case resNoneFree:
 			for _, p := range s.ports {
-				if p.holder == "" && !p.maybe {
-					return false, s // a port was certainly free
+				if p.holder == "" {
+					return // a port was free
 				}
 			}
-			return true, s
+			emit(s)
 		case resUnknown:
-			if len(s.ports) > 4096 && ctx.Err() != nil {
-				return false, s
+			// Not (yet) applied, or it took any one port: a free one, or a held one whose
+			// lease expired, under some epoch above the last.
+			emit(s)
+			for slot, p := range s.ports {
+				if slot%256 == 255 && ctx.Err() != nil {
+					return
+				}
+				emit(s.with(slot, portState{holder: in.holder, epoch: p.epoch + 1, floor: true}))
 			}
-			return true, s.maybeTakenEverywhere()
 		case resOK:
 			slot, ok := l.index[out.port]
 			if !ok {
-				return false, s // handed out a port that is not in the table
+				return // handed out a port that is not in the table
 			}
 			p := s.ports[slot]
 			switch {
 			case out.epoch <= p.epoch:
-				return false, s // fence went backwards or repeated
-			case out.reclaimed && p.holder == "" && !p.maybe:
-				return false, s // "took over an expired lease" of a port nobody held
+				return // the fence went backwards or repeated
+			case out.reclaimed && p.holder == "":
+				return // "took over an expired lease" of a port nobody held
 			case !out.reclaimed && p.holder != "":
-				return false, s // two holders at once
+				return // two holders at once
 			}
-			return true, s.with(slot, portState{holder: in.holder, epoch: out.epoch})
+			emit(s.with(slot, portState{holder: in.holder, epoch: out.epoch}))
 		}
-		return false, s
+		return
 	}
 
 	slot, ok := l.index[in.port]
 	if !ok {
 		// Nobody can hold a port outside the table: fenced is the only right answer.
-		return out.res == resFenced || out.res == resUnknown, s
+		if out.res == resFenced || out.res == resUnknown {
+			emit(s)
+		}
+		return
 	}
 	p := s.ports[slot]
-	var current bool
-	if in.kind == leaseReclaim {
-		current = p.holder != "" && p.epoch == in.epoch
-	} else {
-		current = p.holder != "" && p.holder == in.holder && p.epoch == in.epoch
+	surely, maybe := p.matches(in.epoch)
+	if p.holder == "" || (in.kind != leaseReclaim && p.holder != in.holder) {
+		surely, maybe = false, false
 	}
-	freed := portState{epoch: p.epoch}
 	switch out.res {
 	case resOK:
-		if in.kind == leaseReclaim && !current && p.maybe && in.epoch > p.epoch {
-			// the unknown acquire took this port, with this epoch, and it expired
-			return true, s.with(slot, portState{epoch: in.epoch})
-		}
-		if !current {
-			return false, s // a stale or foreign lease answered ok
-		}
-		if in.kind == leaseRenew {
-			if !p.maybe {
-				return true, s
+		switch {
+		case !maybe:
+			return // a stale or foreign lease answered ok
+		case in.kind == leaseRenew:
+			if p.floor {
+				p.epoch, p.floor = in.epoch, false // now the epoch is known
+				emit(s.with(slot, p))
+				return
 			}
-			p.maybe = false // still ours, so the unknown acquire did not take it
-			return true, s.with(slot, p)
+			emit(s)
+		default:
+			emit(s.with(slot, portState{epoch: in.epoch})) // released or reclaimed: free
 		}
-		return true, s.with(slot, freed)
 	case resFenced:
-		if !current {
-			return true, s
+		if !surely {
+			emit(s) // the current lease is refused only if it is not current
 		}
-		if !p.maybe {
-			return false, s // the current lease was refused
-		}
-		// the unknown acquire took the port over: holder unknown from here
-		return true, s.with(slot, portState{epoch: p.epoch, maybe: true})
 	case resUnknown:
-		if in.kind == leaseRenew || !current {
-			return true, s
+		emit(s)
+		if maybe && in.kind != leaseRenew {
+			emit(s.with(slot, portState{epoch: in.epoch}))
 		}
-		freed.maybe = p.maybe
-		return true, s.with(slot, freed)
 	}
-	return false, s
 }
 
 // Porcupine implements Model.
 func (l *Lease) Porcupine() porcupine.Model {
-	return porcupine.Model{
-		Partition:   partitionLease,
-		Init:        func() any { return l.init },
-		StepContext: l.step,
-		Equal: func(x, y any) bool {
-			s, t := x.(*leaseState), y.(*leaseState)
-			return s == t || (s.h == t.h && slices.Equal(s.ports, t.ports))
-		},
-		Hash:              func(x any) uint64 { return x.(*leaseState).h },
-		DescribeOperation: describeLeaseOp,
-		DescribeState:     l.describe,
+	f := &family[*leaseState]{
+		hash:     func(s *leaseState) uint64 { return s.h },
+		equal:    func(s, t *leaseState) bool { return s == t || (s.h == t.h && slices.Equal(s.ports, t.ports)) },
+		step:     l.step,
+		describe: l.describe,
 	}
+	pm := f.porcupine(l.init)
+	pm.Partition = partitionLease
+	pm.DescribeOperation = describeLeaseOp
+	return pm
 }
 
 // partitionLease splits by port unless an op concerns every port at once ("none-free", or an
@@ -371,8 +362,7 @@ func describeLeaseOp(input, output any) string {
 	return html.EscapeString(s)
 }
 
-func (l *Lease) describe(state any) string {
-	s := state.(*leaseState)
+func (l *Lease) describe(s *leaseState) string {
 	var b strings.Builder
 	for i, p := range s.ports {
 		if i > 0 {
@@ -382,9 +372,10 @@ func (l *Lease) describe(state any) string {
 		if holder == "" {
 			holder = "free"
 		}
-		fmt.Fprintf(&b, "%d: %s@%d", l.ports[i], holder, p.epoch)
-		if p.maybe {
-			b.WriteString(" (maybe taken)")
+		if p.floor {
+			fmt.Fprintf(&b, "%d: %s@%d+", l.ports[i], holder, p.epoch)
+		} else {
+			fmt.Fprintf(&b, "%d: %s@%d", l.ports[i], holder, p.epoch)
 		}
 	}
 	return html.EscapeString(b.String())

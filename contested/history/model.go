@@ -2,9 +2,11 @@ package history
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"strings"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -126,4 +128,147 @@ func hashString(s string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(s))
 	return h.Sum64()
+}
+
+// Possible states.
+//
+// An op with an unknown outcome may or may not have taken effect. Porcupine lets it take
+// effect anywhere after its invoke (its Return is math.MaxInt64), but a model that makes the
+// choice "it happened here" commits porcupine to a search that must backtrack over that choice
+// whenever later ops contradict it. As in etcd's robustness model, the models here instead
+// fork: the state is the set of states the service may be in, an ambiguous op maps each member
+// to "applied" and "not applied", and definite ops filter the set. The search then rarely
+// backtracks over an ambiguous op, and a history with many of them stays cheap to check.
+
+// family describes the concrete states of a model.
+type family[S comparable] struct {
+	hash  func(S) uint64
+	equal func(a, b S) bool
+	// step calls emit for every state s can move to on (input, output); none means the op is
+	// illegal in s. Emitting s itself means "unchanged".
+	step     func(ctx context.Context, s S, input, output any, emit func(S))
+	describe func(S) string
+}
+
+// stateSet is an immutable set of possible states. sum is the sum of the members' hashes, so
+// equal sets have equal sums whatever the order.
+type stateSet[S comparable] struct {
+	members []S
+	hashes  []uint64
+	sum     uint64
+	index   map[uint64][]int // built once the set is large
+}
+
+const indexFrom = 32
+
+func (f *family[S]) singleton(s S) *stateSet[S] {
+	h := f.hash(s)
+	return &stateSet[S]{members: []S{s}, hashes: []uint64{h}, sum: h}
+}
+
+func (f *family[S]) contains(set *stateSet[S], h uint64, s S) bool {
+	if set.index != nil {
+		for _, i := range set.index[h] {
+			if f.equal(set.members[i], s) {
+				return true
+			}
+		}
+		return false
+	}
+	for i, mh := range set.hashes {
+		if mh == h && f.equal(set.members[i], s) {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *family[S]) add(set *stateSet[S], s S) {
+	h := f.hash(s)
+	if f.contains(set, h, s) {
+		return
+	}
+	set.members = append(set.members, s)
+	set.hashes = append(set.hashes, h)
+	set.sum += h
+	switch n := len(set.members); {
+	case n == indexFrom:
+		set.index = make(map[uint64][]int, 2*n)
+		for i, mh := range set.hashes {
+			set.index[mh] = append(set.index[mh], i)
+		}
+	case n > indexFrom:
+		set.index[h] = append(set.index[h], n-1)
+	}
+}
+
+// porcupine builds the porcupine model over sets of S, starting from {init}.
+func (f *family[S]) porcupine(init S) porcupine.Model {
+	start := f.singleton(init)
+	return porcupine.Model{
+		Init: func() any { return start },
+		StepContext: func(ctx context.Context, state, input, output any) (bool, any) {
+			set := state.(*stateSet[S])
+			next := &stateSet[S]{}
+			same := true // every member moved to itself: reuse the set
+			for i, s := range set.members {
+				if i%64 == 63 && ctx.Err() != nil {
+					return false, set
+				}
+				emitted := 0
+				f.step(ctx, s, input, output, func(n S) {
+					emitted++
+					if n != s || emitted > 1 {
+						same = false
+					}
+					f.add(next, n)
+				})
+				if emitted != 1 {
+					same = false
+				}
+			}
+			if len(next.members) == 0 {
+				return false, set
+			}
+			if same && len(next.members) == len(set.members) {
+				return true, set
+			}
+			return true, next
+		},
+		Equal: func(x, y any) bool {
+			a, b := x.(*stateSet[S]), y.(*stateSet[S])
+			if a == b {
+				return true
+			}
+			if a.sum != b.sum || len(a.members) != len(b.members) {
+				return false
+			}
+			for i, s := range a.members {
+				if !f.contains(b, a.hashes[i], s) {
+					return false
+				}
+			}
+			return true
+		},
+		Hash: func(x any) uint64 { return x.(*stateSet[S]).sum },
+		DescribeState: func(x any) string {
+			set := x.(*stateSet[S])
+			if len(set.members) == 1 {
+				return f.describe(set.members[0])
+			}
+			var b strings.Builder
+			fmt.Fprintf(&b, "one of %d possible states: ", len(set.members))
+			for i, s := range set.members {
+				if i == 4 {
+					fmt.Fprintf(&b, " | … %d more", len(set.members)-i)
+					break
+				}
+				if i > 0 {
+					b.WriteString(" | ")
+				}
+				b.WriteString(f.describe(s))
+			}
+			return b.String()
+		},
+	}
 }

@@ -111,8 +111,10 @@ func TestRecorderOutcomes(t *testing.T) {
 			},
 		},
 		{
-			name:   "ambiguous: complete stamped, no output, error kept",
-			record: func(r *Recorder, id int64) error { return r.Ambiguous(id, errors.New("read: connection reset by peer")) },
+			name: "ambiguous: complete stamped, no output, error kept",
+			record: func(r *Recorder, id int64) error {
+				return r.Ambiguous(id, errors.New("read: connection reset by peer"))
+			},
 			check: func(t *testing.T, op Op) {
 				if !op.Ambiguous() || op.Failed() || op.Complete == nil || op.Output != nil || !strings.Contains(op.Error, "reset") {
 					t.Errorf("op %+v", op)
