@@ -33,9 +33,10 @@
 //	fault_epoch  the id of the fault window that was open when the op was invoked (the most
 //	             recently opened one if several overlap), or null.
 //
-// Invariants a [Recorder] keeps and [Validate] checks: op ids are unique; complete is not
-// before invoke; an op without complete has timeout true; a timed-out op has no output; a
-// process's ops do not overlap. The same op id recorded twice with different outcomes is a
+// Invariants [Validate] checks: op ids are unique; complete is not before invoke; an op
+// without complete has timeout true; a timed-out op has no output (a [Recorder] keeps these
+// by construction); a process's ops do not overlap (the caller keeps that one: give
+// concurrent streams their own process ids). The same op id recorded twice with different outcomes is a
 // recorder bug and is refused with [ErrConflictingOutcome]: it is never resolved by picking one.
 //
 // Intervals may be wider than the truth but never narrower: the recorder stamps invoke
@@ -52,6 +53,15 @@
 // succeeded would invent effects. Failed and timed-out reads carry no information and are
 // dropped before checking; failed writes are kept, because "it did not happen" is a claim the
 // model can refute.
+//
+// The models also fork on an ambiguous op: their state is the set of states the service may
+// be in, and the op maps each to "applied" and "not applied" (as etcd's robustness model
+// does). Porcupine then seldom has to backtrack over where it placed an ambiguous op, so
+// legal histories with faults check about as fast as those without. Proving a history
+// illegal is another matter: every order must be ruled out, including every place each
+// ambiguous op could have landed, so that cost grows steeply with the number of ambiguous ops
+// in one partition (see the package tests for figures). A check that runs out of time says
+// Unknown, which is not green, so the cost can delay a red verdict but never fake a green one.
 //
 // # Verdicts
 //

@@ -59,9 +59,20 @@ type Acquired struct {
 // split per port unless it holds a "none-free" or an unknown acquire, which concern every
 // port at once.
 type Lease struct {
-	index map[int]int // port → slot in leaseState.ports
-	ports []int
-	init  *leaseState
+	index     map[int]int // port → slot in leaseState.ports
+	ports     []int
+	init      *leaseState
+	unflagged bool // takeovers need not say Reclaimed
+}
+
+// WithUnflaggedTakeovers returns a copy of the model for histories whose acquire cannot say
+// whether it took over an expired lease: any acquire may then take a held port. Mutual
+// exclusion is then only checked through the fence (the old holder must be fenced from the
+// takeover on), which is weaker; prefer recording Acquired.Reclaimed.
+func (l *Lease) WithUnflaggedTakeovers() *Lease {
+	c := *l
+	c.unflagged = true
+	return &c
 }
 
 // NewLease returns the Lease model over the given ports, all free at the start.
@@ -244,7 +255,7 @@ func (l *Lease) step(ctx context.Context, s *leaseState, input, output any, emit
 				return // the fence went backwards or repeated
 			case out.reclaimed && p.holder == "":
 				return // "took over an expired lease" of a port nobody held
-			case !out.reclaimed && p.holder != "":
+			case !out.reclaimed && p.holder != "" && !l.unflagged:
 				return // two holders at once
 			}
 			emit(s.with(slot, portState{holder: in.holder, epoch: out.epoch}))

@@ -240,6 +240,50 @@ func TestLeaseVerdicts(t *testing.T) {
 	}
 }
 
+func TestLeaseWithUnflaggedTakeovers(t *testing.T) {
+	const p = 31001
+	tests := []struct {
+		name string
+		ops  []Op
+		want Verdict
+	}{
+		{
+			name: "a takeover without the flag is legal, and fences the old holder",
+			ops: []Op{
+				acquire(1, "A", 0, 10, "A", p, 1),
+				acquire(2, "B", 20, 30, "B", p, 2),
+				renew(3, "A", 40, 50, p, 1, "A", OutcomeFenced),
+			},
+			want: Ok,
+		},
+		{
+			name: "the old holder still answered ok after the takeover",
+			ops: []Op{
+				acquire(1, "A", 0, 10, "A", p, 1),
+				acquire(2, "B", 20, 30, "B", p, 2),
+				renew(3, "A", 40, 50, p, 1, "A", OutcomeOK),
+			},
+			want: Illegal,
+		},
+		{
+			name: "the fence still may not go backwards",
+			ops: []Op{
+				acquire(1, "A", 0, 10, "A", p, 3),
+				acquire(2, "B", 20, 30, "B", p, 2),
+			},
+			want: Illegal,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Check(t.Context(), NewLease(p).WithUnflaggedTakeovers(), tt.ops, Options{Timeout: generous})
+			if err != nil || res.Verdict != tt.want {
+				t.Fatalf("Check: %v, %s; want %s", err, res, tt.want)
+			}
+		})
+	}
+}
+
 func TestLeasePartitionsByPortUnlessAnOpConcernsAll(t *testing.T) {
 	const p, q = 31001, 31002
 	tests := []struct {
