@@ -17,7 +17,11 @@ import (
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/capacity"
+	"github.com/contested/contested/internal/contract"
+	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/gotest"
+	"github.com/contested/contested/internal/ladder"
 	"github.com/contested/contested/registry"
 )
 
@@ -41,9 +45,13 @@ type ValidateReport struct {
 	Battery   *battery.Result      `json:"battery,omitempty"`
 	Gate      *faultrecord.Report  `json:"gate,omitempty"`
 	Registry  []string             `json:"registry_problems,omitempty"`
-	Green     bool                 `json:"green"`
-	Reasons   []string             `json:"reasons,omitempty"`
-	Took      time.Duration        `json:"took_ns"`
+	Capacity  *capacity.Report     `json:"capacity,omitempty"`
+	Ladder    []*ladder.Outcome    `json:"ladder,omitempty"`
+	// NotArbitrated are failing tests the ladder's time budget did not reach.
+	NotArbitrated []string      `json:"not_arbitrated,omitempty"`
+	Green         bool          `json:"green"`
+	Reasons       []string      `json:"reasons,omitempty"`
+	Took          time.Duration `json:"took_ns"`
 }
 
 // Validate is the paired run: bring the fault layer up, run fault-preflight
@@ -51,7 +59,11 @@ type ValidateReport struct {
 // gate stamp, run the battery with the layer's coordinates in its
 // environment, verify the six phases (consuming the stamp only on success)
 // and print a summary. Battery failures and gate refusals are reported
-// separately; either makes validate red. Nothing is purged when preflight
+// separately; either makes validate red. While the battery runs, load,
+// memory, disk and container stats are sampled; afterwards every failing
+// test walks the arbitration ladder, within a time budget
+// (CONTESTED_LADDER_BUDGET, default 10m), and its owner and action are
+// listed. Nothing is purged when preflight
 // fails, and a refused record set is left untouched for triage.
 func Validate(ctx context.Context, opts ValidateOptions) error {
 	ctx, cancel := withSignals(ctx)
@@ -72,6 +84,10 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	}
 	faultDir := faultrecord.FaultDir(root)
 
+	budget, err := ladderBudget()
+	if err != nil {
+		return err
+	}
 	cfg, err := faultlayer.ConfigFromEnv()
 	if err != nil {
 		return err
@@ -110,8 +126,14 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 		faultrecord.EnvResultsDir+"="+root,
 		registry.EnvPath+"="+regPath,
 	)
+	sampler := startSampler(ctx, root)
 	res, err := battery.Run(ctx, battery.Options{Dir: dir, Patterns: opts.Patterns, Args: opts.Args, Env: env, Out: out, Events: events})
 	events.Close()
+	capRep := sampler.Stop()
+	rep.Capacity = &capRep
+	if err := saveJSON(filepath.Join(root, capacityFile), capRep); err != nil {
+		fmt.Fprintf(out, "validate: could not save %s: %v\n", capacityFile, err)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrRed, err)
 	}
@@ -137,9 +159,17 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 		}
 	}
 
+	if !res.OK() {
+		rep.Ladder, rep.NotArbitrated = arbitrateAll(ctx, res, budget, ladder.Options{
+			Dir: dir, Registry: reg, RegistryPath: regPath, ResultsRoot: root, LayerEnv: l.Env(),
+			Preflight: &p, Capacity: &capRep, Contracts: map[string]*contract.Result{}, Out: out,
+		}, out)
+	}
+
 	fmt.Fprintln(out)
 	gate.WriteSummary(out)
 	writeBatterySummary(out, res)
+	writeLadderSummary(out, rep)
 	if len(rep.Registry) > 0 {
 		fmt.Fprintf(out, "\n%s\n", bold("registry"))
 		for _, line := range rep.Registry {
@@ -345,4 +375,83 @@ func indent(s, prefix string) string {
 		return ""
 	}
 	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix) + "\n"
+}
+
+// startSampler samples the machine (and the project's containers, when an
+// engine answers) every two seconds while the battery runs.
+func startSampler(ctx context.Context, root string) *capacity.Sampler {
+	var stats capacity.Stats
+	if cli, err := dockerenv.Connect(ctx); err == nil {
+		stats = cli
+	}
+	return capacity.Start(ctx, root, stats, 2*time.Second)
+}
+
+// leafFailures returns the failing tests that have no failing subtest: the
+// most specific ids, which map to legs and surfaces.
+func leafFailures(res *battery.Result) []battery.Test {
+	failed := res.Failed()
+	var out []battery.Test
+	for _, t := range failed {
+		leaf := true
+		for _, u := range failed {
+			if u.Package == t.Package && strings.HasPrefix(u.Name, t.Name+"/") {
+				leaf = false
+				break
+			}
+		}
+		if leaf {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// arbitrateAll walks the ladder for each failing test until the budget is
+// spent; the tests it did not reach are returned with the command that
+// arbitrates them.
+func arbitrateAll(ctx context.Context, res *battery.Result, budget time.Duration, lo ladder.Options, out io.Writer) ([]*ladder.Outcome, []string) {
+	tests := leafFailures(res)
+	if len(tests) == 0 {
+		return nil, nil
+	}
+	fmt.Fprintf(out, "\nvalidate: walking the arbitration ladder for %d failing tests (budget %s)\n", len(tests), budget)
+	deadline := time.Now().Add(budget)
+	var done []*ladder.Outcome
+	var left []string
+	for _, t := range tests {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			left = append(left, t.ID())
+			continue
+		}
+		wctx, cancel := context.WithDeadline(ctx, deadline)
+		o, err := ladder.Walk(wctx, t.ID(), lo)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(out, "ladder: %s: %v\n", t.ID(), err)
+			left = append(left, t.ID())
+			continue
+		}
+		saveOutcome(lo.ResultsRoot, o, out)
+		done = append(done, o)
+	}
+	return done, left
+}
+
+func writeLadderSummary(out io.Writer, rep *ValidateReport) {
+	if len(rep.Ladder) == 0 && len(rep.NotArbitrated) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "\n%s\n", bold("arbitration"))
+	for _, o := range rep.Ladder {
+		owner := paintOwner(o.Owner)
+		if o.OwnerName != "" {
+			owner += " (" + o.OwnerName + ")"
+		}
+		fmt.Fprintf(out, "  %s\n      owner %s; %s\n      action: %s\n", o.Test, owner, o.Verdict, o.Action)
+	}
+	for _, t := range rep.NotArbitrated {
+		_, name := ladder.SplitID(t)
+		fmt.Fprintf(out, "  %s\n      not arbitrated (budget spent): go tool mage arbitrate %s\n", t, name)
+	}
 }

@@ -74,9 +74,19 @@ func Contested(ctx context.Context, surface string) error {
 }
 
 // Arbitrate walks the arbitration ladder for a failing test id and ends
-// with an owner and an action.
+// with an owner and an action: step 1 maps the test to its surface (a test
+// outside the registry is itself a finding: owner test author, register
+// it); step 2 runs fault-preflight -required (failure: CANNOT RUN, owner
+// fault layer, exit 3); step 3 reruns the test alone to tell flaky from
+// consistent and runs the surface's contract in isolation: RED → owner
+// component, with leg, seed and replay command; GREEN → owner test author
+// (fix the test without loosening it), or capacity when the last validate
+// run recorded saturation. Saves ladder/<test>.json and ladder/<test>.md,
+// a ready-to-paste fix: issue.
+//
+//	go tool mage arbitrate TestConsumerContract/burst
 func Arbitrate(ctx context.Context, test string) error {
-	return exit(command.NotBuilt("arbitrate"))
+	return exit(command.Arbitrate(ctx, command.ArbitrateOptions{Test: test, Out: os.Stdout}))
 }
 
 // ClusterTests (cluster-tests) runs the multi-replica rig and its kill legs, from sweep to

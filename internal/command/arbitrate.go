@@ -1,0 +1,126 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fatih/color"
+
+	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/internal/capacity"
+	"github.com/contested/contested/internal/contract"
+	"github.com/contested/contested/internal/ladder"
+)
+
+// ArbitrateOptions configures Arbitrate.
+type ArbitrateOptions struct {
+	Dir  string
+	Test string // a test id: TestX, TestX/sub, or import/path.TestX/sub
+	Out  io.Writer
+}
+
+// Arbitrate walks the arbitration ladder for one failing test and prints
+// its owner and action, saving ladder/<test>.json and ladder/<test>.md (a
+// ready-to-paste "fix:" issue body) under the results directory. It uses
+// the capacity samples of the last validate run, when there are any. Exit:
+// 3 when the fault layer cannot run, 2 for an unknown test id, otherwise 1:
+// a failing test always ends with an owner and an action to take.
+func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
+	ctx, cancel := withSignals(ctx)
+	defer cancel()
+	out := opts.Out
+	if strings.TrimSpace(opts.Test) == "" {
+		return fmt.Errorf("%w: name the failing test: go tool mage arbitrate TestStoreContract/reset", ErrUsage)
+	}
+	dir, err := moduleDir(opts.Dir)
+	if err != nil {
+		return err
+	}
+	reg, regPath, err := loadRegistryIn(dir)
+	if err != nil {
+		return err
+	}
+	root, err := resultsRoot(dir)
+	if err != nil {
+		return err
+	}
+	cfg, err := faultlayer.ConfigFromEnv()
+	if err != nil {
+		return err
+	}
+	cfg.Log = out
+	lo := ladder.Options{Dir: dir, Registry: reg, RegistryPath: regPath, ResultsRoot: root, Out: out, Contracts: map[string]*contract.Result{}}
+	if l, err := faultlayer.Up(ctx, cfg); err != nil {
+		lo.LayerErr = err
+	} else {
+		defer l.Close(context.WithoutCancel(ctx))
+		p, _ := Preflight(ctx, l, true, out)
+		lo.Preflight, lo.LayerEnv = &p, l.Env()
+	}
+	if c, err := capacity.Load(filepath.Join(root, capacityFile)); err == nil {
+		lo.Capacity = c
+		fmt.Fprintf(out, "ladder: using the capacity samples of the last validate run (%d samples)\n", len(c.Samples))
+	}
+	o, err := ladder.Walk(ctx, opts.Test, lo)
+	if err != nil {
+		if errors.Is(err, ladder.ErrUnknownTest) {
+			return fmt.Errorf("%w: %v", ErrUsage, err)
+		}
+		return err
+	}
+	fmt.Fprintln(out)
+	o.Write(out)
+	json, md := saveOutcome(root, o, out)
+	fmt.Fprintf(out, "\nsaved %s and %s (a fix: issue body)\n", json, md)
+	if o.Owner == ladder.FaultLayer {
+		return fmt.Errorf("%w: owner %s: %s", ErrCannotRun, o.Owner, o.Action)
+	}
+	return fmt.Errorf("%w: owner %s", ErrRed, o.Owner)
+}
+
+// capacityFile is where validate keeps the battery's capacity samples.
+const capacityFile = "capacity.json"
+
+func saveOutcome(root string, o *ladder.Outcome, out io.Writer) (string, string) {
+	base := filepath.Join(root, "ladder", ladder.FileName(o.Test))
+	if err := saveJSON(base+".json", o); err != nil {
+		fmt.Fprintf(out, "ladder: could not save %s.json: %v\n", base, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(base), 0o755); err == nil {
+		if err := writeAtomic(base+".md", []byte(o.Issue())); err != nil {
+			fmt.Fprintf(out, "ladder: could not save %s.md: %v\n", base, err)
+		}
+	}
+	return base + ".json", base + ".md"
+}
+
+// ladderBudget is how long validate spends arbitrating failing tests:
+// CONTESTED_LADDER_BUDGET, default ten minutes.
+func ladderBudget() (time.Duration, error) {
+	v := strings.TrimSpace(os.Getenv("CONTESTED_LADDER_BUDGET"))
+	if v == "" {
+		return 10 * time.Minute, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%w: CONTESTED_LADDER_BUDGET=%q is not a duration such as 10m", ErrUsage, v)
+	}
+	return d, nil
+}
+
+func paintOwner(o ladder.Owner) string {
+	switch o {
+	case ladder.Component:
+		return color.RedString(string(o))
+	case ladder.FaultLayer:
+		return color.MagentaString(string(o))
+	default:
+		return color.YellowString(string(o))
+	}
+}

@@ -1,0 +1,307 @@
+// Package ladder walks the arbitration ladder for a failing test and always
+// ends with an owner and an action: name the surface and its behaviour;
+// run the fault-layer preflight; run the surface's contract in isolation;
+// read the verdict. "Environment" is never a terminal answer: the only
+// environmental owners are the fault layer (CANNOT RUN) and capacity, and
+// capacity only with evidence of what was contended.
+package ladder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/contested/contested/contested/verdict"
+	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/capacity"
+	"github.com/contested/contested/internal/contract"
+	"github.com/contested/contested/internal/gotest"
+	"github.com/contested/contested/registry"
+)
+
+// Owner is who a failure is assigned to.
+type Owner string
+
+// The four owners. There is no "environment".
+const (
+	Component  Owner = "component"
+	TestAuthor Owner = "test author"
+	Capacity   Owner = "capacity"
+	FaultLayer Owner = "fault layer"
+)
+
+// ErrUnknownTest: the test id names no test of the module.
+var ErrUnknownTest = errors.New("unknown test")
+
+// Surface is the registry entry a test maps to.
+type Surface struct {
+	ID       string `json:"id"`
+	Class    string `json:"class"`
+	Owner    string `json:"owner"`
+	Behavior string `json:"behavior"`
+	Oracle   string `json:"oracle"`
+	Where    string `json:"where"` // file:line of the entry
+}
+
+// Reruns is the flake classification of the failing test itself.
+type Reruns struct {
+	Runs     int    `json:"runs"`
+	Failures int    `json:"failures"`
+	Class    string `json:"class"` // consistent, flaky, passes, not rerun
+}
+
+// Outcome is where the ladder ended.
+type Outcome struct {
+	Test      string               `json:"test"`
+	Package   string               `json:"package,omitempty"`
+	Surface   *Surface             `json:"surface,omitempty"`
+	Step      int                  `json:"step"` // 1, 2 or 3: the step that decided
+	Contract  verdict.Contract     `json:"contract,omitempty"`
+	Legs      []contract.LegResult `json:"legs,omitempty"`
+	Reruns    Reruns               `json:"reruns"`
+	Owner     Owner                `json:"owner"`
+	OwnerName string               `json:"owner_name,omitempty"` // the team, for a component
+	Verdict   string               `json:"verdict"`              // the finer verdict that decided
+	Action    string               `json:"action"`
+	Evidence  []string             `json:"evidence,omitempty"`
+	Contended []string             `json:"contended,omitempty"` // for capacity
+	Took      time.Duration        `json:"took_ns"`
+}
+
+// Options configures Walk.
+type Options struct {
+	Dir          string
+	Registry     *registry.Registry
+	RegistryPath string
+	ResultsRoot  string
+	// LayerEnv are the coordinates of a layer that passed preflight; when
+	// Preflight is nil or failed, step 2 ends the ladder.
+	LayerEnv  []string
+	Preflight *faultlayer.Preflight
+	LayerErr  error
+	// Capacity is the run's saturation evidence, if it was sampled.
+	Capacity *capacity.Report
+	// Reruns is how many times to rerun the failing test (default 3).
+	Reruns int
+	// Contracts caches contract results by surface across walks.
+	Contracts map[string]*contract.Result
+	Out       io.Writer
+}
+
+// Walk walks the ladder for one test id: "TestX", "TestX/sub", or a
+// package-qualified "import/path.TestX/sub" as the battery reports it.
+func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
+	start := time.Now()
+	if opts.Reruns <= 0 {
+		opts.Reruns = 3
+	}
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	pkg, name := SplitID(testID)
+	o := &Outcome{Test: name, Package: pkg}
+	defer func() { o.Took = time.Since(start) }()
+
+	// Step 1: name the surface and the behaviour.
+	top, _, _ := strings.Cut(name, "/")
+	listPkg := pkg
+	if listPkg == "" {
+		listPkg = "./..."
+	}
+	names, err := gotest.List(ctx, opts.Dir, listPkg)
+	if err != nil {
+		return nil, fmt.Errorf("list the tests of %s: %w", listPkg, err)
+	}
+	if !contains(names, top) {
+		return nil, fmt.Errorf("%w: %s is not a test of %s (go test -list); give a test name as the battery reports it", ErrUnknownTest, top, listPkg)
+	}
+	s, ok := opts.Registry.SurfaceForTest(name)
+	if !ok {
+		o.Step, o.Owner, o.Verdict = 1, TestAuthor, "unregistered"
+		o.Action = fmt.Sprintf("register %s: add it to the tests of the surface whose behaviour it checks in %s (or a new [[surface]] with its class, owner, behaviour, oracle and legs), so that its failures can be arbitrated", top, opts.RegistryPath)
+		return o, nil
+	}
+	o.Surface = &Surface{ID: s.ID, Class: s.Class, Owner: s.Owner, Behavior: s.Behavior, Oracle: s.Oracle, Where: fmt.Sprintf("%s:%d", opts.RegistryPath, s.Line)}
+	fmt.Fprintf(opts.Out, "ladder: %s → surface %s (%s; oracle %s; owner %s)\n", name, s.ID, s.Behavior, s.Oracle, s.Owner)
+
+	// Step 2: the fault layer must pass preflight.
+	if opts.LayerErr != nil || opts.Preflight == nil || !opts.Preflight.OK() {
+		o.Step, o.Owner, o.Verdict, o.Contract = 2, FaultLayer, string(verdict.CannotRun), verdict.CannotRun
+		o.Action = "repair the fault layer, then walk the ladder again: " + layerProblem(opts)
+		return o, nil
+	}
+
+	// Step 3: the failing test again (flake classification), then the
+	// surface's contract in isolation over its seed budget.
+	if pkg == "" {
+		pkg = s.Package
+	}
+	o.Reruns = rerun(ctx, name, pkg, opts)
+	fmt.Fprintf(opts.Out, "ladder: %s reran %d times: %d failed (%s)\n", name, o.Reruns.Runs, o.Reruns.Failures, o.Reruns.Class)
+	res, ok := opts.Contracts[s.ID]
+	if !ok {
+		seeds, err := contract.Seeds(s.Budget.Hardening.Seeds)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(opts.Out, "ladder: running %s's contract in isolation over %d seeds\n", s.ID, len(seeds))
+		res, err = contract.Run(ctx, s, contract.Options{Dir: opts.Dir, RegistryPath: opts.RegistryPath, ResultsRoot: opts.ResultsRoot,
+			LayerEnv: opts.LayerEnv, Seeds: seeds, Level: 1, Out: opts.Out})
+		if err != nil {
+			return nil, err
+		}
+		if opts.Contracts != nil {
+			opts.Contracts[s.ID] = res
+		}
+	}
+	o.Step, o.Contract, o.Legs = 3, res.Contract, res.Legs
+	decide(o, s, res, opts)
+	return o, nil
+}
+
+// decide reads the contract verdict into an owner and an action.
+func decide(o *Outcome, s registry.Surface, res *contract.Result, opts Options) {
+	switch res.Contract {
+	case verdict.Red:
+		o.Owner, o.OwnerName = Component, s.Owner
+		for _, l := range res.Legs {
+			if !l.Verdict.Fail() {
+				continue
+			}
+			o.Verdict = string(l.Verdict)
+			o.Action = fmt.Sprintf("fix %s (%s): leg %s is %s in isolation with seed %d; reproduce with %s; file it as a fix: issue with the leg and the seed",
+				s.ID, s.Behavior, l.Lever, l.Verdict, l.FailedRun, l.Replay)
+			o.Evidence = append(o.Evidence, "leg "+l.Lever+": "+l.Reason, "injector: "+l.Injector, "victim: "+l.Victim)
+			break
+		}
+	case verdict.Green:
+		flake := fmt.Sprintf("the test failed %d of %d reruns (%s)", o.Reruns.Failures, o.Reruns.Runs, o.Reruns.Class)
+		if opts.Capacity != nil && opts.Capacity.Saturated {
+			o.Owner, o.Verdict, o.Contended = Capacity, "GREEN contract, saturated run", opts.Capacity.Contended
+			o.Action = fmt.Sprintf("record the capacity attribution (%s) and still fix it: own the fixture's resources or run this battery out of band; %s; the component holds its contract in isolation",
+				strings.Join(opts.Capacity.Contended, "; "), flake)
+			return
+		}
+		o.Owner = TestAuthor
+		o.Verdict = "GREEN contract, " + map[bool]string{true: "flaky battery", false: "consistent battery failure"}[o.Reruns.Class != "consistent"]
+		o.Action = fmt.Sprintf("fix the test or its fixture without loosening it (no added serialization, no wider timeouts, no weaker assertions): %s holds its contract in isolation, so the defect is in the test, its fixture or its envelope; %s", s.ID, flake)
+	case verdict.CannotRun:
+		o.Owner, o.Verdict = FaultLayer, string(verdict.CannotRun)
+		o.Action = "repair the fault layer, then walk the ladder again"
+	default:
+		o.Owner, o.Verdict = TestAuthor, string(verdict.Inconclusive)
+		var weak []string
+		for _, l := range res.Legs {
+			if !l.Verdict.Pass() {
+				weak = append(weak, fmt.Sprintf("%s is %s (%s)", l.Lever, l.Verdict, l.Reason))
+			}
+		}
+		o.Action = "make the contract decisive before judging the component: " + strings.Join(weak, "; ")
+	}
+}
+
+func layerProblem(opts Options) string {
+	if opts.LayerErr != nil {
+		return opts.LayerErr.Error()
+	}
+	if opts.Preflight == nil {
+		return "preflight did not run"
+	}
+	var parts []string
+	for _, c := range opts.Preflight.Failed() {
+		parts = append(parts, fmt.Sprintf("%s: %s (fix: %s)", c.Name, c.Detail, c.Fix))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// rerun runs the failing test alone, opts.Reruns times, each with a
+// private results directory so its records never mix with a battery's.
+func rerun(ctx context.Context, name, pkg string, opts Options) Reruns {
+	if pkg == "" {
+		pkg = "./..."
+	}
+	r := Reruns{Class: "not rerun"}
+	for i := range opts.Reruns {
+		dir := filepath.Join(opts.ResultsRoot, "ladder", "reruns", sanitize(name), fmt.Sprintf("run-%d", i+1))
+		os.RemoveAll(dir)
+		env := append(append([]string(nil), opts.LayerEnv...),
+			faultrecord.EnvResultsDir+"="+dir, registry.EnvPath+"="+opts.RegistryPath)
+		res, err := battery.Run(ctx, battery.Options{Dir: opts.Dir, Patterns: []string{pkg}, Args: []string{"-run", contract.RunPattern(name)}, Env: env})
+		if err != nil {
+			break
+		}
+		r.Runs++
+		if !res.OK() {
+			r.Failures++
+		}
+	}
+	switch {
+	case r.Runs == 0:
+	case r.Failures == r.Runs:
+		r.Class = "consistent"
+	case r.Failures == 0:
+		r.Class = "passes"
+	default:
+		r.Class = "flaky"
+	}
+	return r
+}
+
+// SplitID splits a test id into its package (possibly empty) and the test
+// path: "example.com/m/store.TestX/sub" gives ("example.com/m/store",
+// "TestX/sub").
+func SplitID(id string) (pkg, name string) {
+	id = strings.TrimSpace(id)
+	if isTestName(id) {
+		return "", id
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] == '.' && isTestName(id[i+1:]) && !strings.Contains(id[:i], " ") {
+			return id[:i], id[i+1:]
+		}
+	}
+	return "", id
+}
+
+func isTestName(s string) bool {
+	for _, p := range []string{"Test", "Example", "Fuzz", "Benchmark"} {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// sanitize makes a test name a file name: TestX/reset → TestX_reset.
+func sanitize(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// FileName is the artifact name of a test's ladder outcome (without
+// extension), under the results directory's ladder/.
+func FileName(test string) string { return sanitize(test) }
