@@ -138,3 +138,35 @@ func TestContestedOnBadInput(t *testing.T) {
 		})
 	}
 }
+
+func TestArbitrateExitCodes(t *testing.T) {
+	adopter, err := filepath.Abs("../../testdata/adopter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := deadAddr(t)
+	tests := []struct {
+		name, test string
+		want       int
+		says       string
+	}{
+		{"no test named", "", ExitUsage, "name the failing test"},
+		{"an unknown test id", "TestNoSuchThing", ExitUsage, "is not a test of"},
+		{"the fault layer is down", "TestStockContract/reset", ExitCannotRun, "owner fault layer"},
+		{"a test outside the registry", "TestOutsideRegistry", ExitRed, "owner test author"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(faultlayer.EnvLayer, "")
+			t.Setenv(faultlayer.EnvToxiproxyURL, "http://"+dead)
+			t.Setenv(faultlayer.EnvPostgresDSN, "postgres://u:p@"+dead+"/db")
+			t.Setenv(faultrecord.EnvResultsDir, t.TempDir())
+			t.Setenv(registry.EnvPath, "")
+			var out strings.Builder
+			err := Arbitrate(context.Background(), ArbitrateOptions{Dir: adopter, Test: tt.test, Out: &out})
+			if got := ExitCode(err); got != tt.want || !strings.Contains(err.Error(), tt.says) {
+				t.Fatalf("exit %d (%v), want %d saying %q; output:\n%s", got, err, tt.want, tt.says, out.String())
+			}
+		})
+	}
+}
