@@ -201,3 +201,19 @@ func BenchmarkCheckLease2k(b *testing.B) {
 func BenchmarkCheckLease8k(b *testing.B) {
 	benchmarkScaling(b, leaseBench(2000), leaseBench(8000))
 }
+
+// BenchmarkCheckAccounts8kVisualizeDir is Accounts8k with a visualization directory set, as
+// an oracle that wants the HTML on failure would run it: porcupine then runs in verbose mode
+// (keeps partial linearizations), which this measures. Nothing is written on Ok.
+func BenchmarkCheckAccounts8kVisualizeDir(b *testing.B) {
+	m, ops := accountsBench(8000)()
+	dir := b.TempDir()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := Check(b.Context(), m, ops, Options{Timeout: 10 * time.Minute, VisualizeDir: dir})
+		if err != nil || !res.Green() || res.Visualization != "" {
+			b.Fatalf("Check: %v, %s", err, res)
+		}
+	}
+	b.ReportMetric(float64(len(ops))*float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+}
