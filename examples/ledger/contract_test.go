@@ -1,0 +1,416 @@
+package ledger_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/contested/contested/contested"
+	"github.com/contested/contested/examples/ledger"
+)
+
+// The contested contracts of the ledger: one test per surface in contested-surfaces.toml, one
+// subtest per leg. CONTESTED_LEVEL 1 (the default, what the battery runs) runs each lever on
+// its own; 2 adds a storm that combines levers; 3 repeats the faults (more windows, repeated
+// crash-restart). CONTESTED_SEED replays a run's seeded choices.
+
+// legCase is one subtest of a contract.
+type legCase struct {
+	name  string
+	level int // the lowest CONTESTED_LEVEL that runs it
+	run   func(t *testing.T, level int)
+}
+
+func runLegs(t *testing.T, cases []legCase) {
+	level, err := contested.Level()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if level < c.level {
+				t.Skipf("%s runs from CONTESTED_LEVEL=%d (this run: %d)", c.name, c.level, level)
+			}
+			c.run(t, level)
+		})
+	}
+}
+
+// TestStoreContract contests ledger.store: a transfer moves money atomically and at most
+// once, whatever happens to the connection carrying it. Clients transfer and read through a
+// proxy while the fault is armed; the oracles check conservation (in the run and at
+// quiescence), the journal, exactly-once, no lost acknowledgement, and linearizability of the
+// transfers and reads against the Accounts model.
+func TestStoreContract(t *testing.T) {
+	runLegs(t, []legCase{
+		{name: "reset", level: 1, run: storeReset},
+		{name: "confirm-timeout", level: 1, run: storeConfirmTimeout},
+	})
+}
+
+func storeReset(t *testing.T, level int) {
+	ctx := context.Background()
+	leg := contested.Start(t, "ledger.store", contested.Reset)
+	r := newRig(t, leg.DirectDSN(), 4, 100, leg)
+	load := &storeLoad{
+		store: ledger.NewStore(r.victimPool(leg, 6)), rec: r.rec, accounts: r.accounts, clients: 4,
+		timeout: 2 * time.Second, maxAmount: 40, seed: uint64(leg.Seed()), prefix: "store", observe: leg.Observe,
+	}
+	r.monitor()
+	runCtx, stop := context.WithCancel(ctx)
+	clients := load.run(runCtx)
+	time.Sleep(300 * time.Millisecond)
+	for range 3 * level {
+		heal := r.fault(ctx, leg, "reset")
+		time.Sleep(150 * time.Millisecond)
+		heal()
+		time.Sleep(300 * time.Millisecond)
+	}
+	stop()
+	clients.Wait()
+	r.judge(checks{linearizable: true})
+}
+
+func storeConfirmTimeout(t *testing.T, level int) {
+	ctx := context.Background()
+	leg := contested.Start(t, "ledger.store", contested.ConfirmTimeout)
+	r := newRig(t, leg.DirectDSN(), 4, 100, leg)
+	load := &storeLoad{
+		store: ledger.NewStore(r.victimPool(leg, 6)), rec: r.rec, accounts: r.accounts, clients: 4,
+		timeout: 400 * time.Millisecond, maxAmount: 40, seed: uint64(leg.Seed()), prefix: "store", observe: leg.Observe,
+	}
+	r.monitor()
+	runCtx, stop := context.WithCancel(ctx)
+	clients := load.run(runCtx)
+	time.Sleep(300 * time.Millisecond)
+	for range level {
+		// Only transfers while armed: a write whose commit reached the server and whose
+		// answer was lost is what this lever is about.
+		load.transfersOnly.Store(true)
+		epoch := r.rec.BeginFault("confirm-timeout")
+		leg.Arm(ctx)
+		time.Sleep(900 * time.Millisecond)
+		leg.Heal(ctx)
+		if err := r.rec.EndFault(epoch); err != nil {
+			t.Error(err)
+		}
+		load.transfersOnly.Store(false)
+		// The server-side half of the proof: some transfer the client saw time out in this
+		// window was committed all the same.
+		var lost []string
+		for _, op := range r.rec.Ops() {
+			if op.FaultEpoch == epoch && op.Ambiguous() && op.Type == "transfer" {
+				lost = append(lost, transferID(t, op.Input))
+			}
+		}
+		committed := leg.Committed(ctx, `SELECT EXISTS (SELECT 1 FROM applied_transfers WHERE transfer_id = ANY($1))`, lost)
+		t.Logf("confirm-timeout window %s: %d transfers timed out; committed server-side: %v", epoch, len(lost), committed)
+		time.Sleep(300 * time.Millisecond)
+	}
+	stop()
+	clients.Wait()
+	r.judge(checks{linearizable: true})
+}
+
+// TestConsumerContract contests ledger.consumer: every acknowledged enqueue is applied
+// exactly once however the queue delivers it (duplicated, reordered) and even when the
+// worker process is killed mid-batch and restarted.
+func TestConsumerContract(t *testing.T) {
+	runLegs(t, []legCase{
+		{name: "burst", level: 1, run: consumerBurst},
+		{name: "crash-and-resume", level: 1, run: consumerCrash},
+		{name: "storm", level: 2, run: consumerStorm},
+	})
+}
+
+// burst enqueues the leg's seeded delivery order (duplicates and reorderings included) while
+// three consumers drain the queue, and reports each perturbed delivery the consumers
+// acknowledged.
+func consumerBurst(t *testing.T, level int) {
+	ctx := context.Background()
+	leg := contested.Start(t, "ledger.consumer", contested.Burst)
+	r := newRig(t, victimDB(t), 6, 1000, leg)
+	r.monitor()
+	w := &ledger.Worker{Pool: r.directPool(6), Name: "burst", Consumers: 3, BatchSize: 8, Poll: 10 * time.Millisecond}
+	burst(ctx, t, r, leg, w, 60*level)
+	r.judge(checks{})
+}
+
+// burst runs a burst of n transfers through w's queue while w's consumers drain it, and
+// waits until the queue is empty. Each delivery is one enqueue (so a duplicate delivery is a
+// second row with the same transfer id); each perturbed delivery a consumer acknowledged is
+// reported to the leg.
+func burst(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, w *ledger.Worker, n int) {
+	t.Helper()
+	transfers := ledger.Generate(uint64(leg.Seed()), n, r.accounts, 50, "burst")
+	// delivery maps a queue row to the delivery it carries. The producer holds mu from before
+	// its INSERT until the row is mapped, so a consumer that acknowledges the row first waits.
+	var mu sync.Mutex
+	delivery := map[int64]contested.Delivery{}
+	w.OnBatch = func(b ledger.Batch) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, row := range b.Rows {
+			if d, ok := delivery[row.Seq]; ok {
+				leg.Consumed(d)
+			}
+		}
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(runCtx) }()
+	q := ledger.NewQueue(w.Pool)
+	for _, d := range leg.Deliveries(ctx, n, contested.BurstPlan{}) {
+		tr := transfers[d.Index]
+		for {
+			_, err := r.rec.Enqueue("burst-producer", tr, func() (int64, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				defer cancel()
+				seq, err := q.Enqueue(ctx, tr)
+				if err == nil {
+					delivery[seq] = d
+				}
+				return seq, err
+			})
+			if err == nil {
+				break
+			}
+			leg.Observe(err)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if err := r.drained(ctx, 30*time.Second); err != nil {
+		t.Error(err)
+	}
+	stop()
+	<-done
+}
+
+// consumerCrash runs the worker as a separate process (cmd/ledger's code), kills it with
+// SIGKILL once it is well into the queue, restarts it, and checks that the restarted
+// generation drains what the killed one left, with nothing lost or applied twice.
+func consumerCrash(t *testing.T, level int) {
+	ctx := context.Background()
+	leg := contested.Start(t, "ledger.consumer", contested.CrashAndResume)
+	r := newRig(t, victimDB(t), 8, 1000, leg)
+	pool := r.directPool(4)
+	const n = 1200
+	transfers := ledger.Generate(uint64(leg.Seed()), n, r.accounts, 50, "crash")
+	p := &producer{queue: ledger.NewQueue(pool), rec: r.rec, timeout: 5 * time.Second}
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.run(ctx, fmt.Sprintf("producer-%d", i), transfers[i*n/4:(i+1)*n/4]); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	r.monitor()
+
+	gen := 0
+	w := leg.StartWorker(func() *exec.Cmd {
+		gen++
+		return ledgerCmd(t, "work", "-dsn", r.direct, "-consumers", "4", "-batch", "10", "-exit-when-empty", "-name", fmt.Sprintf("gen-%d", gen))
+	})
+	// Kill at a few points of progress (one at level 1, three at level 3): always mid-queue.
+	kills := 1
+	if level >= 3 {
+		kills = 3
+	}
+	for k := 1; k <= kills; k++ {
+		mark := k * n / (kills + 2) / 2
+		if err := waitDecided(ctx, pool, mark, w); err != nil {
+			t.Fatal(err)
+		}
+		epoch := r.rec.BeginFault("crash-and-resume")
+		leg.Arm(ctx)
+		left, err := ledger.NewQueue(pool).Pending(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left == 0 {
+			t.Fatalf("the kill did not land mid-work: the queue was already drained")
+		}
+		leg.Heal(ctx) // restarts the worker
+		if err := r.rec.EndFault(epoch); err != nil {
+			t.Error(err)
+		}
+		t.Logf("killed generation %d with %d rows pending; restarted", gen-1, left)
+		if k == kills {
+			wctx, cancel := context.WithTimeout(ctx, time.Minute)
+			err := w.Wait(wctx)
+			cancel()
+			if err != nil {
+				t.Fatalf("the restarted worker: %v", err)
+			}
+			if err := r.drained(ctx, time.Second); err != nil {
+				t.Fatalf("the restarted worker exited with work left: %v", err)
+			}
+			leg.Note(fmt.Sprintf("restarted worker (generation %d) drained the %d rows the killed generation left pending and exited 0", gen, left))
+		}
+	}
+	r.judge(checks{})
+}
+
+// waitDecided waits until at least n transfers are decided, failing if the worker exits.
+func waitDecided(ctx context.Context, pool ledger.DB, n int, w *contested.Worker) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		var d int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM applied_transfers`).Scan(&d); err != nil {
+			return fmt.Errorf("count decided transfers: %w", err)
+		}
+		if d >= n {
+			return nil
+		}
+		if !w.Running() {
+			return fmt.Errorf("the worker exited with only %d of %d transfers decided", d, n)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("only %d of %d transfers decided: %w", d, n, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// consumerStorm combines levers (CONTESTED_LEVEL >= 2): a seeded burst through a queue whose
+// producer and consumers talk to Postgres through a proxy that resets their connections.
+func consumerStorm(t *testing.T, level int) {
+	ctx := context.Background()
+	reset := contested.Start(t, "ledger.consumer", contested.Reset)
+	flood := contested.Start(t, "ledger.consumer", contested.Burst)
+	r := newRig(t, reset.DirectDSN(), 6, 1000, reset, flood)
+	r.monitor()
+	pool := r.victimPool(reset, 6)
+	w := &ledger.Worker{Pool: pool, Name: "storm", Consumers: 3, BatchSize: 8, Poll: 10 * time.Millisecond,
+		OnError: func(err error) { reset.Observe(err) }}
+	var stormed atomic.Bool
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		for range 2 * level {
+			heal := r.fault(ctx, reset, "reset")
+			time.Sleep(150 * time.Millisecond)
+			heal()
+			time.Sleep(250 * time.Millisecond)
+		}
+		stormed.Store(true)
+	}()
+	burst(ctx, t, r, flood, w, 150*level)
+	for !stormed.Load() {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := r.drained(ctx, 30*time.Second); err != nil {
+		t.Error(err)
+	}
+	r.judge(checks{})
+}
+
+// TestPoolContract contests ledger.pool: while the database refuses new connections (its
+// connection limit is reached) or drops them (the proxy disconnects), producers and consumers
+// lose, duplicate and invent nothing, and the queue drains once the fault is healed.
+func TestPoolContract(t *testing.T) {
+	runLegs(t, []legCase{
+		{name: "pool-exhaustion", level: 1, run: poolExhaustion},
+		{name: "disconnect", level: 1, run: poolDisconnect},
+	})
+}
+
+// poolFlow is the pool contract's workload: a preloaded queue, consumers and a producer
+// through pools that must open connections while the fault is armed.
+func poolFlow(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, arm func(start func())) {
+	t.Helper()
+	pre := ledger.Generate(uint64(leg.Seed()), 150, r.accounts, 50, "pre")
+	setup := r.directPool(2)
+	if err := (&producer{queue: ledger.NewQueue(setup), rec: r.rec, timeout: 5 * time.Second}).run(ctx, "preload", pre); err != nil {
+		t.Fatal(err)
+	}
+	setup.Close()
+	r.monitor()
+	live := ledger.Generate(uint64(leg.Seed())+1, 150, r.accounts, 50, "live")
+	var runCtx context.Context
+	var stop context.CancelFunc
+	var done chan error
+	var prod sync.WaitGroup
+	start := func() {
+		runCtx, stop = context.WithCancel(ctx)
+		w := &ledger.Worker{Pool: r.victimPool(leg, 3), Name: "pool", Consumers: 3, BatchSize: 10, Poll: 20 * time.Millisecond,
+			OnError: func(err error) { leg.Observe(err) }}
+		done = make(chan error, 1)
+		go func() { done <- w.Run(runCtx) }()
+		p := &producer{queue: ledger.NewQueue(r.victimPool(leg, 2)), rec: r.rec, timeout: time.Second, pace: 4 * time.Millisecond, observe: leg.Observe}
+		prod.Add(1)
+		go func() {
+			defer prod.Done()
+			pctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			if err := p.run(pctx, "producer", live); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	arm(start)
+	prod.Wait()
+	if err := r.drained(ctx, 15*time.Second); err != nil {
+		t.Errorf("after the fault was healed: %v", err)
+	}
+	stop()
+	<-done
+}
+
+func poolExhaustion(t *testing.T, level int) {
+	ctx := context.Background()
+	leg := contested.Start(t, "ledger.pool", contested.PoolExhaustion)
+	r := newRig(t, leg.DirectDSN(), 6, 1000, leg)
+	poolFlow(ctx, t, r, leg, func(start func()) {
+		for i := range level {
+			heal := r.fault(ctx, leg, "pool-exhaustion")
+			if i == 0 {
+				// The pools open their first connections with the database already full.
+				start()
+			}
+			time.Sleep(500 * time.Millisecond)
+			heal()
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
+	r.judge(checks{})
+}
+
+func poolDisconnect(t *testing.T, level int) {
+	ctx := context.Background()
+	leg := contested.Start(t, "ledger.pool", contested.Disconnect)
+	r := newRig(t, leg.DirectDSN(), 6, 1000, leg)
+	poolFlow(ctx, t, r, leg, func(start func()) {
+		start()
+		time.Sleep(200 * time.Millisecond)
+		for range level {
+			heal := r.fault(ctx, leg, "disconnect")
+			time.Sleep(400 * time.Millisecond)
+			heal()
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
+	r.judge(checks{})
+}
+
+// transferID reads the id out of a recorded transfer op's input.
+func transferID(t *testing.T, input []byte) string {
+	t.Helper()
+	var tr ledger.Transfer
+	if err := json.Unmarshal(input, &tr); err != nil {
+		t.Fatalf("recorded transfer input %s: %v", input, err)
+	}
+	return tr.ID
+}

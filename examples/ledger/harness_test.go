@@ -1,0 +1,369 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/contested/contested/contested"
+	"github.com/contested/contested/contested/history"
+	"github.com/contested/contested/examples/ledger"
+	"github.com/contested/contested/examples/ledger/oracle"
+)
+
+// rig is one contract run of the ledger: the database as seen directly (setup, the in-run
+// conservation monitor, the oracles: they must see the truth, never the fault), the history
+// the clients record, and the legs that hear what the oracles found.
+type rig struct {
+	t        *testing.T
+	direct   string
+	accounts []string
+	opening  map[string]int64
+	rec      *oracle.Recorder
+	legs     []*contested.Leg
+	start    time.Time
+
+	mu      sync.Mutex
+	samples []oracle.Sample
+	missed  int // samples that could not be read
+	stop    func()
+}
+
+// newRig migrates the ledger in the database at direct and opens n accounts with balance
+// each.
+func newRig(t *testing.T, direct string, n int, balance int64, legs ...*contested.Leg) *rig {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := &rig{t: t, direct: direct, accounts: ledger.AccountNames(n), opening: map[string]int64{}, rec: oracle.NewRecorder(), legs: legs, start: time.Now()}
+	for _, a := range r.accounts {
+		r.opening[a] = balance
+	}
+	pool, err := ledger.Connect(ctx, direct, 2)
+	if err != nil {
+		t.Fatalf("connect directly: %v", err)
+	}
+	defer pool.Close()
+	if err := ledger.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if err := ledger.OpenAccounts(ctx, pool, r.opening); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// directPool opens a pool that bypasses the faults, closed at the end of the test.
+func (r *rig) directPool(maxConns int32) *pgxpool.Pool {
+	r.t.Helper()
+	pool, err := ledger.Connect(context.Background(), r.direct, maxConns)
+	if err != nil {
+		r.t.Fatalf("connect directly: %v", err)
+	}
+	r.t.Cleanup(pool.Close)
+	return pool
+}
+
+// victimPool opens a pool to the leg's victim through the fault (the leg's observing dialer,
+// configured the ledger's way), closed at the end of the test.
+func (r *rig) victimPool(leg *contested.Leg, maxConns int32) *pgxpool.Pool {
+	r.t.Helper()
+	cfg := leg.PoolConfig()
+	ledger.ConfigurePool(cfg)
+	cfg.MaxConns = maxConns
+	cfg.ConnConfig.ConnectTimeout = 2 * time.Second
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		r.t.Fatalf("open victim pool: %v", err)
+	}
+	r.t.Cleanup(pool.Close)
+	return pool
+}
+
+// monitor samples the sum of balances every 20ms over a direct connection of its own
+// (opened now, so a pool-exhaustion fault armed later cannot starve it) until judge.
+func (r *rig) monitor() {
+	r.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	conn, err := pgx.Connect(ctx, r.direct)
+	if err != nil {
+		cancel()
+		r.t.Fatalf("monitor: %v", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer conn.Close(context.Background())
+		store := ledger.NewStore(conn)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			total, err := store.Total(ctx)
+			if ctx.Err() != nil {
+				return // stopped mid-read: not a missed sample
+			}
+			r.mu.Lock()
+			if err != nil {
+				r.missed++
+			} else {
+				r.samples = append(r.samples, oracle.Sample{At: time.Since(r.start), Total: total})
+			}
+			r.mu.Unlock()
+		}
+	}()
+	r.stop = func() { cancel(); <-done }
+}
+
+// fault opens a fault window in the history and arms leg; the returned function heals it and
+// closes the window.
+func (r *rig) fault(ctx context.Context, leg *contested.Leg, name string) (heal func()) {
+	r.t.Helper()
+	epoch := r.rec.BeginFault(name)
+	leg.Arm(ctx)
+	return func() {
+		leg.Heal(ctx)
+		if err := r.rec.EndFault(epoch); err != nil {
+			r.t.Error(err)
+		}
+	}
+}
+
+// checks says which oracles a contract runs besides the ones every ledger run gets
+// (conservation, journal, exactly-once, no lost ack).
+type checks struct {
+	linearizable bool // the Accounts model over transfer and read ops
+}
+
+// judge stops the monitor, reads the ledger at quiescence and runs the oracles over it and
+// the history. Every verdict is printed and handed to every leg (it goes into their fault
+// records); any verdict that is not a pass fails the test with the oracle's name.
+func (r *rig) judge(c checks) {
+	r.t.Helper()
+	if r.stop != nil {
+		r.stop()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := r.rec.Err(); err != nil {
+		r.t.Errorf("the history is invalid (a recorder bug, not a verdict): %v", err)
+	}
+	ops := r.rec.Ops()
+	if len(ops) != r.rec.Issued() {
+		r.t.Errorf("the history holds %d ops, the workload issued %d", len(ops), r.rec.Issued())
+	}
+	conn, err := pgx.Connect(ctx, r.direct)
+	if err != nil {
+		r.t.Fatalf("connect directly for the oracles: %v", err)
+	}
+	defer conn.Close(ctx)
+	final, err := oracle.Load(ctx, conn)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.mu.Lock()
+	samples, missed := r.samples, r.missed
+	r.mu.Unlock()
+	var opening int64
+	for _, b := range r.opening {
+		opening += b
+	}
+	verdicts := []oracle.Verdict{
+		oracle.CheckConservation(opening, samples, final),
+		oracle.CheckJournal(r.opening, final),
+		oracle.CheckExactlyOnce(ops, final),
+		oracle.CheckNoLostAck(ops, final),
+	}
+	if missed > 0 {
+		verdicts[0].Evidence += fmt.Sprintf("; %d samples could not be read", missed)
+	}
+	if c.linearizable {
+		verdicts = append(verdicts, oracle.CheckLinearizable(ctx, history.NewAccounts(r.opening), ops, r.rec.Faults(),
+			r.t.Name(), time.Minute, history.TypeTransfer, history.TypeRead))
+	}
+	for _, v := range verdicts {
+		report(r.t, v, r.legs...)
+	}
+}
+
+// report prints v, hands it to the legs and fails the test when it is not a pass.
+func report(t *testing.T, v oracle.Verdict, legs ...*contested.Leg) {
+	t.Helper()
+	err := v.Err()
+	if errors.Is(err, oracle.ErrInconclusive) {
+		err = fmt.Errorf("%w: %w", contested.ErrInconclusive, err)
+	}
+	for _, l := range legs {
+		l.Oracle(v.Oracle, v.Produced, v.Checked, err)
+	}
+	if v.Held() {
+		t.Log(v.String())
+		return
+	}
+	t.Error(v.String())
+}
+
+// storeLoad is the store contract's workload: clients that transfer between random accounts
+// and read balances through the fault, each a sequential process of the history. A client
+// whose transfer ended ambiguously retries it with the same id until it gets an answer (the
+// ledger's retry protocol); a definite failure is not retried, so a posting for it would be
+// invented.
+type storeLoad struct {
+	store     *ledger.Store
+	rec       *oracle.Recorder
+	accounts  []string
+	clients   int
+	timeout   time.Duration // per op
+	maxAmount int64
+	seed      uint64
+	prefix    string
+	// transfersOnly makes clients issue only transfers while set (a confirm-timeout window
+	// needs writes in flight to prove a commit whose answer was lost).
+	transfersOnly atomic.Bool
+	observe       func(error) bool
+}
+
+// run runs the clients until ctx ends, then lets each settle its pending retry.
+func (l *storeLoad) run(ctx context.Context) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for c := range l.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.client(ctx, c)
+		}()
+	}
+	return &wg
+}
+
+func (l *storeLoad) client(ctx context.Context, c int) {
+	r := rand.New(rand.NewPCG(l.seed, uint64(c)))
+	proc := fmt.Sprintf("client-%d", c)
+	var pending *ledger.Transfer
+	settle := time.Time{}
+	for k := 0; ; k++ {
+		if ctx.Err() != nil {
+			// Settle the pending retry after the run, with a deadline of its own.
+			if pending == nil {
+				return
+			}
+			if settle.IsZero() {
+				settle = time.Now().Add(10 * time.Second)
+			}
+			if time.Now().After(settle) {
+				return
+			}
+		}
+		switch {
+		case pending != nil:
+			if l.transfer(proc, *pending) {
+				pending = nil
+			} else {
+				time.Sleep(20 * time.Millisecond)
+			}
+		case l.transfersOnly.Load() || r.IntN(4) > 0:
+			from := r.IntN(len(l.accounts))
+			to := (from + 1 + r.IntN(len(l.accounts)-1)) % len(l.accounts)
+			t := ledger.Transfer{ID: fmt.Sprintf("%s-c%d-%05d", l.prefix, c, k), From: l.accounts[from], To: l.accounts[to], Amount: 1 + r.Int64N(l.maxAmount)}
+			if !l.transfer(proc, t) {
+				pending = &t
+			}
+		default:
+			acct := l.accounts[r.IntN(len(l.accounts))]
+			_, err := l.rec.Read(proc, acct, func() (int64, error) {
+				ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+				defer cancel()
+				return l.store.Balance(ctx, acct)
+			})
+			l.observe(err)
+		}
+		time.Sleep(time.Duration(1+r.IntN(3)) * time.Millisecond)
+	}
+}
+
+// transfer makes one attempt and reports whether it settled the transfer (an answer, or a
+// definite failure).
+func (l *storeLoad) transfer(proc string, t ledger.Transfer) bool {
+	_, err := l.rec.Transfer(proc, t, func() (ledger.Outcome, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+		defer cancel()
+		return l.store.Transfer(ctx, t)
+	})
+	if err == nil {
+		return true
+	}
+	l.observe(err)
+	return ledger.Definite(err)
+}
+
+// producer enqueues transfers through q, recording each attempt, and repeats an attempt that
+// failed or whose answer was lost with the same transfer id until it is acknowledged: the
+// at-least-once producer the queue is built for.
+type producer struct {
+	queue   *ledger.Queue
+	rec     *oracle.Recorder
+	timeout time.Duration
+	pace    time.Duration
+	observe func(error) bool
+}
+
+func (p *producer) run(ctx context.Context, proc string, transfers []ledger.Transfer) error {
+	for _, t := range transfers {
+		for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, 250*time.Millisecond) {
+			_, err := p.rec.Enqueue(proc, t, func() (int64, error) {
+				ctx, cancel := context.WithTimeout(ctx, p.timeout)
+				defer cancel()
+				return p.queue.Enqueue(ctx, t)
+			})
+			if err == nil {
+				break
+			}
+			if p.observe != nil {
+				p.observe(err)
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("enqueue %s: %w", t.ID, ctx.Err())
+			}
+			time.Sleep(backoff)
+		}
+		if p.pace > 0 {
+			time.Sleep(p.pace)
+		}
+	}
+	return nil
+}
+
+// drained waits until nothing is pending in the queue, polling over a direct connection.
+func (r *rig) drained(ctx context.Context, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, r.direct)
+	if err != nil {
+		return fmt.Errorf("connect directly: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	q := ledger.NewQueue(conn)
+	for {
+		n, err := q.Pending(ctx)
+		if err == nil && n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the queue still holds %d pending rows after %s", n, within)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
