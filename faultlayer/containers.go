@@ -118,6 +118,7 @@ func upContainers(ctx context.Context, cfg Config) (_ *Layer, err error) {
 	}()
 
 	netName := "contested-" + run
+	l.Network = netName
 	if _, err := cli.NetworkCreate(ctx, netName, client.NetworkCreateOptions{
 		Driver: "bridge",
 		Labels: reap.Labels(run, rolePrefix+"network"),

@@ -177,6 +177,10 @@ type Layer struct {
 	// ToxiproxyContainer is the container we started for Toxiproxy, if any;
 	// preflight inspects its published bindings.
 	ToxiproxyContainer string
+	// Network is the private Docker network of a containers layer, where
+	// Postgres answers as "postgres" and Toxiproxy as "toxiproxy"; other
+	// containers (the cluster rig's replicas) join it.
+	Network string
 
 	log     io.Writer
 	pool    *pgxpool.Pool

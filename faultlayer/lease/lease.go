@@ -76,6 +76,9 @@ type Lease struct {
 	Run      string    // run id
 	LeasedAt time.Time // server clock
 	Expires  time.Time // server clock
+	// Reclaimed names the holder whose expired lease this acquire took
+	// over ("" when the port was free): a takeover a history must show.
+	Reclaimed string
 }
 
 const schema = `
@@ -219,6 +222,7 @@ func (t *Table) tryAcquire(ctx context.Context, holder string) (Lease, bool, err
 		return Lease{}, false, classify("acquire a proxy port", err)
 	}
 	if prev != nil {
+		l.Reclaimed = *prev
 		if err := t.cleaner.ClearPort(ctx, l.Port); err != nil {
 			_, rerr := t.Release(context.WithoutCancel(ctx), l)
 			return Lease{}, false, errors.Join(fmt.Errorf("clear leftover proxy of expired lease on port %d (held by %s): %w", l.Port, *prev, err), rerr)

@@ -186,6 +186,9 @@ func TestReleaseAndRenewAreFencedByEpoch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if fresh.Reclaimed != "stale-holder" {
+		t.Errorf("the takeover is not reported: Reclaimed = %q, want stale-holder", fresh.Reclaimed)
+	}
 	if fresh.Port != stale.Port || fresh.Epoch <= stale.Epoch {
 		t.Fatalf("re-lease: got port %d epoch %d after port %d epoch %d", fresh.Port, fresh.Epoch, stale.Port, stale.Epoch)
 	}
