@@ -1,0 +1,9 @@
+//go:build contested_defect_unfencedrelease
+
+package leasetable_test
+
+import "github.com/contested/contested/faultlayer/lease"
+
+// The planted defect for the oracle tests only: every release the contract makes goes
+// through the table's unfenced release (see faultlayer/lease/defect_unfencedrelease.go).
+func init() { release = (*lease.Table).ReleaseUnfenced }
