@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/contested/contested/cluster"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/registry"
 )
@@ -40,9 +41,9 @@ func ExitCode(err error) int {
 	switch {
 	case err == nil:
 		return ExitGreen
-	case errors.Is(err, ErrUsage), errors.Is(err, faultlayer.ErrConfig), errors.Is(err, registry.ErrInvalid):
+	case errors.Is(err, ErrUsage), errors.Is(err, faultlayer.ErrConfig), errors.Is(err, registry.ErrInvalid), errors.Is(err, cluster.ErrUsage):
 		return ExitUsage
-	case errors.Is(err, ErrCannotRun), errors.Is(err, faultlayer.ErrCannotRun):
+	case errors.Is(err, ErrCannotRun), errors.Is(err, faultlayer.ErrCannotRun), errors.Is(err, cluster.ErrCannotRun):
 		return ExitCannotRun
 	default:
 		return ExitRed

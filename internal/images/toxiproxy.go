@@ -9,17 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/moby/moby/client"
 )
-
-const toxiproxyDockerfile = `FROM scratch
-COPY toxiproxy-server /toxiproxy
-EXPOSE 8474
-ENTRYPOINT ["/toxiproxy"]
-CMD ["-host=0.0.0.0"]
-`
 
 // buildToxiproxy compiles the Toxiproxy server of the module version this
 // binary links, statically, in a scratch module of its own (so it works from
@@ -48,11 +42,24 @@ func buildToxiproxy(ctx context.Context, d Docker, tag string, log io.Writer) er
 			return fmt.Errorf("%s: %w\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	bin, err := os.ReadFile(filepath.Join(dir, "toxiproxy-server"))
+	fmt.Fprintf(log, "images: building %s from scratch\n", tag)
+	return FromBinary(ctx, d, tag, filepath.Join(dir, "toxiproxy-server"), []string{"-host=0.0.0.0"},
+		map[string]string{"dev.contested.image": "toxiproxy", "dev.contested.toxiproxy.version": version}, log)
+}
+
+// FromBinary builds an image FROM scratch holding one static binary as
+// its entrypoint (/<base name>), with default arguments cmd and labels.
+func FromBinary(ctx context.Context, d Docker, tag, binPath string, cmd []string, labels map[string]string, log io.Writer) error {
+	bin, err := os.ReadFile(binPath)
 	if err != nil {
 		return err
 	}
-
+	name := filepath.Base(binPath)
+	quoted := make([]string, len(cmd))
+	for i, c := range cmd {
+		quoted[i] = strconv.Quote(c)
+	}
+	dockerfile := fmt.Sprintf("FROM scratch\nCOPY %s /%s\nENTRYPOINT [%q]\nCMD [%s]\n", name, name, "/"+name, strings.Join(quoted, ", "))
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, f := range []struct {
@@ -60,8 +67,8 @@ func buildToxiproxy(ctx context.Context, d Docker, tag string, log io.Writer) er
 		mode int64
 		data []byte
 	}{
-		{"Dockerfile", 0o644, []byte(toxiproxyDockerfile)},
-		{"toxiproxy-server", 0o755, bin},
+		{"Dockerfile", 0o644, []byte(dockerfile)},
+		{name, 0o755, bin},
 	} {
 		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data))}); err != nil {
 			return err
@@ -73,16 +80,9 @@ func buildToxiproxy(ctx context.Context, d Docker, tag string, log io.Writer) er
 	if err := tw.Close(); err != nil {
 		return err
 	}
-
-	fmt.Fprintf(log, "images: building %s from scratch\n", tag)
-	res, err := d.ImageBuild(ctx, &buf, client.ImageBuildOptions{
-		Tags:        []string{tag},
-		Remove:      true,
-		ForceRemove: true,
-		Labels:      map[string]string{"dev.contested.image": "toxiproxy", "dev.contested.toxiproxy.version": version},
-	})
+	res, err := d.ImageBuild(ctx, &buf, client.ImageBuildOptions{Tags: []string{tag}, Remove: true, ForceRemove: true, Labels: labels})
 	if err != nil {
-		return fmt.Errorf("docker build: %w", err)
+		return fmt.Errorf("docker build %s: %w", tag, err)
 	}
 	defer res.Body.Close()
 	return drainJSON(res.Body, log, "images:   ")

@@ -89,10 +89,25 @@ func Arbitrate(ctx context.Context, test string) error {
 	return exit(command.Arbitrate(ctx, command.ArbitrateOptions{Test: test, Out: os.Stdout}))
 }
 
-// ClusterTests (cluster-tests) runs the multi-replica rig and its kill legs, from sweep to
-// teardown.
-func ClusterTests(ctx context.Context) error {
-	return exit(command.NotBuilt("cluster-tests"))
+// ClusterTests (cluster-tests) runs the reference service as several
+// replicas behind Toxiproxy with Postgres and contests it with kill legs:
+// one replica killed mid-stream and restarted, every replica killed at once
+// and restarted, one replica cut off from the database and healed. It owns
+// the lifecycle: sweep stale rigs, build the service image (static, on
+// scratch, tagged for the rig), bring everything up on a private network,
+// run the legs one after another, write test-results/cluster/ (ps.txt,
+// logs.txt, legs.json, the legs' fault records) and tear down, on Ctrl-C
+// and SIGTERM too. Without Docker the replicas run as local processes.
+//
+//	go tool mage cluster-tests
+//	go tool mage cluster-tests -replicas=5 -keep    # keep the rig up; the next run reaps it
+//	go tool mage cluster-tests -local               # replicas as local processes
+func ClusterTests(ctx context.Context, replicas *int, keep *bool, local *bool) error {
+	opts := command.ClusterOptions{Out: os.Stdout, Keep: keep != nil && *keep, Local: local != nil && *local}
+	if replicas != nil {
+		opts.Replicas = *replicas
+	}
+	return exit(command.ClusterTests(ctx, opts))
 }
 
 // Images makes sure the fault layer's images are in the Docker engine,

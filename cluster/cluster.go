@@ -1,0 +1,406 @@
+// Package cluster runs the reference ledger service as several replicas
+// behind Toxiproxy, with Postgres, on a private network (or as local
+// processes when there is no Docker engine), and contests it with kill
+// legs: one replica killed mid-stream and restarted, every replica killed
+// at once and restarted, one replica partitioned from the database and
+// healed. It owns the whole lifecycle: sweep stale rigs, build, bring up,
+// run the legs one after another, collect artifacts, tear down (also on
+// Ctrl-C and SIGTERM).
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/testcontainers/testcontainers-go"
+
+	"github.com/contested/contested/examples/ledger"
+	"github.com/contested/contested/examples/ledger/oracle"
+	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/images"
+	"github.com/contested/contested/internal/reap"
+)
+
+// Surface and class of the rig's legs in the registry.
+const (
+	Surface = "ledger.cluster"
+	Class   = "cluster"
+)
+
+// Sentinel errors callers map to exit codes.
+var (
+	// ErrCannotRun: the rig could not be built or brought up (exit 3).
+	ErrCannotRun = errors.New("cluster rig cannot run")
+	// ErrRed: a leg did not fire or an oracle was violated (exit 1).
+	ErrRed = errors.New("cluster rig red")
+	// ErrUsage: bad options (exit 2).
+	ErrUsage = errors.New("bad cluster options")
+)
+
+// Options configures Run.
+type Options struct {
+	// Dir is this module's root, where the service's command is built from.
+	Dir string
+	// ResultsRoot is the results directory; artifacts go to cluster/.
+	ResultsRoot string
+	// Replicas is how many replicas run (at least 3).
+	Replicas int
+	// Keep leaves the rig up for inspection; the next run's sweep reaps it.
+	Keep bool
+	// Local runs the replicas as local processes even when Docker answers.
+	Local bool
+	// Transfers is how many transfers each leg streams (default 240).
+	Transfers int
+	// RecordDir is the results root the legs' fault records go under (in
+	// its fault/ directory); default ResultsRoot/cluster. A test in the
+	// battery points it at the battery's results root, so the gate counts
+	// the rig's faults.
+	RecordDir string
+	// TestName prefixes each leg's record test id (default ClusterTests).
+	TestName string
+	Out      io.Writer
+}
+
+// Report is what one rig run did.
+type Report struct {
+	Run      string        `json:"run"`
+	Mode     string        `json:"mode"` // containers or local processes
+	Replicas int           `json:"replicas"`
+	Legs     []LegResult   `json:"legs"`
+	Green    bool          `json:"green"`
+	Kept     bool          `json:"kept"`
+	Took     time.Duration `json:"took_ns"`
+}
+
+// Run runs the rig once: sweep, build, up, legs, artifacts, teardown.
+// Artifacts (ps.txt, logs.txt, legs.json and the legs' fault records) are
+// written on every outcome that got as far as starting replicas.
+func Run(ctx context.Context, opts Options) (rep *Report, err error) {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	out := opts.Out
+	if out == nil {
+		out = io.Discard
+	}
+	if opts.Replicas == 0 {
+		opts.Replicas = 3
+	}
+	if opts.Replicas < 3 || opts.Replicas > 9 {
+		return nil, fmt.Errorf("%w: %d replicas; the rig runs between 3 and 9", ErrUsage, opts.Replicas)
+	}
+	if opts.Transfers == 0 {
+		opts.Transfers = 240
+	}
+	run := faultrecord.NewRunID(time.Now())
+	rep = &Report{Run: run, Replicas: opts.Replicas}
+	artifacts := filepath.Join(opts.ResultsRoot, "cluster")
+
+	fmt.Fprintf(out, "cluster: sweeping stale rigs\n")
+	if err := Sweep(ctx, out); err != nil {
+		fmt.Fprintf(out, "cluster: sweep: %v\n", err)
+	}
+
+	cli, derr := dockerenv.Connect(ctx)
+	kind := faultlayer.Containers
+	rep.Mode = "containers"
+	if opts.Local || derr != nil {
+		kind, rep.Mode = faultlayer.Embedded, "local processes"
+		if derr != nil {
+			fmt.Fprintf(out, "cluster: no Docker engine answers (%v): the replicas run as local processes\n", derr)
+		} else {
+			cli.Close()
+			cli = nil
+			fmt.Fprintf(out, "cluster: replicas run as local processes (asked for)\n")
+		}
+	}
+
+	fmt.Fprintf(out, "cluster: building the ledger service\n")
+	var image, bin string
+	if kind == faultlayer.Containers {
+		defer cli.Close()
+		image, err = buildImage(ctx, cli, opts.Dir, out)
+	} else {
+		var clean func()
+		bin, clean, err = buildLocal(ctx, opts.Dir, "./examples/ledger/cmd/ledger")
+		if clean != nil {
+			defer clean()
+		}
+	}
+	if err != nil {
+		return rep, fmt.Errorf("%w: build the service: %v", ErrCannotRun, err)
+	}
+
+	layer, err := faultlayer.Up(ctx, faultlayer.Config{Kind: kind, RunID: run, Log: out})
+	if err != nil {
+		return rep, fmt.Errorf("%w: %v", ErrCannotRun, err)
+	}
+	teardown := func() {
+		if opts.Keep && ctx.Err() == nil {
+			rep.Kept = true
+			fmt.Fprintf(out, "cluster: kept up for inspection (run %s); the next run's sweep reaps it\n", run)
+			return
+		}
+		fmt.Fprintf(out, "cluster: tearing down run %s\n", run)
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		layer.Close(tctx)
+	}
+	defer func() { teardown() }()
+
+	rig, err := newRig(ctx, layer, opts, run, image, bin, cli)
+	if rig != nil {
+		defer rig.close(ctx)
+		defer func() { rig.artifacts(context.WithoutCancel(ctx), artifacts, rep, out) }()
+	}
+	if err != nil {
+		return rep, fmt.Errorf("%w: bring up the replicas: %v", ErrCannotRun, err)
+	}
+	fmt.Fprintf(out, "cluster: %d replicas up (%s), run %s\n", opts.Replicas, rep.Mode, run)
+
+	for _, leg := range legs {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		res := rig.runLeg(ctx, leg, opts.Transfers)
+		rep.Legs = append(rep.Legs, res)
+		fmt.Fprintf(out, "cluster: leg %s: %s\n", leg.name, res.summary())
+	}
+	rep.Green = true
+	for _, l := range rep.Legs {
+		rep.Green = rep.Green && l.OK()
+	}
+	rep.Took = time.Since(start)
+	if !rep.Green {
+		return rep, fmt.Errorf("%w: %s", ErrRed, failures(rep))
+	}
+	return rep, nil
+}
+
+func failures(rep *Report) string {
+	var parts []string
+	for _, l := range rep.Legs {
+		if !l.OK() {
+			parts = append(parts, l.Name+": "+l.summary())
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Sweep removes stale rigs of this project: replicas and layers whose
+// owner process is gone. Nothing without our label is touched.
+func Sweep(ctx context.Context, out io.Writer) error {
+	var errs []error
+	if cli, err := dockerenv.Connect(ctx); err == nil {
+		if _, err := reap.Sweep(ctx, cli, reap.Orphaned("cluster-"), out); err != nil {
+			errs = append(errs, err)
+		}
+		cli.Close()
+	}
+	if err := faultlayer.Sweep(ctx, out); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// rigImage is the rig's own tag: building it never touches another image.
+const rigImage = "contested.local/ledger:rig"
+
+func buildImage(ctx context.Context, d images.Docker, dir string, out io.Writer) (string, error) {
+	tmp, err := os.MkdirTemp("", "contested-rig-build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	bin := filepath.Join(tmp, "ledger")
+	cmd := goCmd(ctx, dir, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./examples/ledger/cmd/ledger")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./examples/ledger/cmd/ledger: %w\n%s", err, b)
+	}
+	if err := images.FromBinary(ctx, d, rigImage, bin, []string{"help"}, map[string]string{"dev.contested.image": "ledger-rig"}, io.Discard); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(out, "cluster: built %s (static, on scratch)\n", rigImage)
+	return rigImage, nil
+}
+
+// rig is a running cluster: the layer, the ledger database and replicas.
+type rig struct {
+	layer    *faultlayer.Layer
+	replicas replicas
+	proxies  []string // proxy name per replica
+	ledger   string   // the ledger database's DSN as this process reaches it
+	db       *pgxpool.Pool
+	run      string
+	opening  int64
+	accounts []string
+	rec      *faultrecord.Recorder
+	hist     *oracle.Recorder
+	testName string
+	legSeq   int
+}
+
+const ledgerDB = "ledger_rig"
+
+func newRig(ctx context.Context, layer *faultlayer.Layer, opts Options, run, image, bin string, cli *testcontainers.DockerClient) (*rig, error) {
+	r := &rig{layer: layer, run: run, accounts: ledger.AccountNames(8), hist: oracle.NewRecorder()}
+	if _, err := layer.DB().Exec(ctx, "CREATE DATABASE "+ledgerDB); err != nil {
+		return nil, fmt.Errorf("create the ledger database: %w", err)
+	}
+	var err error
+	if r.ledger, err = withHostDB(layer.PostgresDSN, "", ledgerDB); err != nil {
+		return nil, err
+	}
+	if r.db, err = ledger.Connect(ctx, r.ledger, 6); err != nil {
+		return nil, err
+	}
+	if err := ledger.Migrate(ctx, r.db); err != nil {
+		return nil, err
+	}
+	open := map[string]int64{}
+	for _, a := range r.accounts {
+		open[a] = 1000
+		r.opening += 1000
+	}
+	if err := ledger.OpenAccounts(ctx, r.db, open); err != nil {
+		return nil, err
+	}
+	recDir := opts.RecordDir
+	if recDir == "" {
+		recDir = filepath.Join(opts.ResultsRoot, "cluster")
+		if err := os.RemoveAll(faultrecord.FaultDir(recDir)); err != nil {
+			return nil, err
+		}
+	}
+	r.testName = opts.TestName
+	if r.testName == "" {
+		r.testName = "ClusterTests"
+	}
+	if r.rec, err = faultrecord.NewRecorder("github.com/contested/contested/cluster", faultrecord.WithResultsDir(recDir), faultrecord.WithRunID(run)); err != nil {
+		return nil, err
+	}
+
+	// One proxy per replica between it and the database: the partition
+	// leg disables one of them.
+	upstreamDSN := func(i int) string {
+		_, port, _ := net.SplitHostPort(layer.Ports[i].Listen)
+		host := "127.0.0.1"
+		if image != "" {
+			host = "toxiproxy" // its name on the rig's network
+		}
+		dsn, _ := withHostDB(layer.PostgresDSN, net.JoinHostPort(host, port), ledgerDB)
+		return dsn
+	}
+	for i := range opts.Replicas {
+		name := fmt.Sprintf("rig-replica-%d", i+1)
+		if _, err := layer.Toxiproxy().CreateProxy(name, layer.Ports[i].Listen, layer.PostgresUpstream); err != nil {
+			return nil, fmt.Errorf("create proxy %s: %w", name, err)
+		}
+		r.proxies = append(r.proxies, name)
+	}
+	args := func(i int) []string {
+		return []string{"work", "-dsn", upstreamDSN(i), "-name", fmt.Sprintf("replica-%d", i+1), "-consumers", "2", "-batch", "5", "-poll", "20ms"}
+	}
+	if image != "" {
+		r.replicas, err = newDockerReplicas(ctx, cli, image, layer.Network, run, opts.Replicas, args)
+	} else {
+		r.replicas, err = newLocalReplicas(ctx, bin, opts.Replicas, args)
+	}
+	if r.replicas == nil {
+		return nil, err
+	}
+	if err != nil {
+		return r, err
+	}
+	return r, r.waitHealthy(ctx)
+}
+
+// waitHealthy waits until every replica has run for a second without
+// exiting: the service has no health endpoint, and a worker that cannot
+// reach its database exits at once.
+func (r *rig) waitHealthy(ctx context.Context) error {
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		for i, name := range r.replicas.Names() {
+			if !r.replicas.Running(ctx, i) {
+				return fmt.Errorf("%s exited during start-up:\n%s", name, tail(r.replicas.Logs(ctx), 20))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func (r *rig) close(ctx context.Context) {
+	if r.db != nil {
+		r.db.Close()
+	}
+	if r.replicas != nil {
+		r.replicas.Close(context.WithoutCancel(ctx))
+	}
+}
+
+// artifacts writes ps.txt, logs.txt and legs.json: on a green run they are
+// the baseline a red run is compared against.
+func (r *rig) artifacts(ctx context.Context, dir string, rep *Report, out io.Writer) {
+	if r.replicas == nil {
+		return
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintf(out, "cluster: artifacts: %v\n", err)
+		return
+	}
+	files := map[string]string{
+		"ps.txt":   r.replicas.PS(ctx),
+		"logs.txt": r.replicas.Logs(ctx),
+	}
+	for name, body := range files {
+		if err := writeFile(filepath.Join(dir, name), []byte(body)); err != nil {
+			fmt.Fprintf(out, "cluster: artifacts: %v\n", err)
+		}
+	}
+	if err := writeJSON(filepath.Join(dir, "legs.json"), rep); err != nil {
+		fmt.Fprintf(out, "cluster: artifacts: %v\n", err)
+	}
+	fmt.Fprintf(out, "cluster: artifacts in %s (ps.txt, logs.txt, legs.json, fault/)\n", dir)
+}
+
+// withHostDB returns dsn with another host:port (when not empty) and
+// database.
+func withHostDB(dsn, hostport, db string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", fmt.Errorf("parse the test-plane DSN: %w", err)
+	}
+	if hostport != "" {
+		u.Host = hostport
+	}
+	u.Path = "/" + db
+	return u.String(), nil
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
