@@ -39,15 +39,15 @@ const (
 // complete: an op whose outcome is unknown. Each line is one write(2) on an O_APPEND file, so
 // a SIGKILL cannot leave half of one.
 type logLine struct {
-	Gen    int               `json:"gen"`
-	Seq    int               `json:"seq"`
-	Phase  string            `json:"phase"` // invoke, complete, or reclaim (both at once)
-	Mono   int64             `json:"mono"`  // CLOCK_MONOTONIC ns
-	Invoke int64             `json:"invoke,omitempty"`
-	Type   string            `json:"type,omitempty"`
-	Input  *history.LeaseRef `json:"input,omitempty"`
-	Output json.RawMessage   `json:"output,omitempty"`
-	Error  string            `json:"error,omitempty"`
+	Gen     int               `json:"gen"`
+	Seq     int               `json:"seq"`
+	Phase   string            `json:"phase"` // invoke, complete, or reclaim (both at once)
+	Mono    int64             `json:"mono"`  // CLOCK_MONOTONIC ns
+	Invoke  int64             `json:"invoke,omitempty"`
+	Type    string            `json:"type,omitempty"`
+	Input   *history.LeaseRef `json:"input,omitempty"`
+	Output  json.RawMessage   `json:"output,omitempty"`
+	Error   string            `json:"error,omitempty"`
 	Timeout bool              `json:"timeout,omitempty"`
 }
 

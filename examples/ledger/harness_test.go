@@ -190,8 +190,15 @@ func (r *rig) judge(c checks) {
 		verdicts[0].Evidence += fmt.Sprintf("; %d samples could not be read", missed)
 	}
 	if c.linearizable {
-		verdicts = append(verdicts, oracle.CheckLinearizable(ctx, history.NewAccounts(r.opening), ops, r.rec.Faults(),
-			r.t.Name(), time.Minute, history.TypeTransfer, history.TypeRead))
+		// Retries of one transfer id form one logical transfer, settled by the server's
+		// audit (see oracle.PerTransfer); the recorded attempts stay as they were.
+		logical, err := oracle.PerTransfer(ops, final)
+		if err != nil {
+			verdicts = append(verdicts, oracle.Verdict{Oracle: oracle.Linearizability, Inconclusive: err.Error()})
+		} else {
+			verdicts = append(verdicts, oracle.CheckLinearizable(ctx, history.NewAccounts(r.opening), logical, r.rec.Faults(),
+				r.t.Name(), time.Minute, history.TypeTransfer, history.TypeRead))
+		}
 	}
 	for _, v := range verdicts {
 		report(r.t, v, r.legs...)
@@ -268,7 +275,9 @@ func (l *storeLoad) client(ctx context.Context, c int) {
 		}
 		switch {
 		case pending != nil:
-			if l.transfer(proc, *pending) {
+			// Only an answer settles an ambiguous transfer: a retry that failed definitely
+			// says nothing about the attempt before it.
+			if l.transfer(proc, *pending) == nil {
 				pending = nil
 			} else {
 				time.Sleep(20 * time.Millisecond)
@@ -277,7 +286,7 @@ func (l *storeLoad) client(ctx context.Context, c int) {
 			from := r.IntN(len(l.accounts))
 			to := (from + 1 + r.IntN(len(l.accounts)-1)) % len(l.accounts)
 			t := ledger.Transfer{ID: fmt.Sprintf("%s-c%d-%05d", l.prefix, c, k), From: l.accounts[from], To: l.accounts[to], Amount: 1 + r.Int64N(l.maxAmount)}
-			if !l.transfer(proc, t) {
+			if err := l.transfer(proc, t); err != nil && !ledger.Definite(err) {
 				pending = &t
 			}
 		default:
@@ -293,19 +302,17 @@ func (l *storeLoad) client(ctx context.Context, c int) {
 	}
 }
 
-// transfer makes one attempt and reports whether it settled the transfer (an answer, or a
-// definite failure).
-func (l *storeLoad) transfer(proc string, t ledger.Transfer) bool {
+// transfer makes one recorded attempt.
+func (l *storeLoad) transfer(proc string, t ledger.Transfer) error {
 	_, err := l.rec.Transfer(proc, t, func() (ledger.Outcome, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 		defer cancel()
 		return l.store.Transfer(ctx, t)
 	})
-	if err == nil {
-		return true
+	if err != nil {
+		l.observe(err)
 	}
-	l.observe(err)
-	return ledger.Definite(err)
+	return err
 }
 
 // producer enqueues transfers through q, recording each attempt, and repeats an attempt that

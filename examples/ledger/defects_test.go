@@ -1,0 +1,182 @@
+package ledger_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contested/contested/examples/ledger/oracle"
+	"github.com/contested/contested/faultlayer/faulttest"
+	"github.com/contested/contested/faultrecord"
+)
+
+// TestPlantedDefectsAreCaught proves the oracles have teeth: for each oracle, a defect planted
+// behind a test-only build tag (normal builds cannot reach it; see defects.go) must turn the
+// contract that is meant to catch it RED, with that oracle named, while its fault fired for
+// real. Each case runs the contract's leg as a separate go test with the tag, on this test's
+// fault layer, with a fixed seed and a private results directory (its records are evidence
+// about the defect, not about this battery).
+func TestPlantedDefectsAreCaught(t *testing.T) {
+	tests := []struct {
+		name     string
+		tag      string
+		pkg      string
+		run      string // -run pattern: the contract test and its leg
+		test     string // the leg's test name in records
+		lever    string
+		oracle   string
+		artifact bool // the oracle leaves a visualization under the results directory
+	}{
+		{
+			name: "applying without the idempotency check breaks exactly-once under a burst",
+			tag:  "contested_defect_noidempotency", pkg: "./examples/ledger",
+			run: "^TestConsumerContract$/^burst$", test: "TestConsumerContract/burst", lever: "burst",
+			oracle: oracle.ExactlyOnce,
+		},
+		{
+			name: "acknowledging a batch before applying it loses acknowledged transfers when the worker is killed",
+			tag:  "contested_defect_ackbeforeapply", pkg: "./examples/ledger",
+			run: "^TestConsumerContract$/^crash-and-resume$", test: "TestConsumerContract/crash-and-resume", lever: "crash-and-resume",
+			oracle: oracle.NoLostAck,
+		},
+		{
+			name: "debiting and crediting in separate transactions breaks conservation under reset",
+			tag:  "contested_defect_nonatomic", pkg: "./examples/ledger",
+			run: "^TestStoreContract$/^reset$", test: "TestStoreContract/reset", lever: "reset",
+			oracle: oracle.Conservation,
+		},
+		{
+			name: "a non-atomic transfer is not linearizable against the Accounts model",
+			tag:  "contested_defect_nonatomic", pkg: "./examples/ledger",
+			run: "^TestStoreContract$/^reset$", test: "TestStoreContract/reset", lever: "reset",
+			oracle: oracle.Linearizability, artifact: true,
+		},
+		{
+			name: "releasing a lease without the epoch fence breaks the Lease model",
+			tag:  "contested_defect_unfencedrelease", pkg: "./examples/leasetable",
+			run: "^TestLeaseContract$/^reset$", test: "TestLeaseContract/reset", lever: "reset",
+			oracle: oracle.Linearizability, artifact: true,
+		},
+	}
+	layer := faulttest.Layer(t)
+	root := moduleRoot(t)
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command to build the defective variants: %v", err)
+	}
+	// One run per tag and leg serves every oracle it should trip; its results directory
+	// belongs to the parent test so that the cases sharing it all see it.
+	ran := map[string][]byte{}
+	results := map[string]string{}
+	base := t.TempDir()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key := tt.tag + " " + tt.pkg + " " + tt.run
+			out, ok := ran[key]
+			if !ok {
+				dir, err := os.MkdirTemp(base, "results-")
+				if err != nil {
+					t.Fatal(err)
+				}
+				results[key] = dir
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, goBin, "test", "-count=1", "-tags", tt.tag, "-run", tt.run, tt.pkg)
+				cmd.Dir = root
+				cmd.Env = append(os.Environ(), layer.Env()...)
+				cmd.Env = append(cmd.Env,
+					"CONTESTED_SEED=424242",
+					"CONTESTED_LEVEL=1",
+					faultrecord.EnvResultsDir+"="+results[key],
+				)
+				var buf bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &buf, &buf
+				err = cmd.Run()
+				out = buf.Bytes()
+				ran[key] = out
+				if err == nil {
+					t.Fatalf("the contract stayed GREEN with the planted defect %s:\n%s", tt.tag, tail(out))
+				}
+			}
+			dir := results[key]
+			want := "oracle " + tt.oracle + ": VIOLATED"
+			if !bytes.Contains(out, []byte(want)) {
+				t.Fatalf("the contract went RED with %s, but not because %q (the oracle that must catch it):\n%s", tt.tag, want, tail(out))
+			}
+			if !bytes.Contains(out, []byte("--- FAIL: "+tt.test)) {
+				t.Errorf("%s did not fail:\n%s", tt.test, tail(out))
+			}
+			if bytes.Contains(out, []byte("ARMED BUT DID NOT FIRE")) {
+				t.Errorf("the %s leg did not fire, so the RED proves nothing about the oracle:\n%s", tt.lever, tail(out))
+			}
+			if !firedRecord(t, dir, tt.test, tt.lever) {
+				t.Errorf("no fired %s record for %s under %s: the fault did not run", tt.lever, tt.test, dir)
+			}
+			if tt.artifact {
+				m := regexp.MustCompile(`see (\S+\.html)`).FindSubmatch(out)
+				if m == nil {
+					t.Fatalf("the %s verdict names no visualization:\n%s", tt.oracle, tail(out))
+				}
+				if p := string(m[1]); !strings.HasPrefix(p, filepath.Join(dir, oracle.VisualizationDir)) {
+					t.Errorf("visualization %s is not under the results directory %s", p, dir)
+				} else if _, err := os.Stat(p); err != nil {
+					t.Errorf("the visualization the verdict names is missing: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// firedRecord reports whether the records under results hold a fired fault of lever for
+// test.
+func firedRecord(t *testing.T, results, test, lever string) bool {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(faultrecord.FaultDir(results), "*.json"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r faultrecord.Record
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if r.Test == test && r.Leg == lever && r.Fired {
+			return true
+		}
+	}
+	return false
+}
+
+// moduleRoot is the directory holding go.mod, where go test takes package patterns from.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		if filepath.Dir(dir) == dir {
+			t.Fatal("no go.mod above the working directory")
+		}
+	}
+}
+
+// tail keeps the end of a long output.
+func tail(b []byte) string {
+	const n = 6000
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
