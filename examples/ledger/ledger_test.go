@@ -1,0 +1,169 @@
+package ledger_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/contested/contested/examples/ledger"
+)
+
+func TestTransferOutcomes(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, victimDB(t), 2, 0, nil...)
+	pool := r.directPool(2)
+	if err := ledger.OpenAccounts(ctx, pool, map[string]int64{"rich": 100, "poor": 5}); err != nil {
+		t.Fatal(err)
+	}
+	store := ledger.NewStore(pool)
+	tests := []struct {
+		name string
+		t    ledger.Transfer
+		want ledger.Outcome
+		err  string
+	}{
+		{"funds suffice", ledger.Transfer{ID: "a", From: "rich", To: "poor", Amount: 30}, ledger.Applied, ""},
+		{"the same id again moves nothing", ledger.Transfer{ID: "a", From: "rich", To: "poor", Amount: 30}, ledger.Duplicate, ""},
+		{"funds lacking", ledger.Transfer{ID: "b", From: "poor", To: "rich", Amount: 500}, ledger.Rejected, ""},
+		{"a rejected id is spent", ledger.Transfer{ID: "b", From: "poor", To: "rich", Amount: 1}, ledger.Duplicate, ""},
+		{"an unknown account", ledger.Transfer{ID: "c", From: "rich", To: "nobody", Amount: 1}, ledger.Rejected, ""},
+		{"exactly the balance", ledger.Transfer{ID: "d", From: "poor", To: "rich", Amount: 35}, ledger.Applied, ""},
+		{"no id", ledger.Transfer{From: "rich", To: "poor", Amount: 1}, "", "no id"},
+		{"to itself", ledger.Transfer{ID: "e", From: "rich", To: "rich", Amount: 1}, "", "the same account"},
+		{"not positive", ledger.Transfer{ID: "f", From: "rich", To: "poor", Amount: 0}, "", "not positive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := store.Transfer(ctx, tt.t)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("Transfer(%+v) = %s, %v; want %s", tt.t, got, err, tt.want)
+			}
+		})
+	}
+	balances, err := store.Balances(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if balances["rich"] != 105 || balances["poor"] != 0 {
+		t.Errorf("balances %v, want rich 105 poor 0", balances)
+	}
+}
+
+func TestWorkerAppliesDuplicatedDeliveriesOnce(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, victimDB(t), 4, 1000)
+	pool := r.directPool(6)
+	q := ledger.NewQueue(pool)
+	transfers := ledger.Generate(9, 50, r.accounts, 100, "w")
+	for round := range 3 { // every transfer delivered three times
+		for _, tr := range transfers {
+			if _, err := r.rec.Enqueue("producer", tr, func() (int64, error) { return q.Enqueue(ctx, tr) }); err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+	}
+	outcomes := map[ledger.Outcome]int{}
+	w := &ledger.Worker{Pool: pool, Name: "unit", Consumers: 3, BatchSize: 7, ExitWhenEmpty: true, Poll: 5 * time.Millisecond,
+		OnBatch: func(b ledger.Batch) {
+			for _, row := range b.Rows {
+				outcomes[row.Outcome]++
+			}
+		}}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := w.Run(wctx); err != nil {
+		t.Fatal(err)
+	}
+	if outcomes[ledger.Duplicate] != 100 || outcomes[ledger.Applied]+outcomes[ledger.Rejected] != 50 {
+		t.Errorf("outcomes %v, want 50 decided and 100 duplicates", outcomes)
+	}
+	r.judge(checks{})
+}
+
+func TestCommandRunsTheServiceAsProcesses(t *testing.T) {
+	dsn := victimDB(t)
+	run := func(args ...string) (string, int) {
+		var out, errb bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		code := ledger.Main(ctx, args, &out, &errb)
+		return out.String() + errb.String(), code
+	}
+	tests := []struct {
+		name string
+		args []string
+		code int
+		says string
+	}{
+		{"no command", nil, 2, "usage: ledger"},
+		{"unknown command", []string{"fly"}, 2, `unknown command "fly"`},
+		{"no database", []string{"status", "-dsn", ""}, 2, "no database"},
+		{"stray argument", []string{"status", "-dsn", dsn, "extra"}, 2, "unexpected arguments"},
+		{"migrate", []string{"migrate", "-dsn", dsn, "-accounts", "5", "-balance", "200"}, 0, ""},
+		{"migrate again changes nothing", []string{"migrate", "-dsn", dsn, "-accounts", "5", "-balance", "999"}, 0, ""},
+		{"produce", []string{"produce", "-dsn", dsn, "-count", "80", "-accounts", "5", "-seed", "3"}, 0, "enqueued 80 transfers"},
+		{"work until empty", []string{"work", "-dsn", dsn, "-consumers", "3", "-exit-when-empty"}, 0, "80 rows acknowledged"},
+		{"status", []string{"status", "-dsn", dsn}, 0, "pending 0\ndecided 80\ntotal 1000\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, code := run(tt.args...)
+			if code != tt.code || !strings.Contains(out, tt.says) {
+				t.Fatalf("ledger %v: exit %d, output:\n%s\nwant exit %d and %q", tt.args, code, out, tt.code, tt.says)
+			}
+		})
+	}
+}
+
+func TestDefinite(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil is not a failure", nil, false},
+		{"the server refused the statement", fmt.Errorf("apply: %w", &pgconn.PgError{Code: "40001"}), true},
+		{"no connection", &pgconn.ConnectError{Config: &pgconn.Config{}}, true},
+		{"a reset while the answer was due", fmt.Errorf("apply: %w", &net.OpError{Op: "read", Err: syscall.ECONNRESET}), false},
+		{"a deadline", context.DeadlineExceeded, false},
+		{"anything else", errors.New("unexpected EOF"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ledger.Definite(tt.err); got != tt.want {
+				t.Errorf("Definite(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestGenerateIsAPureFunctionOfTheSeed(t *testing.T) {
+	a := ledger.Generate(5, 20, ledger.AccountNames(3), 10, "g")
+	b := ledger.Generate(5, 20, ledger.AccountNames(3), 10, "g")
+	c := ledger.Generate(6, 20, ledger.AccountNames(3), 10, "g")
+	if fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Error("the same seed gave different transfers")
+	}
+	if fmt.Sprint(a) == fmt.Sprint(c) {
+		t.Error("another seed gave the same transfers")
+	}
+	for _, tr := range a {
+		if err := tr.Validate(); err != nil {
+			t.Error(err)
+		}
+	}
+}
