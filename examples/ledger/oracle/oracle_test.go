@@ -45,7 +45,9 @@ func op(id int64, typ string, t ledger.Transfer, outcome string, invoke, complet
 	return o
 }
 
-func post(t ledger.Transfer) Posting { return Posting{TransferID: t.ID, From: t.From, To: t.To, Amount: t.Amount} }
+func post(t ledger.Transfer) Posting {
+	return Posting{TransferID: t.ID, From: t.From, To: t.To, Amount: t.Amount}
+}
 
 func decided(t ledger.Transfer, o ledger.Outcome) Decision {
 	return Decision{From: t.From, To: t.To, Amount: t.Amount, Outcome: o}
