@@ -314,15 +314,30 @@ func leaseCrash(t *testing.T, level int) {
 		if err := rec.EndFault(epoch); err != nil {
 			t.Error(err)
 		}
-		if k < kills {
-			continue // the restarted generation is killed in turn (level 3)
+		// Victim-side proof of this fault: the restarted generation reclaimed the killed
+		// one's lease, was fenced on its epoch, and holds a lease of its own.
+		if err := waitHolding(ctx, logPath, gen, w); err != nil {
+			t.Fatal(err)
 		}
-		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := w.Wait(wctx)
-		cancel()
+		hh, err := readLog(logPath)
 		if err != nil {
-			t.Fatalf("the restarted holder: %v", err)
+			t.Fatal(err)
 		}
+		ops, err := hh.ops(clock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if proof := resumed(ops, hh.held(gen-1), gen); proof != "" {
+			leg.Note(proof)
+		} else {
+			t.Errorf("generation %d did not reclaim and fence the killed generation's lease %+v; holder log:\n%s", gen, hh.held(gen-1), dump(hh))
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = w.Wait(wctx)
+	cancel()
+	if err != nil {
+		t.Fatalf("the final holder generation: %v", err)
 	}
 	stop()
 	wg.Wait()
@@ -343,14 +358,6 @@ func leaseCrash(t *testing.T, level int) {
 		if err := rec.Record(op); err != nil {
 			t.Fatal(err)
 		}
-	}
-	// Victim-side proof the holder resumed: the last generation reclaimed the lease of the
-	// one killed before it, and its stale renew and release of that lease were fenced.
-	killed := hh.held(gen - 1)
-	if proof := resumed(ops, killed, gen); proof != "" {
-		leg.Note(proof)
-	} else {
-		t.Errorf("generation %d did not reclaim and fence the killed generation's lease %+v; holder log:\n%s", gen, killed, dump(hh))
 	}
 	judge(t, dsn, rec, leg)
 }

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/contested/contested/contested"
 	"github.com/contested/contested/examples/ledger"
 )
@@ -246,7 +249,18 @@ func consumerCrash(t *testing.T, level int) {
 			t.Error(err)
 		}
 		t.Logf("killed generation %d with %d rows pending; restarted", gen-1, left)
-		if k == kills {
+		if k < kills {
+			// The victim-side proof of this fault: the restarted generation makes progress
+			// on what the killed one left, before it is killed in turn.
+			var before int
+			if err := pool.QueryRow(ctx, `SELECT count(*) FROM applied_transfers`).Scan(&before); err != nil {
+				t.Fatal(err)
+			}
+			if err := waitDecided(ctx, pool, before+20, w); err != nil {
+				t.Fatal(err)
+			}
+			leg.Note(fmt.Sprintf("restarted worker (generation %d) resumed the %d rows the killed generation left pending", gen, left))
+		} else {
 			wctx, cancel := context.WithTimeout(ctx, time.Minute)
 			err := w.Wait(wctx)
 			cancel()
@@ -327,64 +341,113 @@ func TestPoolContract(t *testing.T) {
 	})
 }
 
-// poolFlow is the pool contract's workload: a preloaded queue, consumers and a producer
-// through pools that must open connections while the fault is armed.
-func poolFlow(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, arm func(start func())) {
-	t.Helper()
-	pre := ledger.Generate(uint64(leg.Seed()), 150, r.accounts, 50, "pre")
+// poolLoad is the pool contract's workload: consumers and a producer, each through a pool of
+// its own that opens its connections through the fault.
+type poolLoad struct {
+	stop    context.CancelFunc
+	done    chan error
+	prod    sync.WaitGroup
+	pools   []*pgxpool.Pool
+	workers *ledger.Worker
+}
+
+// startPoolLoad starts three consumers and a producer of transfers on fresh pools.
+func startPoolLoad(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, transfers []ledger.Transfer) *poolLoad {
+	l := &poolLoad{done: make(chan error, 1)}
+	var runCtx context.Context
+	runCtx, l.stop = context.WithCancel(ctx)
+	consumers, producers := r.victimPool(leg, 3), r.victimPool(leg, 2)
+	l.pools = []*pgxpool.Pool{consumers, producers}
+	l.workers = &ledger.Worker{Pool: consumers, Name: "pool", Consumers: 3, BatchSize: 10, Poll: 20 * time.Millisecond,
+		OnError: func(err error) { leg.Observe(err) }}
+	go func() { l.done <- l.workers.Run(runCtx) }()
+	p := &producer{queue: ledger.NewQueue(producers), rec: r.rec, timeout: time.Second, pace: 4 * time.Millisecond, observe: leg.Observe}
+	l.prod.Add(1)
+	go func() {
+		defer l.prod.Done()
+		pctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if err := p.run(pctx, "producer", transfers); err != nil {
+			t.Error(err)
+		}
+	}()
+	return l
+}
+
+// finish waits for the producer, gives the consumers 15s to drain the queue (the surface's
+// promise once the fault is healed), then stops them and closes the pools.
+func (l *poolLoad) finish(ctx context.Context, t *testing.T, r *rig) {
+	l.prod.Wait()
+	if err := r.drained(ctx, 15*time.Second); err != nil {
+		t.Errorf("after the fault was healed: %v", err)
+	}
+	l.stop()
+	<-l.done
+	for _, p := range l.pools {
+		p.Close()
+	}
+}
+
+// preload fills the queue directly before the fault, so consumers have work from the start.
+func preload(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg) {
 	setup := r.directPool(2)
+	pre := ledger.Generate(uint64(leg.Seed()), 150, r.accounts, 50, "pre")
 	if err := (&producer{queue: ledger.NewQueue(setup), rec: r.rec, timeout: 5 * time.Second}).run(ctx, "preload", pre); err != nil {
 		t.Fatal(err)
 	}
 	setup.Close()
-	r.monitor()
-	live := ledger.Generate(uint64(leg.Seed())+1, 150, r.accounts, 50, "live")
-	var runCtx context.Context
-	var stop context.CancelFunc
-	var done chan error
-	var prod sync.WaitGroup
-	start := func() {
-		runCtx, stop = context.WithCancel(ctx)
-		w := &ledger.Worker{Pool: r.victimPool(leg, 3), Name: "pool", Consumers: 3, BatchSize: 10, Poll: 20 * time.Millisecond,
-			OnError: func(err error) { leg.Observe(err) }}
-		done = make(chan error, 1)
-		go func() { done <- w.Run(runCtx) }()
-		p := &producer{queue: ledger.NewQueue(r.victimPool(leg, 2)), rec: r.rec, timeout: time.Second, pace: 4 * time.Millisecond, observe: leg.Observe}
-		prod.Add(1)
-		go func() {
-			defer prod.Done()
-			pctx, cancel := context.WithTimeout(ctx, time.Minute)
-			defer cancel()
-			if err := p.run(pctx, "producer", live); err != nil {
-				t.Error(err)
-			}
-		}()
+}
+
+// settle waits until the victim database has no backends but the monitor's (and its own):
+// the pool-exhaustion armer sets the connection limit from the backends it counts, so a
+// backend still closing when it counts would leave the database short of full.
+func (r *rig) settle(ctx context.Context, t *testing.T, want int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, r.direct)
+	if err != nil {
+		t.Fatalf("connect directly: %v", err)
 	}
-	arm(start)
-	prod.Wait()
-	if err := r.drained(ctx, 15*time.Second); err != nil {
-		t.Errorf("after the fault was healed: %v", err)
+	defer conn.Close(context.WithoutCancel(ctx))
+	for {
+		var n int
+		err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&n)
+		if err == nil && n <= want {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the victim database kept %d other backends (want %d): %v", n, want, err)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
-	stop()
-	<-done
+}
+
+// faultCycles is how many times the pool contract arms its fault: once, and three times at
+// CONTESTED_LEVEL=3.
+func faultCycles(level int) int {
+	if level >= 3 {
+		return 3
+	}
+	return 1
 }
 
 func poolExhaustion(t *testing.T, level int) {
 	ctx := context.Background()
 	leg := contested.Start(t, "ledger.pool", contested.PoolExhaustion)
 	r := newRig(t, leg.DirectDSN(), 6, 1000, leg)
-	poolFlow(ctx, t, r, leg, func(start func()) {
-		for i := range level {
-			heal := r.fault(ctx, leg, "pool-exhaustion")
-			if i == 0 {
-				// The pools open their first connections with the database already full.
-				start()
-			}
-			time.Sleep(500 * time.Millisecond)
-			heal()
-			time.Sleep(200 * time.Millisecond)
-		}
-	})
+	preload(ctx, t, r, leg)
+	r.monitor()
+	for i := range faultCycles(level) {
+		r.settle(ctx, t, 1) // the monitor
+		heal := r.fault(ctx, leg, "pool-exhaustion")
+		// Fresh pools: every connection they need is opened with the database already full.
+		load := startPoolLoad(ctx, t, r, leg, ledger.Generate(uint64(leg.Seed())+uint64(i)+1, 150, r.accounts, 50, fmt.Sprintf("live%d", i)))
+		time.Sleep(500 * time.Millisecond)
+		heal()
+		load.finish(ctx, t, r)
+	}
 	r.judge(checks{})
 }
 
@@ -392,16 +455,17 @@ func poolDisconnect(t *testing.T, level int) {
 	ctx := context.Background()
 	leg := contested.Start(t, "ledger.pool", contested.Disconnect)
 	r := newRig(t, leg.DirectDSN(), 6, 1000, leg)
-	poolFlow(ctx, t, r, leg, func(start func()) {
-		start()
+	preload(ctx, t, r, leg)
+	r.monitor()
+	load := startPoolLoad(ctx, t, r, leg, ledger.Generate(uint64(leg.Seed())+1, 150*faultCycles(level), r.accounts, 50, "live"))
+	time.Sleep(200 * time.Millisecond)
+	for range faultCycles(level) {
+		heal := r.fault(ctx, leg, "disconnect")
+		time.Sleep(400 * time.Millisecond)
+		heal()
 		time.Sleep(200 * time.Millisecond)
-		for range level {
-			heal := r.fault(ctx, leg, "disconnect")
-			time.Sleep(400 * time.Millisecond)
-			heal()
-			time.Sleep(200 * time.Millisecond)
-		}
-	})
+	}
+	load.finish(ctx, t, r)
 	r.judge(checks{})
 }
 
