@@ -132,7 +132,7 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 	var image, bin string
 	if kind == faultlayer.Containers {
 		defer cli.Close()
-		image, err = buildImage(ctx, cli, opts.Dir, out)
+		image, err = BuildImage(ctx, cli, opts.Dir, out)
 	} else {
 		var clean func()
 		bin, clean, err = buildLocal(ctx, opts.Dir, "./examples/ledger/cmd/ledger")
@@ -219,7 +219,10 @@ func Sweep(ctx context.Context, out io.Writer) error {
 // rigImage is the rig's own tag: building it never touches another image.
 const rigImage = "contested.local/ledger:rig"
 
-func buildImage(ctx context.Context, d images.Docker, dir string, out io.Writer) (string, error) {
+// BuildImage builds the reference service's rig image from the module at dir:
+// the command compiled static (CGO_ENABLED=0) and put on scratch, tagged
+// contested.local/ledger:rig, a tag of the rig's own.
+func BuildImage(ctx context.Context, d images.Docker, dir string, out io.Writer) (string, error) {
 	tmp, err := os.MkdirTemp("", "contested-rig-build-")
 	if err != nil {
 		return "", err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fatih/color"
 
+	"github.com/contested/contested/cluster"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/dockerenv"
@@ -162,6 +163,17 @@ func Images(ctx context.Context, out io.Writer) error {
 			return fmt.Errorf("%w: %v", ErrCannotRun, err)
 		}
 		fmt.Fprintf(out, "images: %s ready as %s\n", im.image.Name, ref)
+	}
+	// In this repository, also the cluster rig's image of the reference
+	// service, which the compose files' cluster profile runs.
+	if dir, err := os.Getwd(); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, "examples", "ledger", "cmd", "ledger")); err == nil {
+			ref, err := cluster.BuildImage(ctx, cli, dir, out)
+			if err != nil {
+				return fmt.Errorf("%w: the rig image: %v", ErrCannotRun, err)
+			}
+			fmt.Fprintf(out, "images: ledger rig ready as %s\n", ref)
+		}
 	}
 	return nil
 }
