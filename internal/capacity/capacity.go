@@ -47,7 +47,7 @@ type Container struct {
 // deliberately high: capacity is the one honest "environment" answer, and
 // it must be earned.
 var (
-	LoadPerCPU        = 2.0  // load average per CPU
+	LoadPerCPU        = 4.0  // load average per CPU: twice oversubscribed, beyond what a battery compiling itself does
 	MemAvailableFrac  = 0.05 // available memory below this fraction of total
 	DiskFreeFrac      = 0.02 // free disk below this fraction
 	DiskFreeMin       = uint64(512 << 20)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/gotest"
 	"github.com/contested/contested/internal/ladder"
+	"github.com/contested/contested/internal/report"
 	"github.com/contested/contested/registry"
 )
 
@@ -159,10 +161,11 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 		}
 	}
 
+	contracts := map[string]*contract.Result{}
 	if !res.OK() {
 		rep.Ladder, rep.NotArbitrated = arbitrateAll(ctx, res, budget, ladder.Options{
 			Dir: dir, Registry: reg, RegistryPath: regPath, ResultsRoot: root, LayerEnv: l.Env(),
-			Preflight: &p, Capacity: &capRep, Contracts: map[string]*contract.Result{}, Out: out,
+			Preflight: &p, Capacity: &capRep, Contracts: contracts, Out: out,
 		}, out)
 	}
 
@@ -188,6 +191,9 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	}
 	rep.Green = len(rep.Reasons) == 0
 	rep.Took = time.Since(start)
+	writeReports(root, report.Page{Title: "contested validate", RunID: rep.RunID, Layer: rep.Layer, Green: rep.Green,
+		Reasons: rep.Reasons, Gate: gate, Battery: res, Ladder: rep.Ladder, Contracts: contractList(contracts),
+		Capacity: rep.Capacity}, out)
 	if err := saveJSON(filepath.Join(root, "validate.json"), rep); err != nil {
 		fmt.Fprintf(out, "validate: could not save validate.json: %v\n", err)
 	}
@@ -247,6 +253,11 @@ func ProgramGate(ctx context.Context, opts ProgramGateOptions) error {
 	}
 	fmt.Fprintln(out)
 	gate.WriteSummary(out)
+	p := report.Page{Title: "contested program-gate", RunID: gate.RunID, Green: gate.Certified, Gate: gate}
+	if !gate.Certified {
+		p.Reasons = []string{"gate refused: " + failedPhases(gate)}
+	}
+	writeReports(root, p, out)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrRed, err)
 	}
@@ -454,4 +465,44 @@ func writeLadderSummary(out io.Writer, rep *ValidateReport) {
 		_, name := ladder.SplitID(t)
 		fmt.Fprintf(out, "  %s\n      not arbitrated (budget spent): go tool mage arbitrate %s\n", t, name)
 	}
+}
+
+// writeReports writes the run for people (fault/fault-report.html) and for
+// CI systems (battery/junit.xml, when a battery ran).
+func writeReports(root string, p report.Page, out io.Writer) {
+	fault := faultrecord.FaultDir(root)
+	if legs, err := report.LegRows(fault); err == nil {
+		p.Legs = legs
+	}
+	p.Visualizations = report.Visualizations(root)
+	var html strings.Builder
+	if err := report.WriteHTML(&html, p); err != nil {
+		fmt.Fprintf(out, "report: %v\n", err)
+		return
+	}
+	paths := []string{filepath.Join(fault, "fault-report.html")}
+	if err := os.MkdirAll(fault, 0o755); err == nil {
+		if err := writeAtomic(paths[0], []byte(html.String())); err != nil {
+			fmt.Fprintf(out, "report: %v\n", err)
+		}
+	}
+	if p.Battery != nil {
+		var x strings.Builder
+		if err := report.WriteJUnit(&x, p.Battery); err == nil {
+			path := filepath.Join(root, "battery", "junit.xml")
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil && writeAtomic(path, []byte(x.String())) == nil {
+				paths = append(paths, path)
+			}
+		}
+	}
+	fmt.Fprintf(out, "reports: %s\n", strings.Join(paths, ", "))
+}
+
+func contractList(m map[string]*contract.Result) []*contract.Result {
+	var out []*contract.Result
+	for _, r := range m {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Surface < out[j].Surface })
+	return out
 }

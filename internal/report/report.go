@@ -1,0 +1,303 @@
+// Package report renders a run for people and for CI systems: a
+// self-contained fault-report.html (armed and fired per class, the gate's
+// phases, verdicts per surface and leg, ladder outcomes with owners,
+// replay commands, links to linearizability visualizations) and a JUnit
+// XML of the battery.
+package report
+
+import (
+	"embed"
+	"encoding/xml"
+	"fmt"
+	"html/template"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/contested/contested/contested/verdict"
+	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/capacity"
+	"github.com/contested/contested/internal/contract"
+	"github.com/contested/contested/internal/ladder"
+)
+
+// Page is everything one report shows. Any part may be missing: a
+// standalone program-gate has no battery, a green run no ladder.
+type Page struct {
+	Title     string
+	RunID     string
+	Layer     string
+	Generated time.Time
+	Green     bool
+	Reasons   []string
+	Gate      *faultrecord.Report
+	Battery   *battery.Result
+	Ladder    []*ladder.Outcome
+	Contracts []*contract.Result
+	Capacity  *capacity.Report
+	// Legs is the battery's view per surface and leg (see LegRows).
+	Legs []LegRow
+	// Visualizations are linearizability visualizations, as paths
+	// relative to the report's directory.
+	Visualizations []string
+}
+
+//go:embed page.html.tmpl
+var files embed.FS
+
+var page = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
+	"classes": classes,
+	"failed":  func(r *battery.Result) []battery.Test { return r.Failed() },
+	"pkgs":    func(r *battery.Result) []battery.Package { return r.FailedPackages() },
+	"dur":     func(d time.Duration) string { return d.Round(10 * time.Millisecond).String() },
+	"verdictClass": func(v string) string {
+		switch {
+		case strings.HasPrefix(v, "PASS"), v == "GREEN", v == "CERTIFIED":
+			return "ok"
+		case strings.HasPrefix(v, "FAIL"), v == "RED", v == "REFUSED":
+			return "bad"
+		}
+		return "warn"
+	},
+	"str":    func(v any) string { return fmt.Sprint(v) },
+	"mul100": func(f float64) float64 { return f * 100 },
+}).ParseFS(files, "page.html.tmpl"))
+
+// ClassRow is one class's armed and fired counts.
+type ClassRow struct {
+	Class     string
+	Armed     int
+	Fired     int
+	Recording bool
+}
+
+func classes(r *faultrecord.Report) []ClassRow {
+	rec := map[string]bool{}
+	for _, c := range r.RecordingClasses {
+		rec[c] = true
+	}
+	var out []ClassRow
+	for c, n := range r.ByClass {
+		out = append(out, ClassRow{Class: c, Armed: n.Armed, Fired: n.Fired, Recording: rec[c]})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Class < out[j].Class })
+	return out
+}
+
+// WriteHTML renders the page: one file, with its styles inline and no
+// script, so it opens from a CI artifact store or a mail attachment.
+func WriteHTML(w io.Writer, p Page) error {
+	if p.Title == "" {
+		p.Title = "contested fault report"
+	}
+	if p.Generated.IsZero() {
+		p.Generated = time.Now()
+	}
+	return page.Execute(w, p)
+}
+
+// JUnit XML, in the shape CI systems (GitHub, GitLab, Jenkins) read.
+type junitSuites struct {
+	XMLName xml.Name     `xml:"testsuites"`
+	Tests   int          `xml:"tests,attr"`
+	Fails   int          `xml:"failures,attr"`
+	Time    string       `xml:"time,attr"`
+	Suites  []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name    string      `xml:"name,attr"`
+	Tests   int         `xml:"tests,attr"`
+	Fails   int         `xml:"failures,attr"`
+	Skipped int         `xml:"skipped,attr"`
+	Time    string      `xml:"time,attr"`
+	Cases   []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitFailure `xml:"failure,omitempty"`
+	Skipped   *struct{}     `xml:"skipped,omitempty"`
+}
+
+type junitFailure struct {
+	Message string `xml:"message,attr"`
+	Body    string `xml:",chardata"`
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
+
+// WriteJUnit writes the battery as JUnit XML: one suite per package, one
+// case per test (subtests included), failures with their output. A
+// package that failed without a failing test (a build error) becomes a
+// failed case of its own, so it is not lost.
+func WriteJUnit(w io.Writer, r *battery.Result) error {
+	suites := map[string]*junitSuite{}
+	suite := func(pkg string) *junitSuite {
+		s, ok := suites[pkg]
+		if !ok {
+			s = &junitSuite{Name: pkg}
+			suites[pkg] = s
+		}
+		return s
+	}
+	for _, p := range r.Packages {
+		suite(p.Name).Time = secs(p.Elapsed)
+	}
+	for _, t := range r.Tests {
+		s := suite(t.Package)
+		c := junitCase{Name: t.Name, Classname: t.Package, Time: secs(t.Elapsed)}
+		switch t.Action {
+		case "fail":
+			c.Failure = &junitFailure{Message: "FAIL " + t.Name, Body: t.Output}
+			s.Fails++
+		case "skip":
+			c.Skipped = &struct{}{}
+			s.Skipped++
+		}
+		s.Tests++
+		s.Cases = append(s.Cases, c)
+	}
+	for _, p := range r.FailedPackages() {
+		s := suite(p.Name)
+		s.Cases = append(s.Cases, junitCase{Name: "(package)", Classname: p.Name, Time: secs(p.Elapsed),
+			Failure: &junitFailure{Message: "package failed", Body: p.Output}})
+		s.Tests++
+		s.Fails++
+	}
+	out := junitSuites{Time: secs(r.Elapsed)}
+	var names []string
+	for n := range suites {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		s := suites[n]
+		out.Tests += s.Tests
+		out.Fails += s.Fails
+		out.Suites = append(out.Suites, *s)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("write junit: %w", err)
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// LegRow is what the battery showed of one leg of one surface: its faults
+// and oracles over every test that ran it, judged as one seed.
+type LegRow struct {
+	Surface string
+	Leg     string
+	Tests   []string
+	Armed   int
+	Fired   int
+	Oracles []string
+	Verdict verdict.Verdict
+	Reason  string
+}
+
+// LegRows reads the records in a fault directory and judges each
+// (surface, leg) the battery exercised. A battery is one seed, so a leg can
+// reach PASS-smoke here at most; mage contested runs the seed budget.
+func LegRows(faultDir string) ([]LegRow, error) {
+	files, err := filepath.Glob(filepath.Join(faultDir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	type key struct{ surface, leg string }
+	runs := map[key]*verdict.Run{}
+	rows := map[key]*LegRow{}
+	for _, f := range files {
+		if filepath.Base(f) == faultrecord.ReportName {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		r, err := faultrecord.ParseRecord(b)
+		if err != nil {
+			continue // the gate reports unreadable files
+		}
+		k := key{r.Surface, r.Leg}
+		if rows[k] == nil {
+			rows[k] = &LegRow{Surface: r.Surface, Leg: r.Leg}
+			runs[k] = &verdict.Run{Seed: r.Seed, Attempted: true}
+		}
+		row, run := rows[k], runs[k]
+		row.Armed++
+		run.Armed++
+		if r.Fired {
+			row.Fired++
+			run.Fired++
+		}
+		if !contains(row.Tests, r.Test) {
+			row.Tests = append(row.Tests, r.Test)
+		}
+		run.Failed = run.Failed || r.TestFailed
+		for _, o := range r.Oracles {
+			row.Oracles = append(row.Oracles, fmt.Sprintf("%s %s (%d/%d ops)", o.Name, o.Result, o.OpsChecked, o.OpsProduced))
+			run.Oracles = append(run.Oracles, o)
+		}
+	}
+	var out []LegRow
+	for k, row := range rows {
+		row.Verdict, row.Reason = verdict.Assign([]verdict.Run{*runs[k]}, 3)
+		sort.Strings(row.Tests)
+		row.Oracles = dedupe(row.Oracles)
+		out = append(out, *row)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Surface != out[j].Surface {
+			return out[i].Surface < out[j].Surface
+		}
+		return out[i].Leg < out[j].Leg
+	})
+	return out, nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func dedupe(xs []string) []string {
+	sort.Strings(xs)
+	var out []string
+	for i, x := range xs {
+		if i == 0 || xs[i-1] != x {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Visualizations lists the linearizability visualizations under root, as
+// paths relative to the fault directory where the report lives.
+func Visualizations(root string) []string {
+	files, _ := filepath.Glob(filepath.Join(root, "linearizability", "*.html"))
+	var out []string
+	for _, f := range files {
+		if rel, err := filepath.Rel(faultrecord.FaultDir(root), f); err == nil {
+			out = append(out, filepath.ToSlash(rel))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
