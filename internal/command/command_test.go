@@ -100,3 +100,32 @@ func TestFaultPreflightOnBadInput(t *testing.T) {
 		})
 	}
 }
+
+func TestParseBenchLine(t *testing.T) {
+	tests := []struct {
+		line string
+		ok   bool
+		n    int
+		want map[string]float64
+	}{
+		{"BenchmarkBringUp-2   \t       2\t13519299932 ns/op\t        11.13 containers-s/op\t         4.653 containers/embedded", true, 2,
+			map[string]float64{"ns/op": 13519299932, "containers-s/op": 11.13, "containers/embedded": 4.653}},
+		{"BenchmarkX-2 3 100 ns/op", true, 3, map[string]float64{"ns/op": 100}},
+		{"BenchmarkX-2 --- FAIL", false, 0, nil},
+		{"BenchmarkX-2 three 100 ns/op", false, 0, nil},
+		{"BenchmarkX-2 3 100", false, 0, nil},
+	}
+	for _, tt := range tests {
+		r, ok := parseBenchLine("p", tt.line)
+		if ok != tt.ok {
+			t.Errorf("parseBenchLine(%q) ok = %v", tt.line, ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if r.Iterations != tt.n || fmt.Sprint(r.Metrics) != fmt.Sprint(tt.want) {
+			t.Errorf("parseBenchLine(%q) = %d %v, want %d %v", tt.line, r.Iterations, r.Metrics, tt.n, tt.want)
+		}
+	}
+}

@@ -124,3 +124,23 @@ func Images(ctx context.Context) error {
 func Sweep(ctx context.Context) error {
 	return exit(command.Sweep(ctx, os.Stdout))
 }
+
+// Bench runs the project's benchmarks and writes a table and
+// test-results/bench/bench.json: bring-up per provider (cold image builds
+// and warm), per-leg overhead (p50, p99), proxied against direct
+// throughput, gate verification at 10k and 100k records, lease throughput
+// with 16 clients, porcupine check time for a few thousand operations.
+// Figures are ratios measured in the same run, not absolute promises.
+//
+//	go tool mage bench
+//	go tool mage bench -benchtime=10x -filter=Verify
+func Bench(ctx context.Context, benchtime *string, filter *string) error {
+	opts := command.BenchOptions{Out: os.Stdout}
+	if benchtime != nil {
+		opts.Benchtime = *benchtime
+	}
+	if filter != nil {
+		opts.Filter = *filter
+	}
+	return exit(command.Bench(ctx, opts))
+}

@@ -1,0 +1,321 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contested/contested/faultlayer/faulttest"
+	"github.com/contested/contested/faultrecord"
+)
+
+func TestMain(m *testing.M) { faulttest.Main(m) }
+
+// repoRoot is this repository's root.
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// adopter copies testdata/adopter into a temporary directory, points its
+// replace directive at this checkout, and applies edits (path → new
+// content; "" deletes the file).
+func adopter(t *testing.T, edits map[string]string) string {
+	t.Helper()
+	src := filepath.Join(repoRoot(t), "testdata", "adopter")
+	dst := filepath.Join(t.TempDir(), "adopter")
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			if d.Name() == "test-results" {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if rel == "go.mod" {
+			b = bytes.Replace(b, []byte("=> ../.."), []byte("=> "+repoRoot(t)), 1)
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range edits {
+		p := filepath.Join(dst, name)
+		if body == "" {
+			os.Remove(p)
+			continue
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// mage runs `go tool mage args...` in dir against the shared fault layer
+// and returns its output and exit code.
+func mage(t *testing.T, dir string, env []string, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", append([]string{"tool", "mage"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), faulttest.Layer(t).Env()...), "NO_COLOR=1", "CONTESTED_RESULTS_DIR=", "CONTESTED_SURFACES=")
+	cmd.Env = append(cmd.Env, env...)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("go tool mage %v: %v\n%s", args, err, out)
+	}
+	return string(out), code
+}
+
+func readReport(t *testing.T, dir string) *faultrecord.Report {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "test-results", "fault", faultrecord.ReportName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r faultrecord.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
+}
+
+func TestAdopterValidateIsCertified(t *testing.T) {
+	dir := adopter(t, nil)
+	out, code := mage(t, dir, nil, "validate")
+	if code != 0 || !strings.Contains(out, "CERTIFIED") || !strings.Contains(out, "validate: GREEN") {
+		t.Fatalf("validate of the adopter: exit %d, want 0 and CERTIFIED:\n%s", code, out)
+	}
+	r := readReport(t, dir)
+	if !r.Certified || !r.StampConsumed || r.Fired == 0 || len(r.ClassesWithZeroFired) != 0 {
+		t.Errorf("report: certified %v, stamp consumed %v, fired %d, classes with zero fired %v", r.Certified, r.StampConsumed, r.Fired, r.ClassesWithZeroFired)
+	}
+	for _, f := range []string{"fault/fault-report.html", "battery/junit.xml", "battery/go-test.json", "validate.json", "capacity.json"} {
+		if _, err := os.Stat(filepath.Join(dir, "test-results", f)); err != nil {
+			t.Errorf("artifact %s: %v", f, err)
+		}
+	}
+
+	// The stamp was consumed: program-gate announces it is missing, and
+	// verifies the records on disk standalone.
+	out, code = mage(t, dir, nil, "program-gate")
+	if code != 0 || !strings.Contains(out, "no gate stamp") || !strings.Contains(out, "CERTIFIED") {
+		t.Errorf("program-gate after a certified validate: exit %d:\n%s", code, out)
+	}
+}
+
+const poisonStale = `package stock
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/contested/contested/faultrecord"
+)
+
+// A valid record whose mtime predates the gate stamp: evidence of an
+// earlier run passed off as this one's.
+func TestPoisonStale(t *testing.T) {
+	rec, err := faultrecord.NewRecorder("example.com/adopter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := rec.Write(faultrecord.Record{Test: "TestStockContract/burst", Surface: "adopter.stock", Class: "store", Leg: "burst",
+		Armed: true, ArmedAt: time.Now(), Fired: true, FiredAt: time.Now(), Evidence: faultrecord.Evidence{Injector: "old", Victim: "old"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(p, old, old); err != nil {
+		t.Fatal(err)
+	}
+}
+`
+
+const poisonTruncated = `package stock
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/contested/contested/faultrecord"
+)
+
+// Half a record, as a writer killed mid-write without the atomic rename
+// would leave it.
+func TestPoisonTruncated(t *testing.T) {
+	root, err := faultrecord.ResultsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(faultrecord.FaultDir(root), "truncated.json")
+	if err := os.WriteFile(p, []byte(` + "`" + `{"schema":"contested/faultrecord@1","run_id":"x","test":"TestStockContract/reset","surf` + "`" + `), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+`
+
+const poisonUnfired = `package stock
+
+import (
+	"context"
+	"testing"
+
+	"github.com/contested/contested/contested"
+)
+
+// A reset armed on a proxy that carries no traffic: it never fires.
+func TestPoisonUnfired(t *testing.T) {
+	ctx := context.Background()
+	leg := contested.Start(t, "adopter.stock", contested.Reset)
+	leg.Arm(ctx)
+	leg.Heal(ctx)
+}
+`
+
+const zeroFaults = `package stock
+
+import "testing"
+
+func TestMain(m *testing.M) { m.Run() }
+
+// The contract with its legs gone: it checks nothing under fault.
+func TestStockContract(t *testing.T) {}
+func TestStockReport(t *testing.T)   {}
+`
+
+func TestPoisonedVariantsAreRefusedAtTheirPhase(t *testing.T) {
+	registry, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "adopter", "contested-surfaces.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	classAtZero := strings.Replace(string(registry), `recording_classes = ["store"]`, `recording_classes = ["store", "mq-consumer"]`, 1) + `
+[[surface]]
+id = "adopter.queue"
+class = "mq-consumer"
+owner = "stock-team"
+behavior = "a queued delivery reaches the stock"
+oracle = "no-lost-ack"
+legs = ["burst"]
+tests = ["TestOutsideRegistry"]
+`
+	selfTestGone := strings.Replace(string(registry), `self_tests = ["TestStockContract"]`, `self_tests = ["TestStockContract", "TestRenamedAway"]`, 1)
+	tests := []struct {
+		name  string
+		edits map[string]string
+		phase int
+	}{
+		{"stale records", map[string]string{"poison_test.go": poisonStale}, 1},
+		{"a truncated record", map[string]string{"poison_test.go": poisonTruncated}, 2},
+		{"an armed-but-unfired leg", map[string]string{"poison_test.go": poisonUnfired}, 3},
+		{"a battery with zero faults", map[string]string{"stock_test.go": zeroFaults}, 4},
+		{"a recording class at zero", map[string]string{"contested-surfaces.toml": classAtZero}, 5},
+		{"a deleted self-test", map[string]string{"contested-surfaces.toml": selfTestGone}, 6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := adopter(t, tt.edits)
+			out, code := mage(t, dir, nil, "validate")
+			if code != 1 {
+				t.Fatalf("exit %d, want 1 (refused):\n%s", code, out)
+			}
+			r := readReport(t, dir)
+			if r.Certified || r.Phases[tt.phase-1].OK {
+				t.Fatalf("phase %d passed: %+v", tt.phase, r.Phases)
+			}
+			name := r.Phases[tt.phase-1].Name
+			if !strings.Contains(out, "phase "+itoa(tt.phase)+" ("+name+")") {
+				t.Errorf("the output does not name phase %d (%s):\n%s", tt.phase, name, out)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "test-results", "fault", faultrecord.StampName)); err != nil {
+				t.Errorf("a refused run consumed its stamp: %v", err)
+			}
+		})
+	}
+}
+
+func TestBadInputExitsTwoWithFileAndLine(t *testing.T) {
+	badRegistry := "schema = 1\n[gate]\nrecording_classes = [\"store\"]\n\n[[surface]]\nid = \"adopter.stock\"\nclass = \"store\"\nownr = \"stock-team\"\n"
+	tests := []struct {
+		name  string
+		edits map[string]string
+		env   []string
+		args  []string
+		says  string
+	}{
+		{"a registry with an unknown key", map[string]string{"contested-surfaces.toml": badRegistry}, nil, []string{"validate"}, "contested-surfaces.toml:8:1"},
+		{"a registry that does not parse", map[string]string{"contested-surfaces.toml": "schema = 1\n[gate\n"}, nil, []string{"program-gate"}, "contested-surfaces.toml:2"},
+		{"contested without a surface", nil, nil, []string{"contested"}, "not enough arguments"},
+		{"contested with an unknown surface", nil, nil, []string{"contested", "adopter.nope"}, `surface "adopter.nope" is not in`},
+		{"a bad level", nil, []string{"CONTESTED_LEVEL=9"}, []string{"contested", "all"}, "CONTESTED_LEVEL"},
+		{"a bad seed count", nil, []string{"CONTESTED_SEEDS=lots"}, []string{"contested", "all"}, "CONTESTED_SEEDS"},
+		{"arbitrate an unknown test", nil, nil, []string{"arbitrate", "TestNoSuchThing"}, "is not a test of"},
+		{"an unknown layer", nil, []string{"CONTESTED_LAYER=bogus"}, []string{"fault-preflight"}, `CONTESTED_LAYER="bogus"`},
+		{"an unknown target", nil, nil, []string{"no-such-target"}, "Unknown target"},
+		{"the cluster rig outside this repository", nil, nil, []string{"cluster-tests"}, "reference service"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := adopter(t, tt.edits)
+			out, code := mage(t, dir, tt.env, tt.args...)
+			if code != 2 || !strings.Contains(out, tt.says) {
+				t.Fatalf("go tool mage %v: exit %d, want 2 saying %q:\n%s", tt.args, code, tt.says, out)
+			}
+		})
+	}
+}
+
+// TestTheReadmeMagefileIsTheAdopters keeps the README's "Use it in your
+// repository" section true: its magefile is the adopter fixture's.
+func TestTheReadmeMagefileIsTheAdopters(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	magefile, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "adopter", "magefiles", "magefile.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "```go\n"+string(magefile)+"```") {
+		t.Errorf("the README's magefile differs from testdata/adopter/magefiles/magefile.go; paste the fixture's into the README")
+	}
+}
+
+func TestAdopterGoModIsTidy(t *testing.T) {
+	cmd := exec.Command("go", "mod", "tidy", "-diff")
+	cmd.Dir = filepath.Join(repoRoot(t), "testdata", "adopter")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("testdata/adopter's go.mod or go.sum is out of date (run go mod tidy there):\n%s", out)
+	}
+}
+
+func itoa(i int) string { return string(rune('0' + i)) }
