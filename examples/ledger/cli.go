@@ -118,7 +118,7 @@ func produce(ctx context.Context, dsn string, transfers []Transfer, stdout io.Wr
 	defer pool.Close()
 	q := NewQueue(pool)
 	retries := 0
-	for _, t := range transfers {
+	for i, t := range transfers {
 		for backoff := 20 * time.Millisecond; ; backoff = min(backoff*2, time.Second) {
 			actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			_, err := q.Enqueue(actx, t)
@@ -127,7 +127,7 @@ func produce(ctx context.Context, dsn string, transfers []Transfer, stdout io.Wr
 				break
 			}
 			if ctx.Err() != nil {
-				return fmt.Errorf("enqueued %d of %d: %w", retries, len(transfers), ctx.Err())
+				return fmt.Errorf("enqueue transfer %s (%d of %d acknowledged): %w", t.ID, i, len(transfers), ctx.Err())
 			}
 			retries++
 			if !sleep(ctx, backoff) {

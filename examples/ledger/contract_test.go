@@ -95,6 +95,7 @@ func storeConfirmTimeout(t *testing.T, level int) {
 		// Only transfers while armed: a write whose commit reached the server and whose
 		// answer was lost is what this lever is about.
 		load.transfersOnly.Store(true)
+		time.Sleep(20 * time.Millisecond) // reads in flight finish on their warm connections
 		epoch := r.rec.BeginFault("confirm-timeout")
 		leg.Arm(ctx)
 		time.Sleep(900 * time.Millisecond)
@@ -398,26 +399,29 @@ func preload(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg) {
 	setup.Close()
 }
 
-// settle waits until the victim database has no backends but the monitor's (and its own):
-// the pool-exhaustion armer sets the connection limit from the backends it counts, so a
-// backend still closing when it counts would leave the database short of full.
-func (r *rig) settle(ctx context.Context, t *testing.T, want int) {
+// settle waits until the victim database has no backends but want others (the monitor's)
+// and its own, and returns a function that closes its own connection: call it once the fault
+// is armed. The pool-exhaustion armer sets the connection limit from the backends it counts,
+// so a backend that is still closing when it counts (a closed pool's, or this one's) would
+// leave the database short of full.
+func (r *rig) settle(ctx context.Context, t *testing.T, want int) (release func()) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, r.direct)
+	conn, err := pgx.Connect(wctx, r.direct)
 	if err != nil {
 		t.Fatalf("connect directly: %v", err)
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	release = func() { conn.Close(context.WithoutCancel(ctx)) }
 	for {
 		var n int
-		err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&n)
+		err := conn.QueryRow(wctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&n)
 		if err == nil && n <= want {
-			return
+			return release
 		}
 		select {
-		case <-ctx.Done():
+		case <-wctx.Done():
+			release()
 			t.Fatalf("the victim database kept %d other backends (want %d): %v", n, want, err)
 		case <-time.After(10 * time.Millisecond):
 		}
@@ -440,8 +444,9 @@ func poolExhaustion(t *testing.T, level int) {
 	preload(ctx, t, r, leg)
 	r.monitor()
 	for i := range faultCycles(level) {
-		r.settle(ctx, t, 1) // the monitor
+		release := r.settle(ctx, t, 1) // the monitor
 		heal := r.fault(ctx, leg, "pool-exhaustion")
+		release()
 		// Fresh pools: every connection they need is opened with the database already full.
 		load := startPoolLoad(ctx, t, r, leg, ledger.Generate(uint64(leg.Seed())+uint64(i)+1, 150, r.accounts, 50, fmt.Sprintf("live%d", i)))
 		time.Sleep(500 * time.Millisecond)
