@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/contested/contested/contested"
 	"github.com/contested/contested/contested/history"
 	"github.com/contested/contested/faultlayer/lease"
 )
@@ -41,15 +44,16 @@ func (c *client) keep(err error) {
 	}
 }
 
-// acquire records one Acquire. Its context is short (400ms) so that Acquire never reaches
-// the reclaim it runs after eight failed attempts: that reclaim is not recorded, and an
-// unrecorded client of the table would make the history lie. ErrExhausted is recorded as
-// ambiguous: Acquire also returns it when its context ends while its UPDATE is in flight,
-// and that UPDATE may have committed.
+// acquire records one Acquire. Acquire runs an unrecorded reclaim of leases whose owner
+// process is gone after eight attempts that found no free port; that never frees anything
+// here, because the contract's ports outnumber the leases ever held at once (and in the reset
+// leg every owner is this process). ErrExhausted is recorded as ambiguous: Acquire also
+// returns it when its context ends while its UPDATE is in flight, and that UPDATE may have
+// committed.
 func (c *client) acquire(holder string) (lease.Lease, bool) {
 	id, err := c.rec.Invoke(c.proc, history.TypeAcquire, "", history.LeaseRef{Holder: holder})
 	c.keep(err)
-	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	l, err := c.table.Acquire(ctx, holder)
 	cancel()
 	switch {
@@ -125,6 +129,40 @@ func (c *client) cycle(k int) {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// sightings counts the victim-side observations a leg accepted, so that a test holds a fault
+// until it has landed rather than for a fixed time a loaded machine can miss.
+type sightings struct {
+	leg *contested.Leg
+	n   atomic.Int64
+}
+
+// observe is the leg's Observe, counted.
+func (s *sightings) observe(err error) bool {
+	if s.leg.Observe(err) {
+		s.n.Add(1)
+		return true
+	}
+	return false
+}
+
+// window arms the leg in a fault window of rec, holds it at least min and until the victim
+// saw it (at most max), then heals it.
+func (s *sightings) window(ctx context.Context, t *testing.T, rec *history.Recorder, name string, min, max time.Duration) {
+	t.Helper()
+	before := s.n.Load()
+	epoch := rec.BeginFault(name)
+	s.leg.Arm(ctx)
+	start := time.Now()
+	time.Sleep(min)
+	for s.n.Load() == before && time.Since(start) < max {
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.leg.Heal(ctx)
+	if err := rec.EndFault(epoch); err != nil {
+		t.Error(err)
 	}
 }
 

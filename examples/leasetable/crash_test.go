@@ -359,7 +359,7 @@ func leaseCrash(t *testing.T, level int) {
 			t.Fatal(err)
 		}
 	}
-	judge(t, dsn, rec, leg)
+	judge(t, dsn, rec, nil, leg)
 }
 
 // waitHolding waits until generation gen logged a completed acquire.

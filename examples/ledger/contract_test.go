@@ -60,18 +60,17 @@ func storeReset(t *testing.T, level int) {
 	ctx := context.Background()
 	leg := contested.Start(t, "ledger.store", contested.Reset)
 	r := newRig(t, leg.DirectDSN(), 4, 100, leg)
+	seen := sight(leg)
 	load := &storeLoad{
 		store: ledger.NewStore(r.victimPool(leg, 6)), rec: r.rec, accounts: r.accounts, clients: 4,
-		timeout: 2 * time.Second, maxAmount: 40, seed: uint64(leg.Seed()), prefix: "store", observe: leg.Observe,
+		timeout: 2 * time.Second, maxAmount: 40, seed: uint64(leg.Seed()), prefix: "store", observe: seen.observe,
 	}
 	r.monitor()
 	runCtx, stop := context.WithCancel(ctx)
 	clients := load.run(runCtx)
 	time.Sleep(300 * time.Millisecond)
 	for range 3 * level {
-		heal := r.fault(ctx, leg, "reset")
-		time.Sleep(150 * time.Millisecond)
-		heal()
+		r.window(ctx, seen, "reset", 150*time.Millisecond, 5*time.Second)
 		time.Sleep(300 * time.Millisecond)
 	}
 	stop()
@@ -141,7 +140,7 @@ func consumerBurst(t *testing.T, level int) {
 	r := newRig(t, victimDB(t), 6, 1000, leg)
 	r.monitor()
 	w := &ledger.Worker{Pool: r.directPool(6), Name: "burst", Consumers: 3, BatchSize: 8, Poll: 10 * time.Millisecond}
-	burst(ctx, t, r, leg, w, 60*level)
+	burst(ctx, t, r, leg, w, 60*level, leg.Observe)
 	r.judge(checks{})
 }
 
@@ -149,7 +148,7 @@ func consumerBurst(t *testing.T, level int) {
 // waits until the queue is empty. Each delivery is one enqueue (so a duplicate delivery is a
 // second row with the same transfer id); each perturbed delivery a consumer acknowledged is
 // reported to the leg.
-func burst(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, w *ledger.Worker, n int) {
+func burst(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, w *ledger.Worker, n int, observe func(error) bool) {
 	t.Helper()
 	transfers := ledger.Generate(uint64(leg.Seed()), n, r.accounts, 50, "burst")
 	// delivery maps a queue row to the delivery it carries. The producer holds mu from before
@@ -186,7 +185,7 @@ func burst(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, w *led
 			if err == nil {
 				break
 			}
-			leg.Observe(err)
+			observe(err)
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
@@ -309,20 +308,19 @@ func consumerStorm(t *testing.T, level int) {
 	r := newRig(t, reset.DirectDSN(), 6, 1000, reset, flood)
 	r.monitor()
 	pool := r.victimPool(reset, 6)
+	seen := sight(reset)
 	w := &ledger.Worker{Pool: pool, Name: "storm", Consumers: 3, BatchSize: 8, Poll: 10 * time.Millisecond,
-		OnError: func(err error) { reset.Observe(err) }}
+		OnError: func(err error) { seen.observe(err) }}
 	var stormed atomic.Bool
 	go func() {
 		time.Sleep(200 * time.Millisecond)
 		for range 2 * level {
-			heal := r.fault(ctx, reset, "reset")
-			time.Sleep(150 * time.Millisecond)
-			heal()
+			r.window(ctx, seen, "reset", 150*time.Millisecond, 5*time.Second)
 			time.Sleep(250 * time.Millisecond)
 		}
 		stormed.Store(true)
 	}()
-	burst(ctx, t, r, flood, w, 150*level)
+	burst(ctx, t, r, flood, w, 150*level, seen.observe)
 	for !stormed.Load() {
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -353,16 +351,16 @@ type poolLoad struct {
 }
 
 // startPoolLoad starts three consumers and a producer of transfers on fresh pools.
-func startPoolLoad(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, transfers []ledger.Transfer) *poolLoad {
+func startPoolLoad(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, seen *sightings, transfers []ledger.Transfer) *poolLoad {
 	l := &poolLoad{done: make(chan error, 1)}
 	var runCtx context.Context
 	runCtx, l.stop = context.WithCancel(ctx)
 	consumers, producers := r.victimPool(leg, 3), r.victimPool(leg, 2)
 	l.pools = []*pgxpool.Pool{consumers, producers}
 	l.workers = &ledger.Worker{Pool: consumers, Name: "pool", Consumers: 3, BatchSize: 10, Poll: 20 * time.Millisecond,
-		OnError: func(err error) { leg.Observe(err) }}
+		OnError: func(err error) { seen.observe(err) }}
 	go func() { l.done <- l.workers.Run(runCtx) }()
-	p := &producer{queue: ledger.NewQueue(producers), rec: r.rec, timeout: time.Second, pace: 4 * time.Millisecond, observe: leg.Observe}
+	p := &producer{queue: ledger.NewQueue(producers), rec: r.rec, timeout: time.Second, pace: 4 * time.Millisecond, observe: seen.observe}
 	l.prod.Add(1)
 	go func() {
 		defer l.prod.Done()
@@ -443,13 +441,18 @@ func poolExhaustion(t *testing.T, level int) {
 	r := newRig(t, leg.DirectDSN(), 6, 1000, leg)
 	preload(ctx, t, r, leg)
 	r.monitor()
+	seen := sight(leg)
 	for i := range faultCycles(level) {
 		release := r.settle(ctx, t, 1) // the monitor
+		before := seen.n.Load()
 		heal := r.fault(ctx, leg, "pool-exhaustion")
 		release()
 		// Fresh pools: every connection they need is opened with the database already full.
-		load := startPoolLoad(ctx, t, r, leg, ledger.Generate(uint64(leg.Seed())+uint64(i)+1, 150, r.accounts, 50, fmt.Sprintf("live%d", i)))
+		load := startPoolLoad(ctx, t, r, leg, seen, ledger.Generate(uint64(leg.Seed())+uint64(i)+1, 150, r.accounts, 50, fmt.Sprintf("live%d", i)))
 		time.Sleep(500 * time.Millisecond)
+		for start := time.Now(); seen.n.Load() == before && time.Since(start) < 5*time.Second; {
+			time.Sleep(10 * time.Millisecond)
+		}
 		heal()
 		load.finish(ctx, t, r)
 	}
@@ -462,12 +465,11 @@ func poolDisconnect(t *testing.T, level int) {
 	r := newRig(t, leg.DirectDSN(), 6, 1000, leg)
 	preload(ctx, t, r, leg)
 	r.monitor()
-	load := startPoolLoad(ctx, t, r, leg, ledger.Generate(uint64(leg.Seed())+1, 150*faultCycles(level), r.accounts, 50, "live"))
+	seen := sight(leg)
+	load := startPoolLoad(ctx, t, r, leg, seen, ledger.Generate(uint64(leg.Seed())+1, 150*faultCycles(level), r.accounts, 50, "live"))
 	time.Sleep(200 * time.Millisecond)
 	for range faultCycles(level) {
-		heal := r.fault(ctx, leg, "disconnect")
-		time.Sleep(400 * time.Millisecond)
-		heal()
+		r.window(ctx, seen, "disconnect", 400*time.Millisecond, 5*time.Second)
 		time.Sleep(200 * time.Millisecond)
 	}
 	load.finish(ctx, t, r)

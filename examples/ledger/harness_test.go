@@ -141,6 +141,40 @@ func (r *rig) fault(ctx context.Context, leg *contested.Leg, name string) (heal 
 	}
 }
 
+// sightings counts the victim-side observations a leg accepted (errors carrying its lever's
+// signature while it is armed), so that a test holds a fault until it has landed rather than
+// for a fixed time a slow machine can miss: a reset only fires on a connection that sends
+// while it is armed, and under load every client may still be waiting on an answer.
+type sightings struct {
+	leg *contested.Leg
+	n   atomic.Int64
+}
+
+func sight(leg *contested.Leg) *sightings { return &sightings{leg: leg} }
+
+// observe is the leg's Observe, counted.
+func (s *sightings) observe(err error) bool {
+	if s.leg.Observe(err) {
+		s.n.Add(1)
+		return true
+	}
+	return false
+}
+
+// window arms leg in a fault window of the history and holds it at least min and until the
+// victim saw it (at most max), then heals it.
+func (r *rig) window(ctx context.Context, s *sightings, name string, min, max time.Duration) {
+	r.t.Helper()
+	before := s.n.Load()
+	heal := r.fault(ctx, s.leg, name)
+	start := time.Now()
+	time.Sleep(min)
+	for s.n.Load() == before && time.Since(start) < max {
+		time.Sleep(10 * time.Millisecond)
+	}
+	heal()
+}
+
 // checks says which oracles a contract runs besides the ones every ledger run gets
 // (conservation, journal, exactly-once, no lost ack).
 type checks struct {
