@@ -29,6 +29,7 @@ import (
 	"github.com/contested/contested/examples/ledger/oracle"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/images"
 	"github.com/contested/contested/internal/reap"
@@ -376,11 +377,11 @@ func (r *rig) artifacts(ctx context.Context, dir string, rep *Report, out io.Wri
 		"logs.txt": r.replicas.Logs(ctx),
 	}
 	for name, body := range files {
-		if err := writeFile(filepath.Join(dir, name), []byte(body)); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, name), []byte(body)); err != nil {
 			fmt.Fprintf(out, "cluster: artifacts: %v\n", err)
 		}
 	}
-	if err := writeJSON(filepath.Join(dir, "legs.json"), rep); err != nil {
+	if err := atomicfile.WriteJSON(filepath.Join(dir, "legs.json"), rep); err != nil {
 		fmt.Fprintf(out, "cluster: artifacts: %v\n", err)
 	}
 	fmt.Fprintf(out, "cluster: artifacts in %s (ps.txt, logs.txt, legs.json, fault/)\n", dir)

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/contested/contested/faultrecord"
 )
 
 // Environment variables a leg reads (contracts: DESIGN §4.2).
@@ -55,14 +57,20 @@ func newRand(seed int64) *rand.Rand {
 	return rand.New(rand.NewPCG(uint64(seed), uint64(seed)^0x9e3779b97f4a7c15))
 }
 
-// ReplayCommand is the go test command that reruns one test with one seed:
-// each level of the test name anchored, from the module root.
+// ReplayCommand is the go test command that reruns one test with one seed,
+// from the module root.
 func ReplayCommand(seed int64, pkgDir, test string) string {
+	return fmt.Sprintf("%s=%d go test %s -run '%s' -count=1", EnvSeed, seed, pkgDir, RunPattern(test))
+}
+
+// RunPattern is the go test -run pattern that selects exactly one test:
+// each level of its name anchored and quoted.
+func RunPattern(test string) string {
 	parts := strings.Split(test, "/")
 	for i, p := range parts {
 		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
 	}
-	return fmt.Sprintf("%s=%d go test %s -run '%s' -count=1", EnvSeed, seed, pkgDir, strings.Join(parts, "/"))
+	return strings.Join(parts, "/")
 }
 
 // packageDir returns the working directory (where go test runs a package's
@@ -73,20 +81,20 @@ func packageDir() (dir, importPath string) {
 	if err != nil {
 		return ".", ""
 	}
-	for root := wd; ; root = filepath.Dir(root) {
-		b, err := os.ReadFile(filepath.Join(root, "go.mod"))
-		if err == nil {
-			rel, _ := filepath.Rel(root, wd)
-			mod := modulePath(b)
-			if rel == "." {
-				return ".", mod
-			}
-			return "./" + filepath.ToSlash(rel), mod + "/" + filepath.ToSlash(rel)
-		}
-		if filepath.Dir(root) == root {
-			return ".", ""
-		}
+	root, err := faultrecord.ModuleRoot(wd)
+	if err != nil {
+		return ".", ""
 	}
+	b, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return ".", ""
+	}
+	rel, _ := filepath.Rel(root, wd)
+	mod := modulePath(b)
+	if rel == "." {
+		return ".", mod
+	}
+	return "./" + filepath.ToSlash(rel), mod + "/" + filepath.ToSlash(rel)
 }
 
 func modulePath(gomod []byte) string {

@@ -31,28 +31,15 @@ func loadRegistry() (*registry.Registry, error) {
 	regOnce.Do(func() {
 		p := registry.Path()
 		if !filepath.IsAbs(p) {
-			if root := moduleRoot(); root != "" {
-				p = filepath.Join(root, p)
+			if wd, err := os.Getwd(); err == nil {
+				if root, err := faultrecord.ModuleRoot(wd); err == nil {
+					p = filepath.Join(root, p)
+				}
 			}
 		}
 		reg, regErr = registry.Load(p)
 	})
 	return reg, regErr
-}
-
-func moduleRoot() string {
-	wd, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		if filepath.Dir(dir) == dir {
-			return ""
-		}
-	}
 }
 
 // recorder is built per use so that CONTESTED_RESULTS_DIR and

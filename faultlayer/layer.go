@@ -6,8 +6,6 @@ package faultlayer
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contested/contested/faultlayer/lease"
+	"github.com/contested/contested/faultrecord"
 )
 
 // Kind names a provider of the fault layer.
@@ -130,17 +129,9 @@ func (c *Config) validate() error {
 		}
 	}
 	if c.RunID == "" {
-		c.RunID = NewRunID()
+		c.RunID = faultrecord.NewRunID(time.Now())
 	}
 	return nil
-}
-
-// NewRunID returns a run id: UTC time and four random hex digits, for
-// example 20261129T101500Z-4f2a.
-func NewRunID() string {
-	var b [2]byte
-	_, _ = rand.Read(b[:])
-	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }
 
 // toxiproxyBase normalizes a Toxiproxy URL ("host:port" or "http://host:port").

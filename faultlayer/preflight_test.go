@@ -13,6 +13,7 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/wait"
 
+	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/images"
 	"github.com/contested/contested/internal/reap"
@@ -55,7 +56,7 @@ func TestPreflightFailsHardWhenTheControlAPIIsPublishedOffLoopback(t *testing.T)
 	l := shared.get(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	run := NewRunID()
+	run := faultrecord.NewRunID(time.Now())
 	t.Cleanup(func() { reap.Sweep(context.Background(), cli, reap.Run(run), logWriter{t}) })
 
 	nw, err := cli.NetworkCreate(ctx, "contested-"+run+"-exposed", client.NetworkCreateOptions{Driver: "bridge", Labels: reap.Labels(run, "test-network")})

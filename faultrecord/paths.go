@@ -73,15 +73,16 @@ func resolveResultsDir(env, wd string) (string, error) {
 	if filepath.IsAbs(env) {
 		return filepath.Clean(env), nil
 	}
-	root, err := moduleRoot(wd)
+	root, err := ModuleRoot(wd)
 	if err != nil {
 		return "", fmt.Errorf("resolve results dir %q: %w", env, err)
 	}
 	return filepath.Join(root, env), nil
 }
 
-// moduleRoot walks up from dir to the nearest directory holding a go.mod file.
-func moduleRoot(dir string) (string, error) {
+// ModuleRoot walks up from dir to the nearest directory holding a go.mod
+// file: the root of the module a test in dir belongs to.
+func ModuleRoot(dir string) (string, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return "", fmt.Errorf("find module root: %w", err)

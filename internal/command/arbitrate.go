@@ -13,6 +13,7 @@ import (
 	"github.com/fatih/color"
 
 	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/capacity"
 	"github.com/contested/contested/internal/contract"
 	"github.com/contested/contested/internal/ladder"
@@ -38,23 +39,15 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	if strings.TrimSpace(opts.Test) == "" {
 		return fmt.Errorf("%w: name the failing test: go tool mage arbitrate TestStoreContract/reset", ErrUsage)
 	}
-	dir, err := moduleDir(opts.Dir)
+	ws, err := openWorkspace(opts.Dir)
 	if err != nil {
 		return err
 	}
-	reg, regPath, err := loadRegistryIn(dir)
+	dir, reg, regPath, root := ws.dir, ws.reg, ws.regPath, ws.root
+	cfg, err := layerConfig(out)
 	if err != nil {
 		return err
 	}
-	root, err := resultsRoot(dir)
-	if err != nil {
-		return err
-	}
-	cfg, err := faultlayer.ConfigFromEnv()
-	if err != nil {
-		return err
-	}
-	cfg.Log = out
 	lo := ladder.Options{Dir: dir, Registry: reg, RegistryPath: regPath, ResultsRoot: root, Out: out, Contracts: map[string]*contract.Result{}}
 	if l, err := faultlayer.Up(ctx, cfg); err != nil {
 		lo.LayerErr = err
@@ -92,10 +85,8 @@ func saveOutcome(root string, o *ladder.Outcome, out io.Writer) (string, string)
 	if err := saveJSON(base+".json", o); err != nil {
 		fmt.Fprintf(out, "ladder: could not save %s.json: %v\n", base, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(base), 0o755); err == nil {
-		if err := writeAtomic(base+".md", []byte(o.Issue())); err != nil {
-			fmt.Fprintf(out, "ladder: could not save %s.md: %v\n", base, err)
-		}
+	if err := atomicfile.Write(base+".md", []byte(o.Issue())); err != nil {
+		fmt.Fprintf(out, "ladder: could not save %s.md: %v\n", base, err)
 	}
 	return base + ".json", base + ".md"
 }

@@ -34,14 +34,11 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
 	out := opts.Out
-	dir, err := moduleDir(opts.Dir)
+	ws, err := openWorkspace(opts.Dir)
 	if err != nil {
 		return err
 	}
-	reg, regPath, err := loadRegistryIn(dir)
-	if err != nil {
-		return err
-	}
+	dir, reg, regPath, root := ws.dir, ws.reg, ws.regPath, ws.root
 	surfaces, err := selectSurfaces(reg, opts.Surface)
 	if err != nil {
 		return err
@@ -53,15 +50,10 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 	if err := checkSurfaceTests(ctx, dir, reg, surfaces); err != nil {
 		return err
 	}
-	root, err := resultsRoot(dir)
+	cfg, err := layerConfig(out)
 	if err != nil {
 		return err
 	}
-	cfg, err := faultlayer.ConfigFromEnv()
-	if err != nil {
-		return err
-	}
-	cfg.Log = out
 
 	copts := contract.Options{Dir: dir, RegistryPath: regPath, ResultsRoot: root, Level: level, Out: out}
 	l, err := faultlayer.Up(ctx, cfg)

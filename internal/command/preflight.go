@@ -2,7 +2,6 @@ package command
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"github.com/contested/contested/cluster"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/images"
 )
@@ -35,11 +35,10 @@ type PreflightOptions struct {
 func FaultPreflight(ctx context.Context, opts PreflightOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
-	cfg, err := faultlayer.ConfigFromEnv()
+	cfg, err := layerConfig(opts.Out)
 	if err != nil {
 		return err
 	}
-	cfg.Log = opts.Out
 	mode := "report-only"
 	if opts.Required {
 		mode = "required"
@@ -111,33 +110,7 @@ func savePreflight(p faultlayer.Preflight) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(p, "", "  ")
-	if err != nil {
-		return err
-	}
-	return writeAtomic(filepath.Join(root, "preflight.json"), append(b, '\n'))
-}
-
-// writeAtomic writes a file through a temporary name and a rename, so a
-// reader never sees half of it.
-func writeAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return atomicfile.WriteJSON(filepath.Join(root, "preflight.json"), p)
 }
 
 // Images makes sure both fault-layer images are in the engine, building

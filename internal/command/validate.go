@@ -2,7 +2,6 @@ package command
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/capacity"
 	"github.com/contested/contested/internal/contract"
@@ -72,29 +72,21 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	defer cancel()
 	start := time.Now()
 	out := opts.Out
-	dir, err := moduleDir(opts.Dir)
+	ws, err := openWorkspace(opts.Dir)
 	if err != nil {
 		return err
 	}
-	reg, regPath, err := loadRegistryIn(dir)
-	if err != nil {
-		return err
-	}
-	root, err := resultsRoot(dir)
-	if err != nil {
-		return err
-	}
+	dir, reg, regPath, root := ws.dir, ws.reg, ws.regPath, ws.root
 	faultDir := faultrecord.FaultDir(root)
 
 	budget, err := ladderBudget()
 	if err != nil {
 		return err
 	}
-	cfg, err := faultlayer.ConfigFromEnv()
+	cfg, err := layerConfig(out)
 	if err != nil {
 		return err
 	}
-	cfg.Log = out
 	rep := &ValidateReport{RunID: cfg.RunID}
 	fmt.Fprintf(out, "%s run %s in %s\n", bold("validate:"), cfg.RunID, dir)
 
@@ -219,18 +211,11 @@ func ProgramGate(ctx context.Context, opts ProgramGateOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
 	out := opts.Out
-	dir, err := moduleDir(opts.Dir)
+	ws, err := openWorkspace(opts.Dir)
 	if err != nil {
 		return err
 	}
-	reg, _, err := loadRegistryIn(dir)
-	if err != nil {
-		return err
-	}
-	root, err := resultsRoot(dir)
-	if err != nil {
-		return err
-	}
+	dir, reg, root := ws.dir, ws.reg, ws.root
 	if err := FaultPreflight(ctx, PreflightOptions{Required: true, Out: out}); err != nil {
 		fmt.Fprintf(out, "program-gate: %s: fault-preflight failed; not verifying\n", color.RedString("CANNOT RUN"))
 		return err
@@ -306,7 +291,7 @@ func loadRegistryIn(dir string) (*registry.Registry, string, error) {
 // resultsRoot is the absolute results directory for a module: the
 // battery's packages all run in other directories, so it is passed to them
 // absolute.
-func resultsRoot(dir string) (string, error) {
+func resultsRoot(dir string) string {
 	v := os.Getenv(faultrecord.EnvResultsDir)
 	if v == "" {
 		v = faultrecord.DefaultResultsDir
@@ -314,7 +299,38 @@ func resultsRoot(dir string) (string, error) {
 	if !filepath.IsAbs(v) {
 		v = filepath.Join(dir, v)
 	}
-	return filepath.Clean(v), nil
+	return filepath.Clean(v)
+}
+
+// workspace is the module a command runs on: its root, its registry and
+// its results directory.
+type workspace struct {
+	dir     string
+	reg     *registry.Registry
+	regPath string
+	root    string
+}
+
+// openWorkspace checks dir is a module root (default: the working
+// directory) and loads its registry.
+func openWorkspace(dir string) (*workspace, error) {
+	dir, err := moduleDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	reg, regPath, err := loadRegistryIn(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &workspace{dir: dir, reg: reg, regPath: regPath, root: resultsRoot(dir)}, nil
+}
+
+// layerConfig reads the fault layer's configuration from the environment,
+// with progress going to out.
+func layerConfig(out io.Writer) (faultlayer.Config, error) {
+	cfg, err := faultlayer.ConfigFromEnv()
+	cfg.Log = out
+	return cfg, err
 }
 
 // cachedInventory lists the module's tests once, however often it is asked.
@@ -336,16 +352,7 @@ func createArtifact(root string, parts ...string) (*os.File, error) {
 	return os.Create(p)
 }
 
-func saveJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return writeAtomic(path, append(b, '\n'))
-}
+func saveJSON(path string, v any) error { return atomicfile.WriteJSON(path, v) }
 
 func failedPhases(r *faultrecord.Report) string {
 	var parts []string
@@ -481,16 +488,14 @@ func writeReports(root string, p report.Page, out io.Writer) {
 		return
 	}
 	paths := []string{filepath.Join(fault, "fault-report.html")}
-	if err := os.MkdirAll(fault, 0o755); err == nil {
-		if err := writeAtomic(paths[0], []byte(html.String())); err != nil {
-			fmt.Fprintf(out, "report: %v\n", err)
-		}
+	if err := atomicfile.Write(paths[0], []byte(html.String())); err != nil {
+		fmt.Fprintf(out, "report: %v\n", err)
 	}
 	if p.Battery != nil {
 		var x strings.Builder
 		if err := report.WriteJUnit(&x, p.Battery); err == nil {
 			path := filepath.Join(root, "battery", "junit.xml")
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil && writeAtomic(path, []byte(x.String())) == nil {
+			if err := atomicfile.Write(path, []byte(x.String())); err == nil {
 				paths = append(paths, path)
 			}
 		}

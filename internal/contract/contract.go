@@ -11,7 +11,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -190,7 +189,7 @@ func runSeed(ctx context.Context, s registry.Surface, seed int64, opts Options, 
 	start := time.Now()
 	for _, test := range s.Tests {
 		res, err := battery.Run(ctx, battery.Options{
-			Dir: opts.Dir, Patterns: []string{pkg}, Args: []string{"-run", RunPattern(test)},
+			Dir: opts.Dir, Patterns: []string{pkg}, Args: []string{"-run", contested.RunPattern(test)},
 			Env: env, Out: indent{opts.Out, "  "},
 		})
 		if err != nil {
@@ -208,7 +207,7 @@ func runSeed(ctx context.Context, s registry.Surface, seed int64, opts Options, 
 			run.testFails[p.Name] = p.Output
 		}
 		if res.OK() && len(res.Tests) == 0 {
-			fmt.Fprintf(opts.Out, "  contested: -run %s matched no test in %s\n", RunPattern(test), pkg)
+			fmt.Fprintf(opts.Out, "  contested: -run %s matched no test in %s\n", contested.RunPattern(test), pkg)
 		}
 	}
 	run.Took = time.Since(start)
@@ -218,15 +217,6 @@ func runSeed(ctx context.Context, s registry.Surface, seed int64, opts Options, 
 	}
 	run.Records = recs
 	return run, nil
-}
-
-// RunPattern anchors each level of a test path for go test -run.
-func RunPattern(test string) string {
-	parts := strings.Split(test, "/")
-	for i, p := range parts {
-		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
-	}
-	return strings.Join(parts, "/")
 }
 
 func readRecords(dir string) ([]faultrecord.Record, error) {

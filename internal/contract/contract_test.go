@@ -106,18 +106,6 @@ func TestRunWithoutALayerCannotRun(t *testing.T) {
 	}
 }
 
-func TestRunPattern(t *testing.T) {
-	for in, want := range map[string]string{
-		"TestA":       "^TestA$",
-		"TestA/reset": "^TestA$/^reset$",
-		"TestA/x.y":   `^TestA$/^x\.y$`,
-	} {
-		if got := RunPattern(in); got != want {
-			t.Errorf("RunPattern(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/contested/contested/contested"
 	"github.com/contested/contested/contested/verdict"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultrecord"
@@ -233,7 +234,7 @@ func rerun(ctx context.Context, name, pkg string, opts Options) Reruns {
 		os.RemoveAll(dir)
 		env := append(append([]string(nil), opts.LayerEnv...),
 			faultrecord.EnvResultsDir+"="+dir, registry.EnvPath+"="+opts.RegistryPath)
-		res, err := battery.Run(ctx, battery.Options{Dir: opts.Dir, Patterns: []string{pkg}, Args: []string{"-run", contract.RunPattern(name)}, Env: env})
+		res, err := battery.Run(ctx, battery.Options{Dir: opts.Dir, Patterns: []string{pkg}, Args: []string{"-run", contested.RunPattern(name)}, Env: env})
 		if err != nil {
 			break
 		}

@@ -24,7 +24,7 @@ func samplePage() Page {
 		Reasons: []string{"gate refused: phase 3 (every armed fault fired)"},
 		Gate: &faultrecord.Report{
 			Mode: faultrecord.Paired, RecordsRead: 3, Armed: 3, Fired: 2,
-			Phases: []faultrecord.Phase{{Number: 1, Name: "records belong to this run", OK: true}, {Number: 3, Name: "every armed fault fired", Detail: "1 unfired"}},
+			Phases:           []faultrecord.Phase{{Number: 1, Name: "records belong to this run", OK: true}, {Number: 3, Name: "every armed fault fired", Detail: "1 unfired"}},
 			ByClass:          map[string]faultrecord.ClassCount{"store": {Armed: 2, Fired: 2}, "mq-consumer": {Armed: 1, Fired: 0}},
 			RecordingClasses: []string{"store", "mq-consumer"},
 			Unfired:          []faultrecord.Unfired{{Test: "TestConsumerContract/burst", Surface: "ledger.consumer", Leg: "burst", Replay: "CONTESTED_SEED=42 go test ./examples/ledger -run '^TestConsumerContract$/^burst$' -count=1"}},
