@@ -154,6 +154,9 @@ func work(ctx context.Context, dsn string, w *Worker, stderr io.Writer) error {
 		}
 	}
 	w.OnBatch = func(b Batch) { applied.Add(int64(len(b.Rows))) }
+	// One line when it starts and one when it stops, whatever happens between: an operator
+	// (or a rig collecting container logs) sees every worker that ran.
+	fmt.Fprintf(stderr, "ledger work: %s started: %d consumers, batch %d, exit when empty: %v\n", w.Name, max(w.Consumers, 1), w.BatchSize, w.ExitWhenEmpty)
 	err = w.Run(ctx)
 	fmt.Fprintf(stderr, "ledger work: %s stopped after %d rows acknowledged, %d errors\n", w.Name, applied.Load(), errs.Load())
 	return err
