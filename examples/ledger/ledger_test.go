@@ -18,7 +18,7 @@ import (
 
 func TestTransferOutcomes(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t, victimDB(t), 2, 0, nil...)
+	r := newRig(t, victimDB(t), 2, 0)
 	pool := r.directPool(2)
 	if err := ledger.OpenAccounts(ctx, pool, map[string]int64{"rich": 100, "poor": 5}); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/contested/contested/contested/history"
+	"github.com/contested/contested/examples/ledger"
 )
 
 // simulateLedger returns the history of a correct ledger: clients issue transfers and reads
@@ -28,7 +29,7 @@ func simulateLedger(seed uint64, clients, n, accounts int, lost float64) ([]hist
 		op     history.Op
 		at     int64 // when it takes effect
 		effect bool
-		t      Transfer
+		t      ledger.Transfer
 	}
 	cursor := make([]int64, clients)
 	sims := make([]sim, n)
@@ -42,7 +43,7 @@ func simulateLedger(seed uint64, clients, n, accounts int, lost float64) ([]hist
 		if r.IntN(10) < 7 {
 			from := r.IntN(accounts)
 			to := (from + 1 + r.IntN(accounts-1)) % accounts
-			s.t = Transfer{ID: fmt.Sprintf("t-%d", i), From: names[from], To: names[to], Amount: 1 + r.Int64N(40)}
+			s.t = ledger.Transfer{ID: fmt.Sprintf("t-%d", i), From: names[from], To: names[to], Amount: 1 + r.Int64N(40)}
 			s.op.Type = history.TypeTransfer
 			s.op.Input, _ = json.Marshal(s.t)
 			if r.Float64() < lost {
@@ -84,14 +85,6 @@ func simulateLedger(seed uint64, clients, n, accounts int, lost float64) ([]hist
 		ops[i] = s.op
 	}
 	return ops, opening
-}
-
-// Transfer is the input of a simulated transfer (the ledger's JSON shape).
-type Transfer struct {
-	ID     string `json:"id"`
-	From   string `json:"from"`
-	To     string `json:"to"`
-	Amount int64  `json:"amount"`
 }
 
 // BenchmarkLinearizableLedgerHistory measures how long the linearizability oracle takes on a
