@@ -133,9 +133,12 @@ type Exhaustion struct {
 }
 
 // Exhaust sets the connection limit of the database in dsn to its current
-// backends plus hold, then opens hold connections with dsn's credentials,
-// so that no new connection to it succeeds (SQLSTATE 53300). It refuses
-// canonical databases before touching anything.
+// client backends plus hold, then opens connections with dsn's credentials
+// until the database is at its limit, so that no new connection to it
+// succeeds (SQLSTATE 53300). A backend that exits between the count and
+// the holds (a closing pool, a failed connect) is made up for by holding
+// one more: the armer fills the limit it set. It refuses canonical
+// databases before touching anything.
 func (a *PgFaultArmer) Exhaust(ctx context.Context, dsn string, hold int) (*Exhaustion, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
@@ -148,28 +151,42 @@ func (a *PgFaultArmer) Exhaust(ctx context.Context, dsn string, hold int) (*Exha
 	if hold < 1 {
 		hold = 1
 	}
-	var current int
-	if err := a.admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1`, db).Scan(&current); err != nil {
+	current, err := a.clientBackends(ctx, db)
+	if err != nil {
 		return nil, fmt.Errorf("exhaust: count backends: %w", err)
 	}
 	e := &Exhaustion{Database: db, Limit: current + hold, admin: a.admin}
 	if _, err := a.admin.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %s CONNECTION LIMIT %d`, pgx.Identifier{db}.Sanitize(), e.Limit)); err != nil {
 		return nil, fmt.Errorf("exhaust: set connection limit: %w", err)
 	}
-	for range hold {
+	for attempt := 0; attempt < e.Limit+hold; attempt++ {
+		if e.Observed, err = a.clientBackends(ctx, db); err != nil {
+			e.Release(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("exhaust: count backends: %w", err)
+		}
+		if e.Observed >= e.Limit {
+			break
+		}
 		c, err := pgx.ConnectConfig(ctx, cfg.Copy())
 		if err != nil {
+			if Classify(err) == SigTooMany {
+				continue // someone else took the last slot: full all the same
+			}
 			e.Release(context.WithoutCancel(ctx))
 			return nil, fmt.Errorf("exhaust: hold a connection: %w", err)
 		}
 		e.conns = append(e.conns, c)
 	}
 	e.Held = len(e.conns)
-	if err := a.admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1`, db).Scan(&e.Observed); err != nil {
-		e.Release(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("exhaust: count backends: %w", err)
-	}
 	return e, nil
+}
+
+// clientBackends counts the connections of clients to a database: the ones
+// its connection limit counts.
+func (a *PgFaultArmer) clientBackends(ctx context.Context, db string) (int, error) {
+	var n int
+	err := a.admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'`, db).Scan(&n)
+	return n, err
 }
 
 // Full reports whether the database is at its limit as observed when

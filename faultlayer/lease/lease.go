@@ -17,6 +17,8 @@ package lease
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -90,8 +92,10 @@ CREATE TABLE IF NOT EXISTS fault_port_leases (
 	leased_at   timestamptz,
 	expires_at  timestamptz,
 	released_at timestamptz,
-	epoch       bigint NOT NULL DEFAULT 0
-)`
+	epoch       bigint NOT NULL DEFAULT 0,
+	token       text
+);
+ALTER TABLE fault_port_leases ADD COLUMN IF NOT EXISTS token text`
 
 // Migrate creates the table if needed and gives every port a row. It is
 // idempotent and safe to run from several processes at once (they serialize
@@ -120,12 +124,13 @@ func Migrate(ctx context.Context, db DB, ports []int) error {
 
 // Table hands out leases on a fixed set of ports.
 type Table struct {
-	db      DB
-	ports   []int
-	cleaner Cleaner
-	ttl     time.Duration
-	owner   string
-	run     string
+	db        DB
+	ports     []int
+	cleaner   Cleaner
+	ttl       time.Duration
+	owner     string
+	run       string
+	noReclaim bool
 }
 
 // Option configures a Table.
@@ -140,6 +145,12 @@ func WithRun(run string) Option { return func(t *Table) { t.run = run } }
 // WithOwner overrides the owner identity stored with leases (default: this
 // process, as reap.Self renders it).
 func WithOwner(owner string) Option { return func(t *Table) { t.owner = owner } }
+
+// WithoutReclaimOnWait stops Acquire from reclaiming the leases of dead
+// owners while it waits for a port. A test that records every lease
+// operation in a history uses it, so that no operation happens unseen;
+// Reclaim still does it when called.
+func WithoutReclaimOnWait() Option { return func(t *Table) { t.noReclaim = true } }
 
 // New returns a Table over ports. cleaner may be nil when no proxies exist
 // (tests of the table alone).
@@ -171,7 +182,7 @@ WITH c AS (
 )
 UPDATE fault_port_leases l
 SET holder = $2, owner = $3, run_id = $4, leased_at = clock_timestamp(),
-    expires_at = clock_timestamp() + $5::interval, released_at = NULL, epoch = l.epoch + 1
+    expires_at = clock_timestamp() + $5::interval, released_at = NULL, epoch = l.epoch + 1, token = $6
 FROM c
 WHERE l.port = c.port
 RETURNING l.port, l.epoch, l.leased_at, l.expires_at, c.prev_holder`
@@ -190,7 +201,7 @@ func (t *Table) Acquire(ctx context.Context, holder string) (Lease, error) {
 		if ok {
 			return l, nil
 		}
-		if attempt%8 == 7 {
+		if attempt%8 == 7 && !t.noReclaim {
 			// Owners that died without their lease expiring yet: free them
 			// now rather than after the TTL.
 			if _, err := t.reclaim(ctx, true); err != nil && ctx.Err() == nil {
@@ -209,17 +220,23 @@ func (t *Table) Acquire(ctx context.Context, holder string) (Lease, error) {
 
 func (t *Table) tryAcquire(ctx context.Context, holder string) (Lease, bool, error) {
 	l := Lease{Holder: holder, Owner: t.owner, Run: t.run}
+	// The token names this attempt, so that an attempt whose answer was
+	// lost can be undone without touching any other lease of the holder.
+	token := newToken()
 	var prev *string
-	err := t.db.QueryRow(ctx, acquireSQL, t.ports, holder, t.owner, t.run, t.ttl.String()).
+	err := t.db.QueryRow(ctx, acquireSQL, t.ports, holder, t.owner, t.run, t.ttl.String(), token).
 		Scan(&l.Port, &l.Epoch, &l.LeasedAt, &l.Expires, &prev)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Lease{}, false, nil
 	}
 	if err != nil {
+		// The statement may have committed after the caller stopped
+		// listening: give back whatever this attempt took.
+		uerr := t.undo(context.WithoutCancel(ctx), token)
 		if ctx.Err() != nil {
-			return Lease{}, false, t.exhausted(ctx.Err())
+			return Lease{}, false, errors.Join(t.exhausted(ctx.Err()), uerr)
 		}
-		return Lease{}, false, classify("acquire a proxy port", err)
+		return Lease{}, false, errors.Join(classify("acquire a proxy port", err), uerr)
 	}
 	if prev != nil {
 		l.Reclaimed = *prev
@@ -291,7 +308,7 @@ func (t *Table) Renew(ctx context.Context, l Lease) (Lease, error) {
 func (t *Table) Release(ctx context.Context, l Lease) (time.Time, error) {
 	var at time.Time
 	err := t.db.QueryRow(ctx, `UPDATE fault_port_leases
-		SET holder = NULL, owner = NULL, run_id = NULL, expires_at = NULL, released_at = clock_timestamp()
+		SET holder = NULL, owner = NULL, run_id = NULL, expires_at = NULL, token = NULL, released_at = clock_timestamp()
 		WHERE port = $1 AND epoch = $2 AND holder = $3 RETURNING released_at`, l.Port, l.Epoch, l.Holder).Scan(&at)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, fmt.Errorf("release port %d epoch %d for %s: %w", l.Port, l.Epoch, l.Holder, ErrFenced)
@@ -384,7 +401,7 @@ func (t *Table) reclaimOne(ctx context.Context, h Lease, goneOnly bool) (bool, e
 		return false, fmt.Errorf("reclaim port %d from %s: delete its leftover proxy: %w", h.Port, h.Holder, err)
 	}
 	if _, err := tx.Exec(ctx, `UPDATE fault_port_leases
-		SET holder = NULL, owner = NULL, run_id = NULL, expires_at = NULL, released_at = clock_timestamp()
+		SET holder = NULL, owner = NULL, run_id = NULL, expires_at = NULL, token = NULL, released_at = clock_timestamp()
 		WHERE port = $1 AND epoch = $2`, h.Port, h.Epoch); err != nil {
 		return false, classify("reclaim lease", err)
 	}
@@ -392,6 +409,30 @@ func (t *Table) reclaimOne(ctx context.Context, h Lease, goneOnly bool) (bool, e
 		return false, classify("reclaim lease", err)
 	}
 	return true, nil
+}
+
+// undo gives back the lease an attempt took, if it took one. The network
+// that lost the attempt's answer may still be failing, so it tries a few
+// times, each on a fresh statement, for up to ten seconds.
+func (t *Table) undo(ctx context.Context, token string) error {
+	var err error
+	for range 10 {
+		actx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err = t.db.Exec(actx, `UPDATE fault_port_leases
+			SET holder = NULL, owner = NULL, run_id = NULL, expires_at = NULL, token = NULL, released_at = clock_timestamp()
+			WHERE token = $1`, token)
+		cancel()
+		if err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("give back an interrupted acquire (token %s): %w; the port is freed when its lease expires", token, err)
+}
+
+func newToken() string {
+	var b [8]byte
+	_, _ = crand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // classify wraps a database error, mapping a missing table to ErrNoTable.

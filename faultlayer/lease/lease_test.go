@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -111,9 +112,20 @@ func leaseClient() int {
 // processes against four ports for a few seconds, records every lease with
 // the server's timestamps, and checks the history: per port, each lease
 // starts after the previous one ended and epochs strictly increase.
+// privatePorts gives a test rows of its own in the lease table, outside
+// the layer's proxy ports: under validate the layer is shared with every
+// other package's legs, which lease from its ports.
+func privatePorts(t *testing.T, ports ...int) []int {
+	t.Helper()
+	if err := lease.Migrate(context.Background(), faulttest.Layer(t).DB(), ports); err != nil {
+		t.Fatal(err)
+	}
+	return ports
+}
+
 func TestNoPortIsEverHeldByTwoHoldersAtOnce(t *testing.T) {
 	l := faulttest.Layer(t)
-	ports := []int{l.Ports[0].Port, l.Ports[1].Port, l.Ports[2].Port, l.Ports[3].Port}
+	ports := privatePorts(t, 41101, 41102, 41103, 41104)
 	ctx := context.Background()
 	until := time.Now().Add(3 * time.Second)
 	histFile := filepath.Join(t.TempDir(), "child.json")
@@ -174,7 +186,7 @@ func TestNoPortIsEverHeldByTwoHoldersAtOnce(t *testing.T) {
 func TestReleaseAndRenewAreFencedByEpoch(t *testing.T) {
 	l := faulttest.Layer(t)
 	ctx := context.Background()
-	port := []int{l.Ports[4].Port}
+	port := privatePorts(t, 41110)
 	short := lease.New(l.DB(), port, nil, lease.WithTTL(200*time.Millisecond))
 
 	stale, err := short.Acquire(ctx, "stale-holder")
@@ -212,7 +224,7 @@ func TestReleaseAndRenewAreFencedByEpoch(t *testing.T) {
 func TestExhaustedWaitsForTheContextAndNamesTheHolders(t *testing.T) {
 	l := faulttest.Layer(t)
 	ctx := context.Background()
-	ports := []int{l.Ports[5].Port, l.Ports[6].Port}
+	ports := privatePorts(t, 41111, 41112)
 	tbl := lease.New(l.DB(), ports, nil)
 	for _, h := range []string{"TestHolderOne", "TestHolderTwo"} {
 		got, err := tbl.Acquire(ctx, h)
@@ -237,7 +249,8 @@ func TestExhaustedWaitsForTheContextAndNamesTheHolders(t *testing.T) {
 func TestAnExpiredLeaseIsHandedOutOnlyAfterItsProxyIsDeleted(t *testing.T) {
 	l := faulttest.Layer(t)
 	ctx := context.Background()
-	pp := l.Ports[7]
+	pp := faultlayer.ProxyPort{Port: 41113, Listen: net.JoinHostPort(l.ProxyListenHost, "41113")}
+	privatePorts(t, pp.Port)
 	tbl := lease.New(l.DB(), []int{pp.Port}, lease.CleanerFunc(l.ClearPort), lease.WithTTL(200*time.Millisecond))
 	old, err := tbl.Acquire(ctx, "abandoning-holder")
 	if err != nil {
@@ -331,5 +344,71 @@ func TestMissingTableIsReportedAsSuch(t *testing.T) {
 	_, err = lease.New(pool, []int{1}, nil).Acquire(ctx, "x")
 	if !errors.Is(err, lease.ErrNoTable) {
 		t.Fatalf("Acquire without a table: err = %v, want ErrNoTable", err)
+	}
+}
+
+// TestAnAcquireWhoseAnswerIsLostGivesItsPortBack drives the lease table
+// through a proxy that lets the acquire commit and drops its answer: the
+// caller times out, and the port must not stay leased to nobody.
+func TestAnAcquireWhoseAnswerIsLostGivesItsPortBack(t *testing.T) {
+	l := faulttest.Layer(t)
+	ctx := context.Background()
+	port := privatePorts(t, 41114)
+	pp := l.Ports[len(l.Ports)-1]
+	if _, err := l.Leases().Acquire(ctx, "reserve-the-proxy-port"); err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := l.Toxiproxy().CreateProxy("lease-lost-answer", pp.Listen, l.PostgresUpstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Delete()
+	cfg, err := pgxpool.ParseConfig(l.PostgresDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, p, _ := net.SplitHostPort(pp.Dial)
+	cfg.ConnConfig.Host = host
+	n, _ := strconv.Atoi(p)
+	cfg.ConnConfig.Port = uint16(n)
+	// One connection whose statements are already prepared: the acquire
+	// then goes out in one round trip, and commits before its answer is
+	// dropped.
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if err := pool.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tbl := lease.New(pool, port, nil, lease.WithoutReclaimOnWait())
+	warm, err := tbl.Acquire(ctx, "TestLostAnswer-warm-up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.Release(ctx, warm); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := proxy.AddToxic("drop-answers", "timeout", "downstream", 1, map[string]any{"timeout": 0}); err != nil {
+		t.Fatal(err)
+	}
+	go func() { // the network comes back while the caller gives the port back
+		time.Sleep(2 * time.Second)
+		proxy.RemoveToxic("drop-answers")
+	}()
+	actx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	_, err = tbl.Acquire(actx, "TestLostAnswer")
+	cancel()
+	if !errors.Is(err, lease.ErrExhausted) && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire through a proxy that drops answers: err = %v, want the deadline", err)
+	}
+	var holder *string
+	if err := l.DB().QueryRow(ctx, "SELECT holder FROM "+lease.TableName+" WHERE port = $1", port[0]).Scan(&holder); err != nil {
+		t.Fatal(err)
+	}
+	if holder != nil {
+		t.Errorf("port %d is still leased to %q after its acquire's answer was lost", port[0], *holder)
 	}
 }
