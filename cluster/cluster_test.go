@@ -144,13 +144,6 @@ func startRig(t *testing.T, env ...string) (*exec.Cmd, *strings.Builder) {
 	return cmd, &out
 }
 
-func ownedBy(pid int) reap.Selector {
-	return func(labels map[string]string) bool {
-		o, err := reap.ParseOwner(labels[reap.LabelOwner])
-		return err == nil && o.PID == pid
-	}
-}
-
 func TestSIGINTMidRunLeavesNothingLabelled(t *testing.T) {
 	cli := dockerenv.Require(t)
 	cmd, out := startRig(t)
@@ -166,7 +159,7 @@ func TestSIGINTMidRunLeavesNothingLabelled(t *testing.T) {
 	if !strings.Contains(out.String(), "tearing down") {
 		t.Errorf("the rig did not say it tore down:\n%s", out)
 	}
-	left, err := reap.Leftovers(context.Background(), cli, ownedBy(cmd.Process.Pid))
+	left, err := reap.Leftovers(context.Background(), cli, reap.OwnedBy(cmd.Process.Pid))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +174,7 @@ func TestSIGKILLedRigIsSweptByTheNextRun(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	ctx := context.Background()
-	left, err := reap.Leftovers(ctx, cli, ownedBy(cmd.Process.Pid))
+	left, err := reap.Leftovers(ctx, cli, reap.OwnedBy(cmd.Process.Pid))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +185,7 @@ func TestSIGKILLedRigIsSweptByTheNextRun(t *testing.T) {
 	if err := Sweep(ctx, logWriter{t}); err != nil {
 		t.Fatal(err)
 	}
-	if left, _ = reap.Leftovers(ctx, cli, ownedBy(cmd.Process.Pid)); !left.Empty() {
+	if left, _ = reap.Leftovers(ctx, cli, reap.OwnedBy(cmd.Process.Pid)); !left.Empty() {
 		t.Errorf("after the sweep, the killed rig still has %s: %+v", left, left)
 	}
 }
@@ -207,14 +200,14 @@ func TestAKeptRigStaysUpUntilTheNextSweep(t *testing.T) {
 		t.Errorf("the rig does not say it was kept:\n%s", out)
 	}
 	ctx := context.Background()
-	left, _ := reap.Leftovers(ctx, cli, ownedBy(cmd.Process.Pid))
+	left, _ := reap.Leftovers(ctx, cli, reap.OwnedBy(cmd.Process.Pid))
 	if len(left.Containers) < 5 {
 		t.Fatalf("kept rig has %s, want the replicas, Postgres and Toxiproxy still there", left)
 	}
 	if err := Sweep(ctx, logWriter{t}); err != nil {
 		t.Fatal(err)
 	}
-	if left, _ = reap.Leftovers(ctx, cli, ownedBy(cmd.Process.Pid)); !left.Empty() {
+	if left, _ = reap.Leftovers(ctx, cli, reap.OwnedBy(cmd.Process.Pid)); !left.Empty() {
 		t.Errorf("the next sweep did not reap the kept rig: %s", left)
 	}
 }

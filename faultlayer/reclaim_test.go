@@ -166,13 +166,6 @@ func bringUp() int {
 	return 0
 }
 
-// ownedBy selects managed resources created by the process with this PID.
-func ownedBy(pid int) reap.Selector {
-	return func(labels map[string]string) bool {
-		o, err := reap.ParseOwner(labels[reap.LabelOwner])
-		return err == nil && o.PID == pid
-	}
-}
 
 // startBringUp starts the bring-up helper and returns once it has created
 // its first container, which is mid bring-up.
@@ -192,7 +185,7 @@ func startBringUp(t *testing.T, cli client.APIClient) *exec.Cmd {
 	}()
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		left, err := reap.Leftovers(context.Background(), cli, ownedBy(cmd.Process.Pid))
+		left, err := reap.Leftovers(context.Background(), cli, reap.OwnedBy(cmd.Process.Pid))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,7 +207,7 @@ func TestSIGKILLMidBringUpIsReapedByTheNextSweep(t *testing.T) {
 	cmd.Wait()
 	ctx := context.Background()
 	time.Sleep(time.Second) // let a create the daemon had in flight land
-	left, err := reap.Leftovers(ctx, cli, ownedBy(cmd.Process.Pid))
+	left, err := reap.Leftovers(ctx, cli, reap.OwnedBy(cmd.Process.Pid))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +218,7 @@ func TestSIGKILLMidBringUpIsReapedByTheNextSweep(t *testing.T) {
 	if err := Sweep(ctx, logWriter{t}); err != nil {
 		t.Fatalf("Sweep: %v", err)
 	}
-	left, err = reap.Leftovers(ctx, cli, ownedBy(cmd.Process.Pid))
+	left, err = reap.Leftovers(ctx, cli, reap.OwnedBy(cmd.Process.Pid))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +239,7 @@ func TestSIGINTMidBringUpLeavesNothingRunning(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatal("the child did not exit within 2 minutes of SIGINT")
 	}
-	left, err := reap.Leftovers(context.Background(), cli, ownedBy(cmd.Process.Pid))
+	left, err := reap.Leftovers(context.Background(), cli, reap.OwnedBy(cmd.Process.Pid))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -269,7 +269,7 @@ func (hh holderHistory) ops(clock crossClock) ([]history.Op, error) {
 func leaseCrash(t *testing.T, level int) {
 	ctx := context.Background()
 	leg := contested.Start(t, "faultlayer.lease", contested.CrashAndResume)
-	dsn := victimDB(t)
+	dsn := leg.DirectDSN()
 	migrate(t, dsn)
 	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {

@@ -137,7 +137,7 @@ func TestConsumerContract(t *testing.T) {
 func consumerBurst(t *testing.T, level int) {
 	ctx := context.Background()
 	leg := contested.Start(t, "ledger.consumer", contested.Burst)
-	r := newRig(t, victimDB(t), 6, 1000, leg)
+	r := newRig(t, leg.DirectDSN(), 6, 1000, leg)
 	r.monitor()
 	w := &ledger.Worker{Pool: r.directPool(6), Name: "burst", Consumers: 3, BatchSize: 8, Poll: 10 * time.Millisecond}
 	burst(ctx, t, r, leg, w, 60*level, leg.Observe)
@@ -202,7 +202,7 @@ func burst(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, w *led
 func consumerCrash(t *testing.T, level int) {
 	ctx := context.Background()
 	leg := contested.Start(t, "ledger.consumer", contested.CrashAndResume)
-	r := newRig(t, victimDB(t), 8, 1000, leg)
+	r := newRig(t, leg.DirectDSN(), 8, 1000, leg)
 	pool := r.directPool(4)
 	const n = 1200
 	transfers := ledger.Generate(uint64(leg.Seed()), n, r.accounts, 50, "crash")

@@ -51,9 +51,9 @@ func ledgerCmd(tb testing.TB, args ...string) *exec.Cmd {
 	return reexec.Command(tb, "ledger", envArgs+"="+string(b))
 }
 
-// victimDB gives a test a database of its own on the fault layer's Postgres, for legs that
-// bring none (burst, crash-and-resume): created through PgFaultArmer, so it is a harness
-// database the sweep knows, and dropped when the test ends. It returns the direct DSN.
+// victimDB gives a test without a leg (the service's own unit tests) a database of its own on
+// the fault layer's Postgres: created through PgFaultArmer, so it is a harness database, and
+// dropped when the test ends. It returns the direct DSN. A leg brings its own (DirectDSN).
 func victimDB(tb testing.TB) string {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

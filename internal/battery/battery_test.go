@@ -3,30 +3,14 @@ package battery
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/contested/contested/internal/testmodule"
 )
 
-// writeModule writes a throwaway module: path → contents.
-func writeModule(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 func TestRunReportsEachKindOfOutcome(t *testing.T) {
-	dir := writeModule(t, map[string]string{
+	dir := testmodule.Write(t, map[string]string{
 		"go.mod":                "module example.com/bat\n\ngo 1.24\n",
 		"good/good_test.go":     "package good\nimport \"testing\"\nfunc TestGood(t *testing.T) {}\nfunc TestSkipped(t *testing.T) { t.Skip(\"not here\") }\n",
 		"bad/bad_test.go":       "package bad\nimport \"testing\"\nfunc TestBad(t *testing.T) {\n\tt.Run(\"leg=reset\", func(t *testing.T) { t.Log(\"the oracle saw a duplicate\"); t.Fail() })\n\tt.Run(\"leg=ok\", func(t *testing.T) {})\n}\n",
@@ -76,7 +60,7 @@ func TestRunReportsEachKindOfOutcome(t *testing.T) {
 }
 
 func TestRunAllGreen(t *testing.T) {
-	dir := writeModule(t, map[string]string{
+	dir := testmodule.Write(t, map[string]string{
 		"go.mod":      "module example.com/green\n\ngo 1.24\n",
 		"a/a_test.go": "package a\nimport \"testing\"\nfunc TestA(t *testing.T) {}\n",
 	})
@@ -90,7 +74,7 @@ func TestRunAllGreen(t *testing.T) {
 }
 
 func TestRunWithBadPatternsIsAFailureWithGoOutput(t *testing.T) {
-	dir := writeModule(t, map[string]string{"go.mod": "module example.com/x\n\ngo 1.24\n", "a/a_test.go": "package a\n"})
+	dir := testmodule.Write(t, map[string]string{"go.mod": "module example.com/x\n\ngo 1.24\n", "a/a_test.go": "package a\n"})
 	res, err := Run(context.Background(), Options{Dir: dir, Args: []string{"-notaflag"}})
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +88,7 @@ func TestRunWithBadPatternsIsAFailureWithGoOutput(t *testing.T) {
 }
 
 func TestRunOnABrokenModuleDoesNotRun(t *testing.T) {
-	dir := writeModule(t, map[string]string{"go.mod": "module example.com/x\n\ngo 1.24\nrequire (\n"})
+	dir := testmodule.Write(t, map[string]string{"go.mod": "module example.com/x\n\ngo 1.24\nrequire (\n"})
 	_, err := Run(context.Background(), Options{Dir: dir})
 	if !errors.Is(err, ErrNotRun) || !strings.Contains(err.Error(), "go.mod") {
 		t.Fatalf("Run on a broken go.mod: err = %v, want ErrNotRun naming go.mod", err)

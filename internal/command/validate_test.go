@@ -10,24 +10,18 @@ import (
 
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/testmodule"
 	"github.com/contested/contested/registry"
 )
 
 // module writes a minimal module with a registry into a temp dir.
 func module(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	files := map[string]string{
+	return testmodule.Write(t, map[string]string{
 		"go.mod":                  "module example.com/m\n\ngo 1.24\n",
 		"m_test.go":               "package m\nimport \"testing\"\nfunc TestLeg(t *testing.T) {}\n",
 		"contested-surfaces.toml": "schema = 1\n[gate]\nrecording_classes = [\"store\"]\nself_tests = [\"TestLeg\"]\n[[surface]]\nid = \"m.store\"\nclass = \"store\"\nowner = \"m-team\"\nbehavior = \"b\"\noracle = \"exactly-once\"\nlegs = [\"reset\"]\ntests = [\"TestLeg\"]\n",
-	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	})
 }
 
 func deadAddr(t *testing.T) string {

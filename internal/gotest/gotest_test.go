@@ -3,30 +3,19 @@ package gotest
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/contested/contested/internal/testmodule"
 )
 
-// writeModule lays out a tiny module in a temporary directory from a map of relative paths to
-// file contents.
+// writeModule writes a module named example.com/tiny with files.
 func writeModule(t *testing.T, files map[string]string) string {
 	t.Helper()
-	dir := t.TempDir()
 	files["go.mod"] = "module example.com/tiny\n\ngo 1.26\n"
-	for name, body := range files {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	return testmodule.Write(t, files)
 }
 
 func TestListTinyModule(t *testing.T) {

@@ -63,6 +63,15 @@ func Orphaned(rolePrefix string) Selector {
 	}
 }
 
+// OwnedBy selects the resources created by the process with this PID on
+// this host: what a test that killed or interrupted that process inspects.
+func OwnedBy(pid int) Selector {
+	return func(labels map[string]string) bool {
+		o, err := ParseOwner(labels[LabelOwner])
+		return err == nil && o.PID == pid
+	}
+}
+
 // Run selects every resource of one run id, whatever its owner's state. It
 // is what a run uses to tear down its own resources.
 func Run(run string) Selector {
