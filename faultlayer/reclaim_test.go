@@ -166,7 +166,6 @@ func bringUp() int {
 	return 0
 }
 
-
 // startBringUp starts the bring-up helper and returns once it has created
 // its first container, which is mid bring-up.
 func startBringUp(t *testing.T, cli client.APIClient) *exec.Cmd {

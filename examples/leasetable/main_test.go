@@ -11,4 +11,3 @@ func TestMain(m *testing.M) {
 	reexec.Main(reexec.Roles{"lease-holder": holderProcess})
 	contested.Main(m)
 }
-
