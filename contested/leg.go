@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -109,7 +110,7 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 	if !ok {
 		t.Fatalf("contested: surface %q is not in %s; register it (see the README's registry section)", surface, reg.Path)
 	}
-	if !contains(s.Legs, string(lever)) {
+	if !slices.Contains(s.Legs, string(lever)) {
 		t.Fatalf("contested: surface %q (%s:%d) does not list lever %q in its legs %v; add it there", surface, reg.Path, s.Line, lever, s.Legs)
 	}
 	seed, err := Seed()
@@ -139,7 +140,7 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 	}
 	l.keep = l.layer.Leases().Keep(context.Background(), l.lease)
 	l.port, _ = l.layer.Port(l.lease.Port)
-	name := fmt.Sprintf("contested-%d-%s", l.lease.Port, sanitize(t.Name()))
+	name := fmt.Sprintf("contested-%d-%s", l.lease.Port, faultrecord.SafeName(t.Name()))
 	if l.proxy, err = l.layer.Toxiproxy().CreateProxy(name, l.port.Listen, l.layer.PostgresUpstream); err != nil {
 		t.Fatalf("contested: create proxy %s on %s: %v", name, l.port.Listen, err)
 	}
@@ -612,30 +613,4 @@ func (l *Leg) record() {
 				l.t.Name(), l.lever, i+1, len(faults), missing, r.Evidence.Injector, r.Evidence.Victim, l.replay)
 		}
 	}
-}
-
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
-}
-
-// sanitize makes a test name usable in a proxy name.
-func sanitize(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
-		}
-		if b.Len() >= 60 {
-			break
-		}
-	}
-	return b.String()
 }

@@ -148,13 +148,22 @@ func recordFileName(runID, test, leg string) string {
 }
 
 func writeSanitized(b *strings.Builder, s string) {
-	if s == "" {
-		b.WriteByte('_')
-		return
-	}
 	if len(s) > maxNamePart {
 		s = s[:maxNamePart]
 	}
+	b.WriteString(SafeName(s))
+}
+
+// SafeName makes a name (a test id, a leg) usable in file and proxy
+// names: every byte outside [A-Za-z0-9._-] becomes "_", and so does a
+// leading dot, so the result never names a hidden or temporary file.
+// TestStoreContract/reset becomes TestStoreContract_reset.
+func SafeName(s string) string {
+	if s == "" {
+		return "_"
+	}
+	var b strings.Builder
+	b.Grow(len(s))
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
@@ -166,6 +175,7 @@ func writeSanitized(b *strings.Builder, s string) {
 			b.WriteByte('_')
 		}
 	}
+	return b.String()
 }
 
 // Kinds of file in a fault directory, decided by name alone (no regex, no I/O).

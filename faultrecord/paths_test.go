@@ -148,3 +148,17 @@ func TestClassify(t *testing.T) {
 		})
 	}
 }
+
+func TestSafeName(t *testing.T) {
+	for in, want := range map[string]string{
+		"TestStoreContract/reset": "TestStoreContract_reset",
+		"":                        "_",
+		".hidden":                 "_hidden",
+		"a.b c/d":                 "a.b_c_d",
+		"ünïcode":                 "__n__code",
+	} {
+		if got := SafeName(in); got != want {
+			t.Errorf("SafeName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -120,7 +121,7 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list the tests of %s: %w", listPkg, err)
 	}
-	if !contains(names, top) {
+	if !slices.Contains(names, top) {
 		return nil, fmt.Errorf("%w: %s is not a test of %s (go test -list); give a test name as the battery reports it", ErrUnknownTest, top, listPkg)
 	}
 	s, ok := opts.Registry.SurfaceForTest(name)
@@ -230,7 +231,7 @@ func rerun(ctx context.Context, name, pkg string, opts Options) Reruns {
 	}
 	r := Reruns{Class: "not rerun"}
 	for i := range opts.Reruns {
-		dir := filepath.Join(opts.ResultsRoot, "ladder", "reruns", sanitize(name), fmt.Sprintf("run-%d", i+1))
+		dir := filepath.Join(opts.ResultsRoot, "ladder", "reruns", faultrecord.SafeName(name), fmt.Sprintf("run-%d", i+1))
 		os.RemoveAll(dir)
 		env := append(append([]string(nil), opts.LayerEnv...),
 			faultrecord.EnvResultsDir+"="+dir, registry.EnvPath+"="+opts.RegistryPath)
@@ -280,29 +281,6 @@ func isTestName(s string) bool {
 	return false
 }
 
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
-}
-
-// sanitize makes a test name a file name: TestX/reset → TestX_reset.
-func sanitize(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '.':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
-		}
-	}
-	return b.String()
-}
-
 // FileName is the artifact name of a test's ladder outcome (without
 // extension), under the results directory's ladder/.
-func FileName(test string) string { return sanitize(test) }
+func FileName(test string) string { return faultrecord.SafeName(test) }

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -243,7 +244,7 @@ func LegRows(faultDir string) ([]LegRow, error) {
 			row.Fired++
 			run.Fired++
 		}
-		if !contains(row.Tests, r.Test) {
+		if !slices.Contains(row.Tests, r.Test) {
 			row.Tests = append(row.Tests, r.Test)
 		}
 		run.Failed = run.Failed || r.TestFailed
@@ -266,15 +267,6 @@ func LegRows(faultDir string) ([]LegRow, error) {
 		return out[i].Leg < out[j].Leg
 	})
 	return out, nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 func dedupe(xs []string) []string {
