@@ -7,6 +7,9 @@
 // run (the fault layer is unhealthy).
 package targets
 
+// Help text keeps its line breaks (go tool mage -h <target>).
+//mage:multiline
+
 import (
 	"context"
 	"os"
