@@ -125,6 +125,25 @@ func records(t *testing.T, test string) []faultrecord.Record {
 	return out
 }
 
+// queryThrough warms a pool, arms, expects a query to fail through the
+// armed proxy, heals, and expects the pool to work again.
+func queryThrough(what string) func(tb testing.TB, ctx context.Context, leg *Leg) {
+	return func(tb testing.TB, ctx context.Context, leg *Leg) {
+		pool := leg.Pool(ctx)
+		mustExec(tb, ctx, pool, "SELECT 1")
+		leg.Arm(ctx)
+		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := pool.Exec(qctx, "SELECT 1")
+		cancel()
+		if err == nil {
+			tb.Fatalf("a query through %s succeeded", what)
+		}
+		leg.Observe(err)
+		leg.Heal(ctx)
+		mustExec(tb, ctx, pool, "SELECT 1") // recovered
+	}
+}
+
 // scenarios drive one lever: fire drives traffic while armed so the fault
 // reaches the victim; idle arms and heals with nothing for it to hit.
 var scenarios = []struct {
@@ -135,20 +154,7 @@ var scenarios = []struct {
 }{
 	{
 		lever: Disconnect, surface: "test.store",
-		fire: func(tb testing.TB, ctx context.Context, leg *Leg) {
-			pool := leg.Pool(ctx)
-			mustExec(tb, ctx, pool, "SELECT 1")
-			leg.Arm(ctx)
-			qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			_, err := pool.Exec(qctx, "SELECT 1")
-			cancel()
-			if err == nil {
-				tb.Fatalf("a query through a disabled proxy succeeded")
-			}
-			leg.Observe(err)
-			leg.Heal(ctx)
-			mustExec(tb, ctx, pool, "SELECT 1") // recovered
-		},
+		fire: queryThrough("a disabled proxy"),
 		idle: func(tb testing.TB, ctx context.Context, leg *Leg) {
 			leg.Arm(ctx)
 			leg.Heal(ctx)
@@ -156,19 +162,7 @@ var scenarios = []struct {
 	},
 	{
 		lever: Reset, surface: "test.store",
-		fire: func(tb testing.TB, ctx context.Context, leg *Leg) {
-			pool := leg.Pool(ctx)
-			mustExec(tb, ctx, pool, "SELECT 1")
-			leg.Arm(ctx)
-			qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			_, err := pool.Exec(qctx, "SELECT 1")
-			cancel()
-			if err == nil {
-				tb.Fatalf("a query through a reset proxy succeeded")
-			}
-			leg.Observe(err)
-			leg.Heal(ctx)
-		},
+		fire: queryThrough("a reset proxy"),
 		idle: func(tb testing.TB, ctx context.Context, leg *Leg) {
 			pool := leg.Pool(ctx)
 			mustExec(tb, ctx, pool, "SELECT 1")
