@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/contested/contested/internal/testlog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,7 +58,7 @@ func TestClusterRig(t *testing.T) {
 	}
 	artifacts := t.TempDir()
 	rep, err := Run(context.Background(), Options{Dir: moduleRoot(t), ResultsRoot: artifacts, RecordDir: root,
-		TestName: t.Name(), Out: logWriter{t}})
+		TestName: t.Name(), Out: testlog.Writer(t)})
 	if err != nil {
 		t.Fatalf("a healthy rig is not green: %v", err)
 	}
@@ -93,7 +94,7 @@ func TestClusterRig(t *testing.T) {
 // TestClusterRigOnLocalProcesses runs the same legs with replicas as local
 // processes, the way the rig runs without Docker.
 func TestClusterRigOnLocalProcesses(t *testing.T) {
-	rep, err := Run(context.Background(), Options{Dir: moduleRoot(t), ResultsRoot: t.TempDir(), Local: true, Transfers: 120, Out: logWriter{t}})
+	rep, err := Run(context.Background(), Options{Dir: moduleRoot(t), ResultsRoot: t.TempDir(), Local: true, Transfers: 120, Out: testlog.Writer(t)})
 	if err != nil {
 		t.Fatalf("local rig: %v", err)
 	}
@@ -182,7 +183,7 @@ func TestSIGKILLedRigIsSweptByTheNextRun(t *testing.T) {
 		t.Fatalf("SIGKILL left %s: the test did not catch the rig running", left)
 	}
 	// The sweep is the first thing Run does.
-	if err := Sweep(ctx, logWriter{t}); err != nil {
+	if err := Sweep(ctx, testlog.Writer(t)); err != nil {
 		t.Fatal(err)
 	}
 	if left, _ = reap.Leftovers(ctx, cli, reap.OwnedBy(cmd.Process.Pid)); !left.Empty() {
@@ -204,17 +205,10 @@ func TestAKeptRigStaysUpUntilTheNextSweep(t *testing.T) {
 	if len(left.Containers) < 5 {
 		t.Fatalf("kept rig has %s, want the replicas, Postgres and Toxiproxy still there", left)
 	}
-	if err := Sweep(ctx, logWriter{t}); err != nil {
+	if err := Sweep(ctx, testlog.Writer(t)); err != nil {
 		t.Fatal(err)
 	}
 	if left, _ = reap.Leftovers(ctx, cli, reap.OwnedBy(cmd.Process.Pid)); !left.Empty() {
 		t.Errorf("the next sweep did not reap the kept rig: %s", left)
 	}
-}
-
-type logWriter struct{ t *testing.T }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }

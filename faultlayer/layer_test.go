@@ -3,6 +3,7 @@ package faultlayer
 import (
 	"context"
 	"errors"
+	"github.com/contested/contested/internal/testlog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,7 +79,7 @@ func TestProvidersBringUpAProxiedPostgres(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
-			cfg := Config{Kind: tt.kind, Log: logWriter{t}}
+			cfg := Config{Kind: tt.kind, Log: testlog.Writer(t)}
 			var backing *Layer
 			switch tt.kind {
 			case Containers:
@@ -93,12 +94,12 @@ func TestProvidersBringUpAProxiedPostgres(t *testing.T) {
 			case External:
 				dockerenv.Require(t)
 				var err error
-				backing, err = Up(ctx, Config{Kind: Containers, Log: logWriter{t}})
+				backing, err = Up(ctx, Config{Kind: Containers, Log: testlog.Writer(t)})
 				if err != nil {
 					t.Fatalf("bring up the layer to reach externally: %v", err)
 				}
 				defer backing.Close(context.Background())
-				cfg = Config{Kind: External, Log: logWriter{t},
+				cfg = Config{Kind: External, Log: testlog.Writer(t),
 					ToxiproxyURL: backing.ToxiproxyURL, PostgresDSN: backing.PostgresDSN,
 					ProxyPorts: FormatProxyPorts(backing.Ports), PostgresUpstream: backing.PostgresUpstream}
 			}

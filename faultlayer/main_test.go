@@ -2,10 +2,8 @@ package faultlayer
 
 import (
 	"context"
-	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,14 +63,3 @@ func (s *sharedLayer) close() {
 		s.layer.Close(context.Background())
 	}
 }
-
-// logWriter sends progress lines to t.Log.
-type logWriter struct{ t testing.TB }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-var _ io.Writer = logWriter{}

@@ -2,6 +2,7 @@ package faultlayer
 
 import (
 	"context"
+	"github.com/contested/contested/internal/testlog"
 	"net/netip"
 	"strings"
 	"testing"
@@ -57,7 +58,7 @@ func TestPreflightFailsHardWhenTheControlAPIIsPublishedOffLoopback(t *testing.T)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	run := faultrecord.NewRunID(time.Now())
-	t.Cleanup(func() { reap.Sweep(context.Background(), cli, reap.Run(run), logWriter{t}) })
+	t.Cleanup(func() { reap.Sweep(context.Background(), cli, reap.Run(run), testlog.Writer(t)) })
 
 	nw, err := cli.NetworkCreate(ctx, "contested-"+run+"-exposed", client.NetworkCreateOptions{Driver: "bridge", Labels: reap.Labels(run, "test-network")})
 	if err != nil {
@@ -72,7 +73,7 @@ func TestPreflightFailsHardWhenTheControlAPIIsPublishedOffLoopback(t *testing.T)
 		t.Fatalf("network gateway %v is not a usable non-loopback address", gateway)
 	}
 
-	img, err := images.Toxiproxy().Ensure(ctx, cli, "", logWriter{t})
+	img, err := images.Toxiproxy().Ensure(ctx, cli, "", testlog.Writer(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/contested/contested/internal/testlog"
 	"net"
 	"os"
 	"os/exec"
@@ -214,7 +215,7 @@ func TestSIGKILLMidBringUpIsReapedByTheNextSweep(t *testing.T) {
 		t.Fatal("SIGKILL mid bring-up left nothing labelled: the test did not catch bring-up in progress")
 	}
 	t.Logf("SIGKILL left %s", left)
-	if err := Sweep(ctx, logWriter{t}); err != nil {
+	if err := Sweep(ctx, testlog.Writer(t)); err != nil {
 		t.Fatalf("Sweep: %v", err)
 	}
 	left, err = reap.Leftovers(ctx, cli, reap.OwnedBy(cmd.Process.Pid))

@@ -263,7 +263,10 @@ func legTests(run SeedRun, lever string) map[string]bool {
 
 func judge(s registry.Surface, lever string, seeds []SeedRun, opts Options) LegResult {
 	lr := LegResult{Lever: lever}
-	dir, _ := relPackage(s.Package)
+	dir := s.Package
+	if dir == "" {
+		dir = "./..."
+	}
 	for _, run := range seeds {
 		vr := verdict.Run{Seed: run.Seed}
 		tests := legTests(run, lever)
@@ -358,13 +361,6 @@ func firstFailureLine(out string) string {
 		}
 	}
 	return "see the test output"
-}
-
-func relPackage(pkg string) (string, bool) {
-	if pkg == "" || pkg == "./..." {
-		return "./...", false
-	}
-	return pkg, true
 }
 
 // indent prefixes every line written through it.

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"context"
+	"github.com/contested/contested/internal/testlog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,7 +37,7 @@ func run(t *testing.T, extraEnv []string, seeds []int64, envMissing string) *Res
 	t.Helper()
 	dir, regPath, s := adopter(t)
 	opts := Options{Dir: dir, RegistryPath: regPath, ResultsRoot: t.TempDir(), Seeds: seeds, Level: 1,
-		Out: testWriter{t}, EnvMissing: envMissing}
+		Out: testlog.Writer(t), EnvMissing: envMissing}
 	if envMissing == "" {
 		opts.LayerEnv = append(faulttest.Layer(t).Env(), extraEnv...)
 	}
@@ -104,11 +105,4 @@ func TestRunWithoutALayerCannotRun(t *testing.T) {
 			t.Errorf("leg %s: %s, want INCONCLUSIVE-env", l.Lever, l.Verdict)
 		}
 	}
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/contested/contested/internal/testlog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func options(t *testing.T, extraEnv ...string) Options {
 	p := faultlayer.Preflight{Checks: []faultlayer.Check{{Name: "toxiproxy /version", OK: true}}}
 	t.Setenv("CONTESTED_SEEDS", "1")
 	return Options{Dir: dir, Registry: reg, RegistryPath: regPath, ResultsRoot: t.TempDir(),
-		LayerEnv: append(l.Env(), extraEnv...), Preflight: &p, Reruns: 3, Out: writer{t}}
+		LayerEnv: append(l.Env(), extraEnv...), Preflight: &p, Reruns: 3, Out: testlog.Writer(t)}
 }
 
 func TestAComponentDefectIsTheComponentsWithAReproducibleSeed(t *testing.T) {
@@ -43,7 +44,7 @@ func TestAComponentDefectIsTheComponentsWithAReproducibleSeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Write(writer{t})
+	o.Write(testlog.Writer(t))
 	if o.Step != 3 || o.Contract != verdict.Red || o.Owner != Component || o.OwnerName != "stock-team" {
 		t.Fatalf("ended at step %d, contract %s, owner %s (%s); want step 3, RED, component (stock-team)", o.Step, o.Contract, o.Owner, o.OwnerName)
 	}
@@ -70,7 +71,7 @@ func TestATestThatFlakesOnItsFixtureIsTheTestAuthors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Write(writer{t})
+	o.Write(testlog.Writer(t))
 	if o.Step != 3 || o.Contract != verdict.Green || o.Owner != TestAuthor {
 		t.Fatalf("ended at step %d, contract %s, owner %s; want step 3, GREEN, test author", o.Step, o.Contract, o.Owner)
 	}
@@ -144,11 +145,4 @@ func TestSplitID(t *testing.T) {
 			t.Errorf("SplitID(%q) = %q, %q; want %q, %q", tt.in, pkg, name, tt.pkg, tt.name)
 		}
 	}
-}
-
-type writer struct{ t *testing.T }
-
-func (w writer) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }
