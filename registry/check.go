@@ -17,7 +17,7 @@ var (
 	topKeys     = []string{"schema", "gate", "guard", "surface"}
 	gateKeys    = []string{"recording_classes", "self_tests"}
 	guardKeys   = []string{"canonical_databases"}
-	surfaceKeys = []string{"id", "class", "owner", "behavior", "oracle", "package", "legs", "tests", "budget"}
+	surfaceKeys = []string{"id", "class", "owner", "behavior", "oracle", "package", "legs", "tests", "budget", "levels"}
 )
 
 // validID keeps surface ids usable as command-line arguments
@@ -191,6 +191,7 @@ func (c *checker) surface(sv *value, n int) Surface {
 	}
 
 	s.Budget = c.budget(sv, label)
+	s.Levels = c.levels(sv, s, label)
 	return s
 }
 

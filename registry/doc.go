@@ -23,6 +23,7 @@
 //	legs = ["reset", "confirm-timeout"]  # at least one, each from Levers
 //	tests = ["TestStoreContract"]    # at least one; a test name or a subtest path
 //	package = "./examples/ledger/store"  # optional: where the tests live
+//	levels = { reset = [2, 3] }      # optional: legs that run only at some CONTESTED_LEVELs
 //
 //	[surface.budget]                 # optional
 //	smoke = { seeds = 1 }
@@ -30,7 +31,7 @@
 //	release = { not_provided = "no soak rig yet", revisit_when = "the nightly stage exists" }
 //
 // The keys of DESIGN §4.6 are a contract; the others (guard, package,
-// budget) are additions. Every other key, at any level, is an error.
+// budget, levels) are additions. Every other key, at any level, is an error.
 //
 // # Budgets
 //
@@ -47,6 +48,14 @@
 // declared", to be revisited when "a release budget is declared in the
 // registry". A budget that leaves a tier out gets that tier's default; a
 // smoke or hardening tier that leaves seeds out gets 1 or 3 seeds.
+//
+// # Levels
+//
+// A leg runs at every level (1 sunny, 2 stormy, 3 radioactive) unless the
+// surface's levels table lists it: then it runs only at the levels listed.
+// Each key must be one of the surface's legs and each value a non-empty
+// array of distinct levels from 1 to 3. A leg not run at the current level
+// is reported as such by the verdict code, never as NOT-RUN.
 //
 // # Errors
 //

@@ -79,6 +79,9 @@ type Surface struct {
 	// test id maps to the surface with the longest matching entry.
 	Tests  []string
 	Budget Budget
+	// Levels restricts legs to some CONTESTED_LEVEL values; legs it does
+	// not name run at every level.
+	Levels Levels
 	Line   int // the line of the [[surface]] header (or inline table) in Registry.Path
 
 	testsAt []pos

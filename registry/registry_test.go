@@ -63,7 +63,7 @@ func TestLoadRejectsBadRegistries(t *testing.T) {
 			{"2:1", `unknown key "version" at the top level (known keys: gate, guard, schema, surface)`},
 			{"6:1", `unknown key "selftests" in [gate] (known keys: recording_classes, self_tests); did you mean "self_tests"?`},
 			{"9:1", `unknown key "databases" in [guard] (known keys: canonical_databases)`},
-			{"15:1", `unknown key "behaviour" in [[surface]] (known keys: behavior, budget, class, id, legs, oracle, owner, package, tests); did you mean "behavior"?`},
+			{"15:1", `unknown key "behaviour" in [[surface]] (known keys: behavior, budget, class, id, legs, levels, oracle, owner, package, tests); did you mean "behavior"?`},
 			{"18:1", `unknown key "legz" in [[surface]]`},
 			{"23:22", `unknown key "not_provided" in [surface.budget.smoke] (known keys: duration, faults, seeds); only the release tier can be not provided`},
 			{"24:26", `unknown key "seed" in [surface.budget.hardening]`},
@@ -125,6 +125,14 @@ func TestLoadRejectsBadRegistries(t *testing.T) {
 			{"10:31", "surface #1 tests must hold only strings; this element is an integer"},
 			{"10:34", "surface #1 tests has an empty test"},
 			{"11:1", "surface #1: [surface.budget] must be a table, not a string"},
+		}},
+		{"levels", "bad-levels.toml", []problem{
+			{"11:24", `surface "ledger.consumer": levels.reset: 4 is not a level; levels are 1 (sunny), 2 (stormy) and 3 (radioactive)`},
+			{"11:28", `surface "ledger.consumer": levels.burst is empty, so the leg would never run`},
+			{"11:40", `surface "ledger.consumer": levels names "resets", which is not one of its legs (burst, reset, crash-and-resume); list the leg in legs, or remove it from levels; did you mean "reset"?`},
+			{"11:77", `surface "ledger.consumer": levels.crash-and-resume lists level 1 twice`},
+			{"11:80", `surface "ledger.consumer": levels.crash-and-resume must hold integers from 1 to 3; this element is a string`},
+			{"21:10", `surface "ledger.store": levels must be a table of lever = [levels]`},
 		}},
 		{"a test shared by two surfaces, a bad test name, a reserved id", "bad-shared-test.toml", []problem{
 			{"19:32", `test "TestStoreContract" is listed by surface "ledger.pool" and already by surface "ledger.store" at testdata/bad-shared-test.toml:10`},
@@ -543,5 +551,42 @@ func TestErrorFormat(t *testing.T) {
 	}
 	if ErrorList(nil).err() != nil {
 		t.Error("an empty list must be a nil error")
+	}
+}
+
+func TestLevelsRestrictLegs(t *testing.T) {
+	reg, err := Parse("levels.toml", []byte(`schema = 1
+[[surface]]
+id = "ledger.consumer"
+class = "mq-consumer"
+owner = "ledger-team"
+behavior = "applied exactly once"
+oracle = "exactly-once"
+legs = ["burst", "reset"]
+tests = ["TestConsumerContract"]
+levels = { reset = [3, 2] }
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := reg.Surfaces[0]
+	tests := []struct {
+		leg   string
+		level int
+		want  bool
+	}{
+		{"burst", 1, true}, {"burst", 3, true},
+		{"reset", 1, false}, {"reset", 2, true}, {"reset", 3, true},
+	}
+	for _, tt := range tests {
+		if got := s.RunsAt(tt.leg, tt.level); got != tt.want {
+			t.Errorf("RunsAt(%q, %d) = %v, want %v", tt.leg, tt.level, got, tt.want)
+		}
+	}
+	if got := s.LegLevels("reset"); !slices.Equal(got, []int{2, 3}) {
+		t.Errorf("LegLevels(reset) = %v, want sorted [2 3]", got)
+	}
+	if got := s.LegsAt(1); !slices.Equal(got, []string{"burst"}) {
+		t.Errorf("LegsAt(1) = %v, want [burst]", got)
 	}
 }
