@@ -68,7 +68,7 @@ var page = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
 		}
 		return "warn"
 	},
-	"str":    func(v any) string { return fmt.Sprint(v) },
+	"str": func(v any) string { return fmt.Sprint(v) },
 	"oracle": func(o faultrecord.OracleRun) string {
 		return fmt.Sprintf("%s %s (%d/%d ops)", o.Name, o.Result, o.OpsChecked, o.OpsProduced)
 	},
