@@ -223,7 +223,11 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	whole := wholeBattery(opts)
 	fmt.Fprintln(out)
 	gate.WriteSummary(out)
-	writeSurfaceSummary(out, judged, level, whole)
+	note := ""
+	if !whole {
+		note = "a selected battery: NOT-RUN legs do not count against it"
+	}
+	writeSurfaceSummary(out, judged, level, note)
 	writeBatterySummary(out, res, contractFails, rep.BatteryFailures)
 	writeLadderSummary(out, rep)
 	if len(rep.Registry) > 0 {
@@ -309,7 +313,7 @@ func ProgramGate(ctx context.Context, opts ProgramGateOptions) error {
 	}
 	fmt.Fprintln(out)
 	gate.WriteSummary(out)
-	writeSurfaceSummary(out, judged, level, false)
+	writeSurfaceSummary(out, judged, level, "from the records on disk alone: no test outcomes and no reruns, so a failure is FAIL-nondeterministic and a leg whose test failed before arming is NOT-RUN; validate.json has validate's verdicts")
 	p := report.Page{Title: "contested program-gate", RunID: gate.RunID, Green: gate.Certified, Gate: gate, Surfaces: judged, Level: level}
 	if !gate.Certified {
 		p.Reasons = []string{"gate refused: " + failedPhases(gate)}
@@ -462,7 +466,7 @@ func writeBatterySummary(out io.Writer, res *battery.Result, contractFails []bat
 
 // writeSurfaceSummary prints each registered surface's contract verdict
 // from this battery, leg by leg.
-func writeSurfaceSummary(out io.Writer, judged []*contract.Result, level int, whole bool) {
+func writeSurfaceSummary(out io.Writer, judged []*contract.Result, level int, note string) {
 	fmt.Fprintf(out, "\n%s (level %d; the rules of mage contested; one battery is one seed, so a pass is PASS-smoke)\n", bold("surfaces"), level)
 	if len(judged) == 0 {
 		fmt.Fprintf(out, "  no registered surface ran\n")
@@ -477,8 +481,8 @@ func writeSurfaceSummary(out io.Writer, judged []*contract.Result, level int, wh
 			}
 		}
 	}
-	if !whole {
-		fmt.Fprintf(out, "  (a selected battery: NOT-RUN legs do not count against it)\n")
+	if note != "" {
+		fmt.Fprintf(out, "  (%s)\n", note)
 	}
 }
 

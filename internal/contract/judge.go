@@ -180,25 +180,32 @@ func legTests(run SeedRun, lever string) map[string]bool {
 
 func isLegTest(test, lever string) bool { return path.Base(test) == lever }
 
-// ownFailure says whether test failed on its own account in run, and how.
+// ownFailure says whether test failed on its own account in run, and how:
+// its failure output when it has one, else the oracle or the record that
+// says so (records alone, as program-gate has them).
 func ownFailure(run SeedRun, lever, test string) (string, bool) {
+	out, failed := failedWithin(run, test)
+	own := testFailedOwn(run, lever, test)
+	if failed && (own || !hasRecord(run, test)) {
+		return FirstFailureLine(out), true
+	}
 	for _, r := range run.Records {
 		if r.Leg != lever || r.Test != test {
 			continue
 		}
 		for _, o := range r.Oracles {
 			if o.Result == "violated" {
+				if failed {
+					return FirstFailureLine(out), true
+				}
+				if strings.Contains(o.Detail, o.Name) {
+					return o.Detail, true
+				}
 				return fmt.Sprintf("oracle %s violated: %s", o.Name, o.Detail), true
 			}
 		}
 	}
-	out, failed := failedWithin(run, test)
-	own := testFailedOwn(run, lever, test)
-	switch {
-	case failed && (own || !hasRecord(run, test)):
-		return FirstFailureLine(out), true
-	case own:
-		// Records only (program-gate): the record says the test had failed.
+	if own {
 		return "the test had failed on its own account when its leg wrote the record (test_failed)", true
 	}
 	return "", false
