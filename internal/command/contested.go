@@ -185,7 +185,7 @@ func legsAt(s registry.Surface, level int) string {
 	}
 	for _, l := range s.Legs {
 		if !s.RunsAt(l, level) {
-			parts = append(parts, fmt.Sprintf("%s (not at this level: levels %s)", l, strings.Trim(fmt.Sprint(s.LegLevels(l)), "[]")))
+			parts = append(parts, fmt.Sprintf("%s (not at this level: runs only at levels %s)", l, strings.Join(strings.Fields(strings.Trim(fmt.Sprint(s.LegLevels(l)), "[]")), ", ")))
 		}
 	}
 	return strings.Join(parts, ", ")

@@ -132,14 +132,14 @@ func judgeLeg(s registry.Surface, lever string, level int, ev Evidence) LegResul
 	if !s.RunsAt(lever, level) {
 		if !attempted {
 			lr.Verdict = verdict.NotAtLevel
-			lr.Reason = fmt.Sprintf("runs at level %s only (this run: level %d)", levels, level)
+			lr.Reason = fmt.Sprintf("runs only at levels %s (this run: level %d)", levels, level)
 			lr.Runs, lr.Thin = nil, false
 			return lr
 		}
 		// The test ran it anyway: its evidence is judged, and the mismatch
 		// is said, since the registry and the test disagree.
 		lr.Verdict, lr.Reason = verdict.Assign(lr.Runs, s.Budget.Hardening.Seeds)
-		lr.Reason += fmt.Sprintf("; the registry runs it at level %s only, yet it ran at level %d: make the test skip it here, or add level %d to its levels", levels, level, level)
+		lr.Reason += fmt.Sprintf("; the registry runs it only at levels %s, yet it ran at level %d: make the test skip it here, or add level %d to its levels", levels, level, level)
 		return lr
 	}
 	if ev.EnvMissing != "" {

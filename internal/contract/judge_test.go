@@ -56,7 +56,7 @@ func TestJudge(t *testing.T) {
 	}{
 		{"a leg not at this level is NOT-AT-LEVEL, left out of the roll-up", 1,
 			runOf([]faultrecord.Record{burstOK}, nil, []string{"TestStock/burst"}, []string{"TestStock/reset"}, nil), "",
-			map[string]verdict.Verdict{"burst": verdict.PassSmoke, "reset": verdict.NotAtLevel}, verdict.Green, "runs at level 2, 3 only (this run: level 1)"},
+			map[string]verdict.Verdict{"burst": verdict.PassSmoke, "reset": verdict.NotAtLevel}, verdict.Green, "runs only at levels 2, 3 (this run: level 1)"},
 		{"a leg at this level that never ran is NOT-RUN", 2,
 			runOf([]faultrecord.Record{burstOK}, nil, []string{"TestStock/burst"}, nil, nil), "",
 			map[string]verdict.Verdict{"burst": verdict.PassSmoke, "reset": verdict.NotRun}, verdict.Inconclusive, "declared at level 2"},
