@@ -199,7 +199,7 @@ func decide(o *Outcome, s registry.Surface, res *contract.Result, opts Options) 
 		o.Owner, o.Verdict = TestAuthor, string(verdict.Inconclusive)
 		var weak []string
 		for _, l := range res.Legs {
-			if !l.Verdict.Pass() {
+			if !l.Verdict.Pass() && l.Verdict != verdict.NotAtLevel {
 				weak = append(weak, fmt.Sprintf("%s is %s (%s)", l.Lever, l.Verdict, l.Reason))
 			}
 		}
