@@ -102,12 +102,14 @@ func upContainers(ctx context.Context, cfg Config) (_ *Layer, err error) {
 
 	l := &Layer{ProxyListenHost: "0.0.0.0", PostgresUpstream: net.JoinHostPort(postgresAlias, "5432")}
 	run := cfg.RunID
-	// Teardown removes everything labelled with this run, whatever state
-	// bring-up reached; the label, not a handle, is the source of truth.
+	// Teardown removes everything labelled with this run and owned by this
+	// process, whatever state bring-up reached; the labels, not a handle,
+	// are the source of truth. The owner keeps another process that was
+	// given the same run id from losing its layer to this teardown.
 	l.onClose(func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		_, err := reap.Sweep(ctx, cli, reap.Run(run), io.Discard)
+		_, err := reap.Sweep(ctx, cli, reap.Mine(run), io.Discard)
 		cli.Close()
 		return err
 	})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
 
@@ -24,11 +25,13 @@ type Docker interface {
 
 var _ Docker = (*client.Client)(nil)
 
-// Swept lists what a sweep removed, by name.
+// Swept lists what a sweep removed, by name, and what it left alone
+// because its owner could not be proven gone.
 type Swept struct {
 	Containers []string
 	Networks   []string
 	Volumes    []string
+	Kept       []string
 }
 
 // Empty reports whether the sweep removed nothing.
@@ -40,42 +43,62 @@ func (s Swept) String() string {
 	return fmt.Sprintf("%d containers, %d networks, %d volumes", len(s.Containers), len(s.Networks), len(s.Volumes))
 }
 
-// Selector decides whether a labelled resource is reaped. The sweep only
-// ever offers resources that carry LabelManaged=true.
-type Selector func(labels map[string]string) bool
+// Selector decides whether a labelled resource is removed. The sweep only
+// ever offers resources that carry LabelManaged=true. When it keeps one for
+// a reason the user should hear (an owner whose liveness cannot be proven),
+// kept says why; otherwise kept is empty.
+type Selector func(labels map[string]string) (remove bool, kept string)
 
-// Orphaned selects resources whose owner process is gone, optionally
-// narrowed to one role prefix (for example "cluster-"). Resources kept on
-// purpose (LabelKeep) are orphaned too once their owner has exited: keeping
-// lasts until the next run.
+// Orphaned selects resources whose owner is provably gone (Owner.Liveness),
+// optionally narrowed to one role prefix (for example "cluster-"). A
+// resource whose owner cannot be proven gone (another PID namespace,
+// another machine, an unreadable or older owner label) is kept, with the
+// reason. Resources kept on purpose (LabelKeep) are orphaned too once their
+// owner has exited: keeping lasts until the next run.
 func Orphaned(rolePrefix string) Selector {
-	return func(labels map[string]string) bool {
+	return func(labels map[string]string) (bool, string) {
 		if rolePrefix != "" && !hasPrefix(labels[LabelRole], rolePrefix) {
-			return false
+			return false, ""
 		}
 		o, err := ParseOwner(labels[LabelOwner])
 		if err != nil {
-			// Our label without a readable owner: written by us, owner unknown.
-			// It can only be residue of a broken run, so it is reaped.
-			return true
+			return false, fmt.Sprintf("its owner label %q does not parse, so its liveness cannot be proven", labels[LabelOwner])
 		}
-		return o.Gone()
+		switch l, why := o.Liveness(); l {
+		case Gone:
+			return true, ""
+		case Alive:
+			return false, ""
+		default:
+			return false, why
+		}
 	}
 }
 
-// OwnedBy selects the resources created by the process with this PID on
-// this host: what a test that killed or interrupted that process inspects.
+// OwnedBy selects the resources created by the process with this PID: what
+// a test that killed or interrupted that process inspects.
 func OwnedBy(pid int) Selector {
-	return func(labels map[string]string) bool {
+	return func(labels map[string]string) (bool, string) {
 		o, err := ParseOwner(labels[LabelOwner])
-		return err == nil && o.PID == pid
+		return err == nil && o.PID == pid, ""
 	}
 }
 
-// Run selects every resource of one run id, whatever its owner's state. It
-// is what a run uses to tear down its own resources.
+// Run selects every resource of one run id, whatever its owner. Tests use
+// it to look for leftovers; a run tears down with Mine, never with Run.
 func Run(run string) Selector {
-	return func(labels map[string]string) bool { return labels[LabelRun] == run }
+	return func(labels map[string]string) (bool, string) { return labels[LabelRun] == run, "" }
+}
+
+// Mine selects the resources of one run that the calling process created:
+// run label AND owner label. It is what a run tears down, so that another
+// process that happened to use the same run id (CONTESTED_RUN_ID shared by
+// several processes) never loses its resources to this one's teardown.
+func Mine(run string) Selector {
+	owner := Self().String()
+	return func(labels map[string]string) (bool, string) {
+		return labels[LabelRun] == run && labels[LabelOwner] == owner, ""
+	}
 }
 
 func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
@@ -95,12 +118,16 @@ func Sweep(ctx context.Context, d Docker, sel Selector, w io.Writer) (Swept, err
 		return out, fmt.Errorf("list containers: %w", err)
 	}
 	for _, c := range cs.Items {
-		if !sel(c.Labels) {
-			continue
-		}
 		name := c.ID[:12]
 		if len(c.Names) > 0 {
 			name = c.Names[0]
+		}
+		if ok, kept := sel(c.Labels); !ok {
+			if kept != "" {
+				fmt.Fprintf(w, "left container %s alone (run %s, owner %s): %s; remove it by hand (docker rm -f %s) once you know its run is over\n", name, c.Labels[LabelRun], c.Labels[LabelOwner], kept, strings.TrimPrefix(name, "/"))
+				out.Kept = append(out.Kept, name)
+			}
+			continue
 		}
 		if _, err := d.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !isNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove container %s: %w", name, err))
@@ -115,7 +142,11 @@ func Sweep(ctx context.Context, d Docker, sel Selector, w io.Writer) (Swept, err
 		errs = append(errs, fmt.Errorf("list networks: %w", err))
 	} else {
 		for _, n := range ns.Items {
-			if !sel(n.Labels) {
+			if ok, kept := sel(n.Labels); !ok {
+				if kept != "" {
+					fmt.Fprintf(w, "left network %s alone (run %s, owner %s): %s\n", n.Name, n.Labels[LabelRun], n.Labels[LabelOwner], kept)
+					out.Kept = append(out.Kept, n.Name)
+				}
 				continue
 			}
 			if _, err := d.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil && !isNotFound(err) {
@@ -132,7 +163,11 @@ func Sweep(ctx context.Context, d Docker, sel Selector, w io.Writer) (Swept, err
 		errs = append(errs, fmt.Errorf("list volumes: %w", err))
 	} else {
 		for _, v := range vs.Items {
-			if !sel(v.Labels) {
+			if ok, kept := sel(v.Labels); !ok {
+				if kept != "" {
+					fmt.Fprintf(w, "left volume %s alone (run %s, owner %s): %s\n", v.Name, v.Labels[LabelRun], v.Labels[LabelOwner], kept)
+					out.Kept = append(out.Kept, v.Name)
+				}
 				continue
 			}
 			if _, err := d.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil && !isNotFound(err) {
@@ -159,7 +194,7 @@ func Leftovers(ctx context.Context, d Docker, sel Selector) (Swept, error) {
 		return out, fmt.Errorf("list containers: %w", err)
 	}
 	for _, c := range cs.Items {
-		if sel(c.Labels) {
+		if ok, _ := sel(c.Labels); ok {
 			out.Containers = append(out.Containers, c.ID[:12])
 		}
 	}
@@ -168,7 +203,7 @@ func Leftovers(ctx context.Context, d Docker, sel Selector) (Swept, error) {
 		return out, fmt.Errorf("list networks: %w", err)
 	}
 	for _, n := range ns.Items {
-		if sel(n.Labels) {
+		if ok, _ := sel(n.Labels); ok {
 			out.Networks = append(out.Networks, n.Name)
 		}
 	}
@@ -177,7 +212,7 @@ func Leftovers(ctx context.Context, d Docker, sel Selector) (Swept, error) {
 		return out, fmt.Errorf("list volumes: %w", err)
 	}
 	for _, v := range vs.Items {
-		if sel(v.Labels) {
+		if ok, _ := sel(v.Labels); ok {
 			out.Volumes = append(out.Volumes, v.Name)
 		}
 	}
