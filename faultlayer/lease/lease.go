@@ -9,10 +9,14 @@
 //     UPDATE) that takes a free or expired row and bumps its epoch;
 //   - renew and release are fenced by (port, epoch, holder): a holder whose
 //     lease was reclaimed and handed out again can no longer touch it;
-//   - an expired lease, or one whose owner process is gone, is reclaimed:
-//     the proxy it left behind is deleted before the port is handed out
-//     again. This is the second stage of cleanup; the first is the holder
-//     deleting its own proxy and releasing at the end of its leg.
+//   - an expired lease, or one whose owner process is provably gone
+//     (reap.Owner.Liveness), is reclaimed: the proxy it left behind is
+//     deleted before the port is handed out again. This is the second stage
+//     of cleanup; the first is the holder deleting its own proxy and
+//     releasing at the end of its leg. Expiry is the heartbeat: an owner
+//     this process cannot see (another PID namespace, another machine) is
+//     never taken for dead, and its lease is reclaimed only once it
+//     expires.
 package lease
 
 import (
@@ -21,6 +25,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -131,6 +136,7 @@ type Table struct {
 	owner     string
 	run       string
 	noReclaim bool
+	log       io.Writer
 }
 
 // Option configures a Table.
@@ -146,6 +152,10 @@ func WithRun(run string) Option { return func(t *Table) { t.run = run } }
 // process, as reap.Self renders it).
 func WithOwner(owner string) Option { return func(t *Table) { t.owner = owner } }
 
+// WithLog makes Reclaim say which unexpired leases it left alone because
+// their owner's liveness cannot be proven from this process.
+func WithLog(w io.Writer) Option { return func(t *Table) { t.log = w } }
+
 // WithoutReclaimOnWait stops Acquire from reclaiming the leases of dead
 // owners while it waits for a port. A test that records every lease
 // operation in a history uses it, so that no operation happens unseen;
@@ -155,7 +165,7 @@ func WithoutReclaimOnWait() Option { return func(t *Table) { t.noReclaim = true 
 // New returns a Table over ports. cleaner may be nil when no proxies exist
 // (tests of the table alone).
 func New(db DB, ports []int, cleaner Cleaner, opts ...Option) *Table {
-	t := &Table{db: db, ports: append([]int(nil), ports...), cleaner: cleaner, ttl: time.Minute, owner: reap.Self().String()}
+	t := &Table{db: db, ports: append([]int(nil), ports...), cleaner: cleaner, ttl: time.Minute, owner: reap.Self().String(), log: io.Discard}
 	for _, o := range opts {
 		o(t)
 	}
@@ -345,8 +355,10 @@ func (t *Table) Keep(ctx context.Context, l Lease) (stop func() error) {
 	return func() error { cancel(); return <-done }
 }
 
-// Reclaim frees every lease that expired or whose owner process is gone,
-// deleting each one's leftover proxy first, and returns what it freed.
+// Reclaim frees every lease that expired or whose owner process is
+// provably gone, deleting each one's leftover proxy first, and returns what
+// it freed. An unexpired lease whose owner cannot be proven gone is left to
+// its expiry (said on the WithLog writer).
 func (t *Table) Reclaim(ctx context.Context) ([]Lease, error) { return t.reclaim(ctx, false) }
 
 // reclaim does the work of Reclaim; with goneOnly it leaves expired leases
@@ -390,11 +402,21 @@ func (t *Table) reclaimOne(ctx context.Context, h Lease, goneOnly bool) (bool, e
 	if err != nil {
 		return false, classify("reclaim lease", err)
 	}
-	gone := false
+	gone, why := false, ""
 	if o, err := reap.ParseOwner(owner); err == nil {
-		gone = o.Gone()
+		var l reap.Liveness
+		l, why = o.Liveness()
+		gone = l == reap.Gone
+		if l != reap.Unknown {
+			why = ""
+		}
+	} else if owner != "" {
+		why = fmt.Sprintf("its owner %q does not parse", owner)
 	}
 	if !gone && (goneOnly || !expired) {
+		if why != "" && !expired && !goneOnly {
+			fmt.Fprintf(t.log, "lease: left port %d (holder %s, owner %s, run %s) to its expiry: %s\n", h.Port, h.Holder, owner, h.Run, why)
+		}
 		return false, nil
 	}
 	if err := t.cleaner.ClearPort(ctx, h.Port); err != nil {

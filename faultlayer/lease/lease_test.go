@@ -22,6 +22,7 @@ import (
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/faultlayer/lease"
+	"github.com/contested/contested/internal/reap"
 	"github.com/contested/contested/internal/reexec"
 )
 
@@ -410,5 +411,73 @@ func TestAnAcquireWhoseAnswerIsLostGivesItsPortBack(t *testing.T) {
 	}
 	if holder != nil {
 		t.Errorf("port %d is still leased to %q after its acquire's answer was lost", port[0], *holder)
+	}
+}
+
+// TestReclaimTakesOnlyLeasesOfProvablyGoneOwnersOrExpiredOnes holds four
+// unexpired leases, each under another owner identity, and one expired
+// one, and reclaims: a dead owner in this PID namespace and an owner from
+// before this host's last boot are provably gone, so their leases are
+// freed and their proxies cleared; an owner in another PID namespace (a
+// run in a container sharing the engine) and this live process are not,
+// and the foreign one is named in the log; the expired lease is reclaimed
+// whoever owned it, since expiry is the heartbeat.
+func TestReclaimTakesOnlyLeasesOfProvablyGoneOwnersOrExpiredOnes(t *testing.T) {
+	l := faulttest.Layer(t)
+	ctx := context.Background()
+	me := reap.Self()
+	foreign := reap.Owner{Host: me.Host, Boot: me.Boot, PIDNS: me.PIDNS + 1, PID: 1, Start: 1}
+	owners := []struct {
+		name      string
+		owner     reap.Owner
+		ttl       time.Duration
+		reclaimed bool
+	}{
+		{"dead here", reap.Owner{Host: me.Host, Boot: me.Boot, PIDNS: me.PIDNS, PID: 1 << 30, Start: 1}, time.Hour, true},
+		{"before the last boot", reap.Owner{Host: me.Host, Boot: "ffffffff-97b4-4fb4-bf9b-7891202df541", PIDNS: me.PIDNS, PID: os.Getpid(), Start: me.Start}, time.Hour, true},
+		{"another PID namespace", foreign, time.Hour, false},
+		{"this live process", me, time.Hour, false},
+		{"another PID namespace, expired", foreign, time.Millisecond, true},
+	}
+	base := 41200
+	var ports []int
+	for i := range owners {
+		ports = append(ports, base+i)
+	}
+	privatePorts(t, ports...)
+	var mu sync.Mutex
+	cleared := map[int]bool{}
+	cleaner := lease.CleanerFunc(func(context.Context, int) error { return nil })
+	for i, o := range owners {
+		tbl := lease.New(l.DB(), []int{ports[i]}, cleaner, lease.WithOwner(o.owner.String()), lease.WithTTL(o.ttl))
+		got, err := tbl.Acquire(ctx, "holder "+o.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tbl.Release(context.Background(), got) })
+	}
+	time.Sleep(10 * time.Millisecond)
+	var log strings.Builder
+	reclaimer := lease.New(l.DB(), ports, lease.CleanerFunc(func(_ context.Context, port int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		cleared[port] = true
+		return nil
+	}), lease.WithLog(&log))
+	freed, err := reclaimer.Reclaim(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int]bool{}
+	for _, f := range freed {
+		got[f.Port] = true
+	}
+	for i, o := range owners {
+		if got[ports[i]] != o.reclaimed || cleared[ports[i]] != o.reclaimed {
+			t.Errorf("%s: reclaimed %v, proxy cleared %v; want %v", o.name, got[ports[i]], cleared[ports[i]], o.reclaimed)
+		}
+	}
+	if !strings.Contains(log.String(), fmt.Sprintf("left port %d", ports[2])) || !strings.Contains(log.String(), "another PID namespace") {
+		t.Errorf("the reclaim must say it left the foreign owner's lease to its expiry; log:\n%s", log.String())
 	}
 }
