@@ -11,18 +11,21 @@ import (
 )
 
 // upExternal reaches a layer someone else runs (the compose devstack, a CI
-// service). Nothing is started and Close leaves it running. Proxy ports
-// default to DefaultProxyPorts, listened on 0.0.0.0 (Toxiproxy in a
-// container; the host publish decides who can reach it) and dialled on the
-// control API's host.
-func upExternal(ctx context.Context, cfg Config) (*Layer, error) {
+// service). Nothing is started and Close leaves it running; Up's identity
+// checks decide whether it is used. Proxy ports default to
+// DefaultProxyPorts, dialled on the control API's host and listened on
+// DefaultExternalListenHost (loopback) unless CONTESTED_PROXY_LISTEN_HOST
+// says otherwise: a Toxiproxy in a container (the compose devstack) needs
+// 0.0.0.0 inside it, which preflight accepts only when the container
+// publishes those ports on 127.0.0.1 alone.
+func upExternal(_ context.Context, cfg Config) (*Layer, error) {
 	base, err := toxiproxyBase(cfg.ToxiproxyURL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, EnvToxiproxyURL, err)
 	}
 	listenHost := cfg.ProxyListenHost
 	if listenHost == "" {
-		listenHost = "0.0.0.0"
+		listenHost = DefaultExternalListenHost
 	}
 	spec := cfg.ProxyPorts
 	if spec == "" {
@@ -47,11 +50,13 @@ func upExternal(ctx context.Context, cfg Config) (*Layer, error) {
 		ProxyListenHost:  listenHost,
 		Ports:            ports,
 	}
-	if _, err := fetchVersion(ctx, l.ToxiproxyURL, "contested"); err != nil {
-		return nil, fmt.Errorf("%w: Toxiproxy at %s does not answer (%v); start it, or fix %s", ErrCannotRun, l.ToxiproxyURL, err, EnvToxiproxyURL)
-	}
 	return l, nil
 }
+
+// DefaultExternalListenHost is where an external layer's proxies listen
+// unless CONTESTED_PROXY_LISTEN_HOST says otherwise: loopback, so that a
+// Toxiproxy on this host's network never exposes the test plane.
+const DefaultExternalListenHost = "127.0.0.1"
 
 // fetchVersion GETs /version with the given User-Agent and returns the
 // status code; a transport error is returned as is.

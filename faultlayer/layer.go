@@ -6,10 +6,13 @@ package faultlayer
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
@@ -47,7 +50,7 @@ const (
 	EnvToxiproxyImage   = "CONTESTED_TOXIPROXY_IMAGE"
 	EnvRunID            = "CONTESTED_RUN_ID"
 	EnvProxyPorts       = "CONTESTED_PROXY_PORTS"       // ports Toxiproxy may listen on: "20000-20031" or "20000=127.0.0.1:49153,…"
-	EnvProxyListenHost  = "CONTESTED_PROXY_LISTEN_HOST" // host part of proxy listen addresses
+	EnvProxyListenHost  = "CONTESTED_PROXY_LISTEN_HOST" // host part of proxy listen addresses; external default 127.0.0.1
 	EnvPostgresUpstream = "CONTESTED_PG_UPSTREAM"       // Postgres as Toxiproxy reaches it, host:port
 	EnvPostgresBin      = images.EnvPostgresBin         // directory with initdb and postgres, for the embedded layer and the Postgres image
 )
@@ -77,8 +80,50 @@ type Config struct {
 	ToxiproxyImage   string
 	PostgresBin      string
 	RunID            string
+	// SharedRunID says RunID may be used by other processes too (it came
+	// from CONTESTED_RUN_ID, which `go test ./...` hands to every package).
+	// A layer this process starts then gets the id with a random suffix, so
+	// that no two layers carry one id and one's teardown never removes
+	// another's resources. A layer attached to (external) keeps the id: a
+	// battery child shares its parent's run on purpose.
+	SharedRunID bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+}
+
+// Run ids: what CONTESTED_RUN_ID may hold. They name containers, networks
+// and labels, so the charset is Docker's for names, and the length leaves
+// room for the suffix a shared id gets.
+const (
+	RunIDMaxLen  = 48
+	RunIDCharset = "letters, digits, '.', '_' and '-', starting with a letter or digit"
+)
+
+// ErrBadRunID: a run id outside the documented charset or length.
+var ErrBadRunID = errors.New("bad run id")
+
+// CheckRunID reports whether id is a valid run id: 1 to RunIDMaxLen
+// characters of RunIDCharset.
+func CheckRunID(id string) error {
+	if id == "" || len(id) > RunIDMaxLen {
+		return fmt.Errorf("%w: %q: want 1 to %d characters (%s)", ErrBadRunID, id, RunIDMaxLen, RunIDCharset)
+	}
+	for i, c := range id {
+		alnum := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		if !alnum && (i == 0 || (c != '.' && c != '_' && c != '-')) {
+			return fmt.Errorf("%w: %q: character %d (%q) is not allowed; use %s, at most %d", ErrBadRunID, id, i+1, c, RunIDCharset, RunIDMaxLen)
+		}
+	}
+	return nil
+}
+
+// uniqueRunID suffixes a shared run id for a layer of this process's own:
+// eight random hex digits (32 bits, so that even a few hundred packages
+// started at once almost surely never collide).
+func uniqueRunID(id string) string {
+	var b [4]byte
+	_, _ = crand.Read(b[:])
+	return id + "-" + hex.EncodeToString(b[:])
 }
 
 // ConfigFromEnv reads the CONTESTED_* variables. It fails with ErrConfig on
@@ -95,6 +140,10 @@ func ConfigFromEnv() (Config, error) {
 		ToxiproxyImage:   strings.TrimSpace(os.Getenv(EnvToxiproxyImage)),
 		PostgresBin:      strings.TrimSpace(os.Getenv(EnvPostgresBin)),
 		RunID:            strings.TrimSpace(os.Getenv(EnvRunID)),
+	}
+	c.SharedRunID = c.RunID != ""
+	if _, set := os.LookupEnv(EnvRunID); set && c.RunID == "" {
+		return c, fmt.Errorf("%w: %s is set but empty; unset it for a generated id, or give one (%s, at most %d)", ErrConfig, EnvRunID, RunIDCharset, RunIDMaxLen)
 	}
 	return c, c.validate()
 }
@@ -129,10 +178,31 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%w: %s=%q: %v", ErrConfig, EnvProxyPorts, c.ProxyPorts, err)
 		}
 	}
+	if c.ProxyListenHost != "" {
+		if _, err := listenAddr(c.ProxyListenHost); err != nil {
+			return fmt.Errorf("%w: %s=%q: %v", ErrConfig, EnvProxyListenHost, c.ProxyListenHost, err)
+		}
+	}
 	if c.RunID == "" {
 		c.RunID = faultrecord.NewRunID(time.Now())
+		c.SharedRunID = false
+	}
+	if err := CheckRunID(c.RunID); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrConfig, EnvRunID, err)
 	}
 	return nil
+}
+
+// listenAddr parses a proxy listen host: an IP address, or "localhost".
+func listenAddr(host string) (netip.Addr, error) {
+	if host == "localhost" {
+		return netip.MustParseAddr("127.0.0.1"), nil
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("not an IP address (127.0.0.1 for a Toxiproxy on this host; 0.0.0.0 for one in a container that publishes its ports on 127.0.0.1)")
+	}
+	return a.Unmap(), nil
 }
 
 // toxiproxyBase normalizes a Toxiproxy URL ("host:port" or "http://host:port").
@@ -181,8 +251,13 @@ type Layer struct {
 	closers []func(context.Context) error
 }
 
-// Up brings up (or, for external, reaches) the layer cfg selects, migrates
-// the lease table and reclaims leases that dead runs left behind. On error
+// Up brings up (or, for external, reaches) the layer cfg selects, checks
+// that it is what it claims to be (Identity: Toxiproxy answers as
+// Toxiproxy, its control API is on loopback, its proxies listen where only
+// this host reaches them, the test-plane Postgres answers), and only then
+// migrates the lease table and reclaims leases that dead runs left behind,
+// which deletes their proxies. A layer that fails those checks is left
+// untouched, and the error is a *PreflightError with the checks. On error
 // or cancellation everything it started is torn down before it returns.
 func Up(ctx context.Context, cfg Config) (_ *Layer, err error) {
 	if err := cfg.validate(); err != nil {
@@ -196,6 +271,11 @@ func Up(ctx context.Context, cfg Config) (_ *Layer, err error) {
 		return nil, err
 	}
 	fmt.Fprintf(cfg.Log, "fault layer: %s (%s)\n", kind, reason)
+	if kind != External && cfg.SharedRunID {
+		id := uniqueRunID(cfg.RunID)
+		fmt.Fprintf(cfg.Log, "fault layer: run id %s comes from %s and this process starts a layer of its own: its resources carry %s, so no other layer shares the id\n", cfg.RunID, EnvRunID, id)
+		cfg.RunID = id
+	}
 	l, err := start(ctx, cfg, kind)
 	if err != nil && cfg.Kind == Auto && kind == Containers && ctx.Err() == nil {
 		if _, berr := postgresBinaries(cfg.PostgresBin); berr == nil {
@@ -214,7 +294,16 @@ func Up(ctx context.Context, cfg Config) (_ *Layer, err error) {
 			l.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	if err := l.connect(ctx); err != nil {
+	if err := l.open(); err != nil {
+		return nil, err
+	}
+	if p := Identity(ctx, l); !p.OK() {
+		return nil, &PreflightError{Preflight: p}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCannotRun, err)
+	}
+	if err := l.migrate(ctx); err != nil {
 		return nil, err
 	}
 	if freed, err := l.leases.Reclaim(ctx); err != nil {
@@ -224,6 +313,23 @@ func Up(ctx context.Context, cfg Config) (_ *Layer, err error) {
 	}
 	return l, nil
 }
+
+// PreflightError is Up's refusal of a layer that failed its identity
+// checks: nothing was created in it and nothing was deleted from it. It
+// wraps ErrCannotRun.
+type PreflightError struct {
+	Preflight Preflight
+}
+
+func (e *PreflightError) Error() string {
+	var parts []string
+	for _, c := range e.Preflight.Failed() {
+		parts = append(parts, fmt.Sprintf("%s: %s (fix: %s)", c.Name, c.Detail, c.Fix))
+	}
+	return fmt.Sprintf("%v: the layer failed preflight before anything was created or deleted in it: %s", ErrCannotRun, strings.Join(parts, "; "))
+}
+
+func (e *PreflightError) Unwrap() error { return ErrCannotRun }
 
 func start(ctx context.Context, cfg Config, kind Kind) (*Layer, error) {
 	switch kind {
@@ -256,28 +362,31 @@ func choose(ctx context.Context, cfg Config) (Kind, string, error) {
 	return Embedded, fmt.Sprintf("no Docker engine answered (%v); using local binaries", firstLine(derr.Error())), nil
 }
 
-// connect opens the layer's pool and migrates the lease table.
-func (l *Layer) connect(ctx context.Context) error {
+// open makes the layer's pool to the test-plane Postgres. Connections are
+// made on first use: Identity's Postgres check is the first.
+func (l *Layer) open() error {
 	cfg, err := pgxpool.ParseConfig(l.PostgresDSN)
 	if err != nil {
 		return fmt.Errorf("%w: parse the test-plane DSN: %v", ErrConfig, err)
 	}
 	cfg.MaxConns = 8
 	cfg.ConnConfig.ConnectTimeout = 10 * time.Second
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return fmt.Errorf("%w: connect to the test-plane Postgres: %v", ErrCannotRun, err)
 	}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
-		return fmt.Errorf("%w: the test-plane Postgres at %s refused us: %v; check %s (host, port, user, password, database)", ErrCannotRun, redact(l.PostgresDSN), err, EnvPostgresDSN)
-	}
 	l.pool = pool
 	l.onClose(func(context.Context) error { pool.Close(); return nil })
-	if err := lease.Migrate(ctx, pool, portNumbers(l.Ports)); err != nil {
+	l.leases = lease.New(pool, portNumbers(l.Ports), lease.CleanerFunc(l.ClearPort), lease.WithRun(l.RunID), lease.WithLog(l.log))
+	return nil
+}
+
+// migrate creates the lease table and its rows for this layer's ports. Up
+// calls it only after Identity passed.
+func (l *Layer) migrate(ctx context.Context) error {
+	if err := lease.Migrate(ctx, l.pool, portNumbers(l.Ports)); err != nil {
 		return fmt.Errorf("%w: %v", ErrCannotRun, err)
 	}
-	l.leases = lease.New(pool, portNumbers(l.Ports), lease.CleanerFunc(l.ClearPort), lease.WithRun(l.RunID))
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -92,11 +93,24 @@ type Inspector interface {
 
 var _ Inspector = (*client.Client)(nil)
 
-// RunPreflight checks a layer: Toxiproxy answers /version (and refuses a
-// browser, which proves it is Toxiproxy), its control API is published on
-// loopback only, and the lease table exists and completes a lease round
-// trip. Docker is consulted for the loopback check when an engine answers.
+// RunPreflight checks a layer: its identity (Identity) and then that the
+// lease table exists and completes a lease round trip.
 func RunPreflight(ctx context.Context, l *Layer) Preflight {
+	start := time.Now()
+	p := Identity(ctx, l)
+	p.Checks = append(p.Checks, checkLeases(ctx, l))
+	p.Took = time.Since(start)
+	return p
+}
+
+// Identity runs the checks that must pass before anything is created in a
+// layer or deleted from it (Up runs them before the lease migration and
+// the reclaim): Toxiproxy answers /version and refuses a browser, which
+// proves it is Toxiproxy; its control API is published on loopback only;
+// its proxies listen where only this host reaches them; the test-plane
+// Postgres answers. Docker is consulted for the loopback and listen checks
+// when an engine answers.
+func Identity(ctx context.Context, l *Layer) Preflight {
 	start := time.Now()
 	var insp Inspector
 	if cli, err := dockerenv.Connect(ctx); err == nil {
@@ -107,7 +121,8 @@ func RunPreflight(ctx context.Context, l *Layer) Preflight {
 	p.Checks = append(p.Checks,
 		checkVersion(ctx, l.ToxiproxyURL),
 		checkLoopback(ctx, l, insp),
-		checkLeases(ctx, l),
+		checkProxyListen(ctx, l, insp),
+		checkPostgres(ctx, l),
 	)
 	p.Took = time.Since(start)
 	return p
@@ -236,11 +251,53 @@ func checkLoopback(ctx context.Context, l *Layer, insp Inspector) Check {
 		return c
 	}
 	port := u.Port()
-	list, err := insp.ContainerList(ctx, client.ContainerListOptions{})
+	pub, err := publisherOf(ctx, insp, port)
 	if err != nil {
 		c.Detail = fmt.Sprintf("list containers: %v", err)
 		c.Fix = "check the Docker engine"
 		return c
+	}
+	if pub == nil {
+		c.OK = true
+		c.Detail = fmt.Sprintf("%s is loopback and no local container publishes port %s", u.Host, port)
+		return c
+	}
+	// The container port behind the URL's host port: any of its bindings
+	// that is not loopback makes the control API reachable from off the
+	// host, whichever host port it uses.
+	var bad []string
+	for p, bs := range pub.ports {
+		for _, b := range bs {
+			if b.HostPort == port {
+				bad = append(bad, NonLoopbackBindings(network.PortMap{p: bs}, "")...)
+				break
+			}
+		}
+	}
+	if len(bad) > 0 {
+		c.Hard = true
+		c.Detail = fmt.Sprintf("container %s publishes the control API as %s: reachable off this host", pub.name, strings.Join(bad, ", "))
+		c.Fix = "publish it on 127.0.0.1 only (ports: [\"127.0.0.1:" + port + ":8474\"] in compose)"
+		return c
+	}
+	c.OK = true
+	c.Detail = fmt.Sprintf("container %s publishes the control API on 127.0.0.1:%s only", pub.name, port)
+	return c
+}
+
+// publisher is a local container that publishes a host port.
+type publisher struct {
+	id, name string
+	ports    network.PortMap
+	hostNet  bool
+}
+
+// publisherOf finds the local container that publishes host port port
+// (the control API's), nil when none does.
+func publisherOf(ctx context.Context, insp Inspector, port string) (*publisher, error) {
+	list, err := insp.ContainerList(ctx, client.ContainerListOptions{})
+	if err != nil {
+		return nil, err
 	}
 	for _, ct := range list.Items {
 		published := false
@@ -252,38 +309,130 @@ func checkLoopback(ctx context.Context, l *Layer, insp Inspector) Check {
 		if !published {
 			continue
 		}
-		r, err := insp.ContainerInspect(ctx, ct.ID, client.ContainerInspectOptions{})
-		if err != nil {
-			continue
-		}
-		// The container port behind the URL's host port: any of its
-		// bindings that is not loopback makes the control API reachable
-		// from off the host, whichever host port it uses.
-		var bad []string
-		for p, bs := range r.Container.NetworkSettings.Ports {
-			for _, b := range bs {
-				if b.HostPort == port {
-					bad = append(bad, NonLoopbackBindings(network.PortMap{p: bs}, "")...)
-					break
-				}
-			}
-		}
-		name := ct.ID[:12]
-		if len(ct.Names) > 0 {
-			name = strings.TrimPrefix(ct.Names[0], "/")
-		}
-		if len(bad) > 0 {
-			c.Hard = true
-			c.Detail = fmt.Sprintf("container %s publishes the control API as %s: reachable off this host", name, strings.Join(bad, ", "))
-			c.Fix = "publish it on 127.0.0.1 only (ports: [\"127.0.0.1:" + port + ":8474\"] in compose)"
-			return c
-		}
+		return inspectPublisher(ctx, insp, ct.ID)
+	}
+	return nil, nil
+}
+
+func inspectPublisher(ctx context.Context, insp Inspector, id string) (*publisher, error) {
+	r, err := insp.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return nil, err
+	}
+	p := &publisher{id: id, name: strings.TrimPrefix(r.Container.Name, "/")}
+	if p.name == "" {
+		p.name = id[:min(12, len(id))]
+	}
+	if r.Container.NetworkSettings != nil {
+		p.ports = r.Container.NetworkSettings.Ports
+	}
+	if r.Container.HostConfig != nil {
+		p.hostNet = r.Container.HostConfig.NetworkMode.IsHost()
+	}
+	return p, nil
+}
+
+// checkProxyListen checks where the layer's proxies listen. Loopback is
+// safe anywhere. Any other address (0.0.0.0) is safe only inside a
+// container whose proxy ports are published on 127.0.0.1 alone (the
+// containers provider, the compose devstack): on the host's own network
+// it would expose the test plane's Postgres to every machine that can
+// reach this one, so it fails, hard, as does any existing proxy of such a
+// Toxiproxy that already listens off loopback.
+func checkProxyListen(ctx context.Context, l *Layer, insp Inspector) Check {
+	c := Check{Name: "proxy listen host"}
+	addr, err := listenAddr(l.ProxyListenHost)
+	if err != nil {
+		c.Detail = fmt.Sprintf("proxy listen host %q: %v", l.ProxyListenHost, err)
+		c.Fix = "set " + EnvProxyListenHost + "=127.0.0.1"
+		return c
+	}
+	if addr.IsLoopback() {
 		c.OK = true
-		c.Detail = fmt.Sprintf("container %s publishes the control API on 127.0.0.1:%s only", name, port)
+		c.Detail = fmt.Sprintf("proxies listen on %s: this host only", l.ProxyListenHost)
+		return c
+	}
+	fixHost := "set " + EnvProxyListenHost + "=127.0.0.1 (Toxiproxy runs on this host's network), or run Toxiproxy in a container that publishes its ports on 127.0.0.1 only"
+	if insp == nil {
+		c.Detail = fmt.Sprintf("proxies would listen on %s, and no Docker engine answers to show that Toxiproxy runs in a container publishing them on 127.0.0.1 only", l.ProxyListenHost)
+		c.Fix = fixHost
+		return c
+	}
+	var pub *publisher
+	if l.ToxiproxyContainer != "" {
+		pub, err = inspectPublisher(ctx, insp, l.ToxiproxyContainer)
+	} else if u, perr := url.Parse(l.ToxiproxyURL); perr == nil {
+		pub, err = publisherOf(ctx, insp, u.Port())
+	}
+	if err != nil {
+		c.Detail = fmt.Sprintf("find the Toxiproxy container: %v", err)
+		c.Fix = "check the Docker engine"
+		return c
+	}
+	if pub == nil || pub.hostNet {
+		c.Hard = true
+		c.Detail = fmt.Sprintf("proxies would listen on %s and Toxiproxy runs on this host's network (no container publishes its control API): every proxy would be reachable off this host", l.ProxyListenHost)
+		if off := offLoopbackProxies(l); len(off) > 0 {
+			c.Detail += "; already listening off loopback: " + strings.Join(off, ", ")
+		}
+		c.Fix = fixHost
+		return c
+	}
+	var bad []string
+	for _, p := range l.Ports {
+		bad = append(bad, NonLoopbackBindings(pub.ports, strconv.Itoa(p.Port))...)
+	}
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		c.Hard = true
+		c.Detail = fmt.Sprintf("proxies listen on %s inside container %s, which publishes %s: reachable off this host", l.ProxyListenHost, pub.name, strings.Join(bad, ", "))
+		c.Fix = "publish the proxy ports on 127.0.0.1 only (\"127.0.0.1:20000-20031:20000-20031\" in compose)"
 		return c
 	}
 	c.OK = true
-	c.Detail = fmt.Sprintf("%s is loopback and no local container publishes port %s", u.Host, port)
+	c.Detail = fmt.Sprintf("proxies listen on %s inside container %s, which publishes them on 127.0.0.1 only", l.ProxyListenHost, pub.name)
+	return c
+}
+
+// offLoopbackProxies lists the proxies that listen on a non-loopback
+// address, as "name on addr".
+func offLoopbackProxies(l *Layer) []string {
+	proxies, err := l.Toxiproxy().Proxies()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for name, p := range proxies {
+		host, _, err := net.SplitHostPort(p.Listen)
+		if err != nil {
+			continue
+		}
+		if a, err := listenAddr(host); err != nil || !a.IsLoopback() {
+			out = append(out, name+" on "+p.Listen)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// checkPostgres checks that the test-plane Postgres answers.
+func checkPostgres(ctx context.Context, l *Layer) Check {
+	c := Check{Name: "test-plane postgres"}
+	if l.DB() == nil {
+		c.Detail = "no connection to the test-plane Postgres"
+		c.Fix = "check " + EnvPostgresDSN
+		return c
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var version string
+	if err := l.DB().QueryRow(ctx, `SHOW server_version`).Scan(&version); err != nil {
+		c.Detail = fmt.Sprintf("the test-plane Postgres at %s does not answer: %v", redact(l.PostgresDSN), err)
+		c.Fix = "check " + EnvPostgresDSN + " (host, port, user, password, database) and that Postgres is up"
+		return c
+	}
+	c.OK = true
+	c.Detail = fmt.Sprintf("Postgres %s answers", version)
 	return c
 }
 

@@ -1,8 +1,16 @@
 // Package command implements the project's commands (fault-preflight,
 // validate, program-gate, contested, arbitrate, cluster-tests, images,
-// sweep): each is one function that a Mage target calls, writing
+// sweep, bench): each is one function that a Mage target calls, writing
 // human-readable progress to an io.Writer and returning an error that
 // ExitCode maps to the process exit code.
+//
+// A Mage target runs its command in a worker process (Supervise and
+// Serve, see internal/supervise), so that a crash is reported as an
+// internal error (exit 1) rather than Go's exit 2, and so that SIGINT and
+// SIGTERM reach the command the same way whether Mage was started by go
+// tool mage, an installed mage, or a CI runner: the first stops the
+// command, which tears down what it started (internal/interrupt); a
+// second, or a teardown longer than interrupt.Grace, ends it at once.
 package command
 
 import (
@@ -10,18 +18,20 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/contested/contested/cluster"
 	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/internal/interrupt"
+	"github.com/contested/contested/internal/supervise"
 	"github.com/contested/contested/registry"
 )
 
-// Exit codes (a contract: DESIGN §4.1).
+// Exit codes (a contract: DESIGN §4.1). There is no fifth code: a command
+// stopped by a signal, and an internal error (a crash, an out-of-memory
+// kill), exit 1 with a message that says which; 2 is only ever bad input.
 const (
 	ExitGreen     = 0 // green
-	ExitRed       = 1 // red, or refused
+	ExitRed       = 1 // red, or refused; also interrupted, and internal errors
 	ExitUsage     = 2 // usage or bad input
 	ExitCannotRun = 3 // the fault layer is unhealthy
 )
@@ -34,6 +44,9 @@ var (
 	ErrCannotRun = errors.New("cannot run")
 	// ErrRed: the command ran and the answer is no (exit 1).
 	ErrRed = errors.New("red")
+	// ErrInterrupted: a signal stopped the command before it finished
+	// (exit 1: nothing about an unfinished run is green).
+	ErrInterrupted = errors.New("interrupted")
 )
 
 // ExitCode maps an error from a command to its exit code.
@@ -41,6 +54,8 @@ func ExitCode(err error) int {
 	switch {
 	case err == nil:
 		return ExitGreen
+	case errors.Is(err, ErrInterrupted):
+		return ExitRed
 	case errors.Is(err, ErrUsage), errors.Is(err, faultlayer.ErrConfig), errors.Is(err, registry.ErrInvalid), errors.Is(err, cluster.ErrUsage):
 		return ExitUsage
 	case errors.Is(err, ErrCannotRun), errors.Is(err, faultlayer.ErrCannotRun), errors.Is(err, cluster.ErrCannotRun):
@@ -56,8 +71,65 @@ func NotBuilt(target string) error {
 	return fmt.Errorf("%w: mage %s is not built yet in this version of contested", ErrUsage, target)
 }
 
-// withSignals cancels ctx on SIGTERM as well as the SIGINT Mage handles, so
-// a CI runner stopping the job gets the same teardown as Ctrl-C.
+// withSignals returns ctx cancelled on the first SIGINT, SIGTERM or SIGHUP
+// (internal/interrupt), so that a command stopped by Ctrl-C or by a CI
+// runner tears down what it started.
 func withSignals(ctx context.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	return interrupt.Context(ctx)
+}
+
+// interrupted marks the error of a command that a signal stopped, so that
+// it exits 1 and says so, whatever the cancellation looked like inside
+// (a layer that "cannot run" because its bring-up was cancelled is not a
+// fault-layer failure).
+func interrupted(err error) error {
+	sig := interrupt.Received()
+	if err == nil || sig == nil || errors.Is(err, ErrInterrupted) {
+		return err
+	}
+	return fmt.Errorf("%w by %s: %v", ErrInterrupted, interrupt.Name(sig), err)
+}
+
+// A Target is a command as a worker runs it: args are the worker's command
+// line after the executable, as Supervise was given them.
+type Target func(ctx context.Context, args []string) error
+
+// Serve runs the target this process is a worker for and exits with its
+// exit code, printing its error as Mage does ("Error: …"). In any other
+// process it returns at once. Call it from an init function of the
+// package that defines the Mage targets, before Mage's main runs.
+func Serve(targets map[string]Target) {
+	name, ok := supervise.Worker()
+	if !ok {
+		return
+	}
+	t, ok := targets[name]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "contested: internal error: this binary has no target %q\n", name)
+		os.Exit(supervise.ExitInternal)
+	}
+	ctx, stop := interrupt.Context(context.Background())
+	err := interrupted(t(ctx, os.Args[1:]))
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+	}
+	os.Exit(ExitCode(err))
+}
+
+// Supervise runs target in a worker process (this executable again, with
+// args), relays signals to it and waits. It returns nil when the worker
+// succeeded; otherwise it exits the process with the worker's exit code
+// (the worker has printed why), or 1 when the worker crashed.
+func Supervise(ctx context.Context, target string, args ...string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("internal error: find this executable to start the %s worker: %w", target, err)
+	}
+	code := supervise.Run(ctx, supervise.Options{Target: target, Argv: append([]string{exe}, args...)})
+	if code == ExitGreen {
+		return nil
+	}
+	os.Exit(code)
+	return nil
 }

@@ -3,8 +3,13 @@
 // them their hyphenated names with an Aliases map, as this repository's
 // magefiles/magefile.go does.
 //
-// Exit codes: 0 green; 1 red or refused; 2 usage or bad input; 3 cannot
-// run (the fault layer is unhealthy).
+// Exit codes: 0 green; 1 red or refused (also: stopped by a signal, or an
+// internal error such as a crash); 2 usage or bad input; 3 cannot run (the
+// fault layer is unhealthy).
+//
+// Each target runs its command in a worker process of its own (see
+// internal/command.Supervise): Ctrl-C or SIGTERM stops it, and it tears
+// down what it started; a second signal ends it at once.
 package targets
 
 // Help text keeps its line breaks (go tool mage -h <target>).
@@ -12,20 +17,75 @@ package targets
 
 import (
 	"context"
+	"flag"
+	"fmt"
 	"os"
-
-	"github.com/magefile/mage/mg"
+	"strconv"
 
 	"github.com/contested/contested/internal/command"
 )
 
-// exit turns a command's error into Mage's exit status. Mage prints the
-// message as "Error: …".
-func exit(err error) error {
-	if err == nil {
-		return nil
+// A worker process runs its target here, before Mage's main: see workers.
+func init() { command.Serve(workers) }
+
+// workers are the targets' commands as a worker runs them, by the name the
+// Mage target passes to command.Supervise, with the target's arguments.
+var workers = map[string]command.Target{
+	"fault-preflight": func(ctx context.Context, args []string) error {
+		required := flagBool(args, "required")
+		return command.FaultPreflight(ctx, command.PreflightOptions{Required: required, Out: os.Stdout})
+	},
+	"validate": func(ctx context.Context, _ []string) error {
+		return command.Validate(ctx, command.ValidateOptions{Out: os.Stdout})
+	},
+	"program-gate": func(ctx context.Context, _ []string) error {
+		return command.ProgramGate(ctx, command.ProgramGateOptions{Out: os.Stdout})
+	},
+	"contested": func(ctx context.Context, args []string) error {
+		return command.Contested(ctx, command.ContestedOptions{Surface: arg(args, 0), Out: os.Stdout})
+	},
+	"arbitrate": func(ctx context.Context, args []string) error {
+		return command.Arbitrate(ctx, command.ArbitrateOptions{Test: arg(args, 0), Out: os.Stdout})
+	},
+	"cluster-tests": func(ctx context.Context, args []string) error {
+		fs := flag.NewFlagSet("cluster-tests", flag.ContinueOnError)
+		replicas := fs.Int("replicas", 0, "")
+		keep := fs.Bool("keep", false, "")
+		local := fs.Bool("local", false, "")
+		if err := fs.Parse(args); err != nil {
+			return fmt.Errorf("%w: %v", command.ErrUsage, err)
+		}
+		return command.ClusterTests(ctx, command.ClusterOptions{Out: os.Stdout, Replicas: *replicas, Keep: *keep, Local: *local})
+	},
+	"images": func(ctx context.Context, _ []string) error { return command.Images(ctx, os.Stdout) },
+	"sweep":  func(ctx context.Context, _ []string) error { return command.Sweep(ctx, os.Stdout) },
+	"bench": func(ctx context.Context, args []string) error {
+		fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+		benchtime := fs.String("benchtime", "", "")
+		filter := fs.String("filter", "", "")
+		if err := fs.Parse(args); err != nil {
+			return fmt.Errorf("%w: %v", command.ErrUsage, err)
+		}
+		return command.Bench(ctx, command.BenchOptions{Out: os.Stdout, Benchtime: *benchtime, Filter: *filter})
+	},
+}
+
+func arg(args []string, i int) string {
+	if i < len(args) {
+		return args[i]
 	}
-	return mg.Fatal(command.ExitCode(err), err.Error())
+	return ""
+}
+
+func flagBool(args []string, name string) bool {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	v := fs.Bool(name, false, "")
+	_ = fs.Parse(args)
+	return *v
+}
+
+func boolArg(name string, v *bool) string {
+	return "-" + name + "=" + strconv.FormatBool(v != nil && *v)
 }
 
 // FaultPreflight (fault-preflight) checks the fault layer: Toxiproxy answers /version, its
@@ -40,7 +100,7 @@ func exit(err error) error {
 //	go tool mage fault-preflight
 //	go tool mage fault-preflight -required
 func FaultPreflight(ctx context.Context, required *bool) error {
-	return exit(command.FaultPreflight(ctx, command.PreflightOptions{Required: required != nil && *required, Out: os.Stdout}))
+	return command.Supervise(ctx, "fault-preflight", boolArg("required", required))
 }
 
 // Validate is the paired run: fault layer up, fault-preflight -required,
@@ -48,14 +108,14 @@ func FaultPreflight(ctx context.Context, required *bool) error {
 // the six gate phases, judge each registered surface by contested's rules,
 // and arbitrate each failing contract test (other failures are listed).
 func Validate(ctx context.Context) error {
-	return exit(command.Validate(ctx, command.ValidateOptions{Out: os.Stdout}))
+	return command.Supervise(ctx, "validate")
 }
 
 // ProgramGate (program-gate) runs fault-preflight -required, then the six verification
 // phases over whatever fault records are on disk. For triage after a
 // battery; never a substitute for validate.
 func ProgramGate(ctx context.Context) error {
-	return exit(command.ProgramGate(ctx, command.ProgramGateOptions{Out: os.Stdout}))
+	return command.Supervise(ctx, "program-gate")
 }
 
 // Contested runs a surface's fault legs in isolation over its seed budget
@@ -76,7 +136,7 @@ func ProgramGate(ctx context.Context) error {
 //	go tool mage contested ledger.store
 //	CONTESTED_SEEDS=5 go tool mage contested all
 func Contested(ctx context.Context, surface string) error {
-	return exit(command.Contested(ctx, command.ContestedOptions{Surface: surface, Out: os.Stdout}))
+	return command.Supervise(ctx, "contested", surface)
 }
 
 // Arbitrate walks the arbitration ladder for a failing test id and ends
@@ -92,7 +152,7 @@ func Contested(ctx context.Context, surface string) error {
 //
 //	go tool mage arbitrate TestConsumerContract/burst
 func Arbitrate(ctx context.Context, test string) error {
-	return exit(command.Arbitrate(ctx, command.ArbitrateOptions{Test: test, Out: os.Stdout}))
+	return command.Supervise(ctx, "arbitrate", test)
 }
 
 // ClusterTests (cluster-tests) runs the reference service as several
@@ -109,11 +169,11 @@ func Arbitrate(ctx context.Context, test string) error {
 //	go tool mage cluster-tests -replicas=5 -keep    # keep the rig up; the next run reaps it
 //	go tool mage cluster-tests -local               # replicas as local processes
 func ClusterTests(ctx context.Context, replicas *int, keep *bool, local *bool) error {
-	opts := command.ClusterOptions{Out: os.Stdout, Keep: keep != nil && *keep, Local: local != nil && *local}
+	args := []string{boolArg("keep", keep), boolArg("local", local)}
 	if replicas != nil {
-		opts.Replicas = *replicas
+		args = append(args, "-replicas="+strconv.Itoa(*replicas))
 	}
-	return exit(command.ClusterTests(ctx, opts))
+	return command.Supervise(ctx, "cluster-tests", args...)
 }
 
 // Images makes sure the fault layer's images are in the Docker engine,
@@ -121,14 +181,14 @@ func ClusterTests(ctx context.Context, replicas *int, keep *bool, local *bool) e
 // module on scratch, Postgres from the host's Debian mirror (debootstrap,
 // needs root). Run it once on an air-gapped CI machine before the battery.
 func Images(ctx context.Context) error {
-	return exit(command.Images(ctx, os.Stdout))
+	return command.Supervise(ctx, "images")
 }
 
 // Sweep removes what killed runs left behind on this host: containers,
 // networks and volumes labelled by contested whose owner process is gone,
 // and embedded layers' data directories. Nothing unlabelled is touched.
 func Sweep(ctx context.Context) error {
-	return exit(command.Sweep(ctx, os.Stdout))
+	return command.Supervise(ctx, "sweep")
 }
 
 // Bench runs the project's benchmarks and writes a table and
@@ -141,12 +201,12 @@ func Sweep(ctx context.Context) error {
 //	go tool mage bench
 //	go tool mage bench -benchtime=10x -filter=Verify
 func Bench(ctx context.Context, benchtime *string, filter *string) error {
-	opts := command.BenchOptions{Out: os.Stdout}
+	var args []string
 	if benchtime != nil {
-		opts.Benchtime = *benchtime
+		args = append(args, "-benchtime="+*benchtime)
 	}
 	if filter != nil {
-		opts.Filter = *filter
+		args = append(args, "-filter="+*filter)
 	}
-	return exit(command.Bench(ctx, opts))
+	return command.Supervise(ctx, "bench", args...)
 }

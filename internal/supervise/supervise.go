@@ -1,0 +1,231 @@
+// Package supervise runs a command in a worker process of its own and
+// reports its end honestly.
+//
+// A Go program that crashes (an unrecovered panic in any goroutine, or a
+// fatal runtime error such as running out of memory) exits with status 2,
+// which contested's exit codes reserve for usage errors (DESIGN §4.1). Only
+// another process can tell the two apart, so each target runs in a worker:
+// the same executable, started again with EnvWorker naming the target. The
+// worker sends the runtime's crash report to the supervisor through a pipe
+// (runtime/debug.SetCrashOutput); a worker that crashed, or that was
+// killed by a signal it did not ask for (the kernel's out-of-memory killer
+// sends SIGKILL), ends the supervisor with exit 1 and a line that says
+// "internal error".
+//
+// Signals: the worker runs in a process group of its own, so a terminal's
+// Ctrl-C reaches the supervisor only, which relays what it receives to the
+// worker as SIGTERM: the first SIGINT, SIGTERM or SIGHUP stops the worker
+// (it tears down), a second SIGINT or SIGTERM forces it. One request often
+// arrives twice (GNU timeout signals its child and then its whole process
+// group; the parent's death follows its own SIGTERM), so a repeat within
+// Repeat of the previous one, and any SIGHUP after the first signal, count
+// as the same request. A worker whose supervisor dies gets SIGHUP (Linux
+// parent-death signal) and tears down too.
+package supervise
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// EnvWorker is set in a worker's environment; its value is the target the
+// worker runs. Worker removes it, so that the worker's own children (a
+// nested go tool mage in an end-to-end test) are supervisors again.
+const EnvWorker = "CONTESTED_WORKER"
+
+// ExitInternal is the exit code of a crash: 1, with a message that says
+// "internal error". 2 stays what it means: bad input.
+const ExitInternal = 1
+
+// Repeat is how close together two signals must come to be taken for one
+// request delivered twice rather than a second request.
+const Repeat = 250 * time.Millisecond
+
+// crashFD is the worker's file descriptor of the crash pipe (ExtraFiles[0]).
+const crashFD = 3
+
+// Worker reports whether this process is a worker and which target it
+// runs. In a worker it also sends the runtime's crash report to the
+// supervisor and takes EnvWorker out of the environment. Call it before
+// anything else.
+func Worker() (target string, ok bool) {
+	target, ok = os.LookupEnv(EnvWorker)
+	if !ok {
+		return "", false
+	}
+	os.Unsetenv(EnvWorker)
+	if f := os.NewFile(crashFD, "crash"); f != nil {
+		// SetCrashOutput keeps a close-on-exec duplicate; the inherited
+		// descriptor is closed so that no child holds the pipe open.
+		if err := debug.SetCrashOutput(f, debug.CrashOptions{}); err == nil {
+			f.Close()
+		}
+	}
+	return target, true
+}
+
+// Options configures Run.
+type Options struct {
+	// Target names what the worker runs (EnvWorker's value, and messages).
+	Target string
+	// Argv is the worker's command line; Argv[0] is the executable.
+	Argv []string
+	// Env is added to this process's environment for the worker.
+	Env []string
+	// Stderr receives the supervisor's own messages; default os.Stderr.
+	Stderr io.Writer
+	// ForceAfter is how long after relaying a second signal the
+	// supervisor waits before killing the worker's group; default 3s.
+	ForceAfter time.Duration
+}
+
+// Run starts the worker, relays signals to it, waits for it, and returns
+// the exit code to exit with: the worker's own, or ExitInternal (with a
+// message on Stderr) when it crashed or was killed. ctx ending (Mage's -t
+// timeout) stops the worker like a first signal.
+func Run(ctx context.Context, opts Options) int {
+	if opts.Stderr == nil {
+		opts.Stderr = os.Stderr
+	}
+	if opts.ForceAfter == 0 {
+		opts.ForceAfter = 3 * time.Second
+	}
+	// Learn of our own parent's death (Mage killed by SIGTERM, which it
+	// does not catch) as a signal to relay.
+	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGHUP), 0, 0, 0)
+
+	// Take SIGINT away from anyone else in this process (Mage's generated
+	// main gives a target 5 seconds after Ctrl-C, then exits and would
+	// leave the worker's teardown unfinished): the worker's grace governs.
+	signal.Reset(os.Interrupt)
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	crashR, crashW, err := os.Pipe()
+	if err != nil {
+		fmt.Fprintf(opts.Stderr, "contested: internal error: make the crash pipe: %v\n", err)
+		return ExitInternal
+	}
+	cmd := exec.Command(opts.Argv[0], opts.Argv[1:]...)
+	cmd.Env = append(append(withoutTimeout(os.Environ()), opts.Env...), EnvWorker+"="+opts.Target)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.ExtraFiles = []*os.File{crashW}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGHUP}
+
+	// The parent-death signal follows the thread that started the child:
+	// keep this goroutine on it until the worker is gone.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := cmd.Start(); err != nil {
+		crashW.Close()
+		crashR.Close()
+		fmt.Fprintf(opts.Stderr, "contested: internal error: start the %s worker: %v\n", opts.Target, err)
+		return ExitInternal
+	}
+	crashW.Close()
+	crash := make(chan []byte, 1)
+	go func() { crash <- readCapped(crashR, 16<<10); crashR.Close() }()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+
+	pid := cmd.Process.Pid
+	signalled, killed := 0, false
+	var last time.Time
+	var kill <-chan time.Time
+	ctxDone := ctx.Done()
+	for {
+		select {
+		case sig := <-sigs:
+			if signalled > 0 && (sig == syscall.SIGHUP || time.Since(last) < Repeat) {
+				continue // the same request again
+			}
+			signalled++
+			last = time.Now()
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+			if signalled >= 2 && kill == nil {
+				kill = time.After(opts.ForceAfter)
+			}
+		case <-ctxDone:
+			ctxDone = nil
+			if signalled == 0 {
+				signalled = 1
+				_ = syscall.Kill(pid, syscall.SIGTERM)
+			}
+		case <-kill:
+			killed = true
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		case err := <-done:
+			return outcome(opts, err, <-crash, killed)
+		}
+	}
+}
+
+// outcome maps the worker's end to an exit code.
+func outcome(opts Options, waitErr error, crash []byte, killed bool) int {
+	if len(bytes.TrimSpace(crash)) > 0 {
+		fmt.Fprintf(opts.Stderr, "contested: internal error: the %s target crashed (%s); exit %d, not 2, which means bad input. This is a bug in contested: please report it with the output above.\n",
+			opts.Target, firstLine(crash), ExitInternal)
+		return ExitInternal
+	}
+	if waitErr == nil {
+		return 0
+	}
+	var exit *exec.ExitError
+	if !errors.As(waitErr, &exit) {
+		fmt.Fprintf(opts.Stderr, "contested: internal error: wait for the %s worker: %v\n", opts.Target, waitErr)
+		return ExitInternal
+	}
+	ws, ok := exit.Sys().(syscall.WaitStatus)
+	if ok && ws.Signaled() {
+		if killed {
+			fmt.Fprintf(opts.Stderr, "contested: the %s target did not stop after a second signal and was killed\n", opts.Target)
+			return ExitInternal
+		}
+		fmt.Fprintf(opts.Stderr, "contested: internal error: the %s target was killed by %s (the kernel's out-of-memory killer sends SIGKILL); exit %d\n", opts.Target, unix.SignalName(ws.Signal()), ExitInternal)
+		return ExitInternal
+	}
+	return exit.ExitCode()
+}
+
+// withoutTimeout drops MAGEFILE_TIMEOUT: the supervisor's context carries
+// Mage's -t timeout and stops the worker with a signal, so that it tears
+// down; Mage in the worker would abandon the target at once.
+func withoutTimeout(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "MAGEFILE_TIMEOUT=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// readCapped reads r to its end, keeping at most n bytes.
+func readCapped(r io.Reader, n int64) []byte {
+	var b bytes.Buffer
+	_, _ = io.Copy(&b, io.LimitReader(r, n))
+	_, _ = io.Copy(io.Discard, r)
+	return b.Bytes()
+}
+
+func firstLine(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
