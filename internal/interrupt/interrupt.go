@@ -42,10 +42,10 @@ var (
 	started  bool
 	first    os.Signal
 	nextID   int
-	cancels  = map[int]context.CancelFunc{}
-	groups   = map[int]int{} // pgid → trackers
-	grace    = Grace
-	exitFunc = os.Exit
+	cancels            = map[int]context.CancelFunc{}
+	groups             = map[int]int{} // pgid → trackers
+	grace              = Grace
+	exitFunc           = os.Exit
 	stderr   io.Writer = os.Stderr
 )
 
