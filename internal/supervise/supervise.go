@@ -178,7 +178,7 @@ func Run(ctx context.Context, opts Options) int {
 func outcome(opts Options, waitErr error, crash []byte, killed bool) int {
 	if len(bytes.TrimSpace(crash)) > 0 {
 		fmt.Fprintf(opts.Stderr, "contested: internal error: the %s target crashed (%s); exit %d, not 2, which means bad input. This is a bug in contested: please report it with the output above.\n",
-			opts.Target, firstLine(crash), ExitInternal)
+			opts.Target, crashLine(crash), ExitInternal)
 		return ExitInternal
 	}
 	if waitErr == nil {
@@ -222,10 +222,21 @@ func readCapped(r io.Reader, n int64) []byte {
 	return b.Bytes()
 }
 
-func firstLine(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
+// crashLine picks the line of a crash report that says what happened:
+// "panic: …" or "fatal error: …", else what kind of crash it was.
+func crashLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for _, l := range lines {
+		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
+			return strings.TrimSpace(l)
+		}
 	}
-	return s
+	for _, l := range lines {
+		// A throw's report starts at its goroutine; its "fatal error:"
+		// line (out of memory, a concurrent map write) went to stderr.
+		if strings.HasPrefix(l, "runtime.throw(") {
+			return "a fatal runtime error; its \"fatal error:\" line is above"
+		}
+	}
+	return strings.TrimSpace(lines[0])
 }

@@ -1,0 +1,218 @@
+package supervise
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/contested/contested/internal/interrupt"
+	"github.com/contested/contested/internal/reexec"
+)
+
+// envRole names the worker role the supervisor role starts.
+const envRole = "SUPERVISE_TEST_WORKER"
+
+func TestMain(m *testing.M) {
+	reexec.Main(reexec.Roles{
+		"supervisor": func() int {
+			return Run(context.Background(), Options{Target: "test", Argv: []string{os.Args[0], "-test.run=^$"},
+				Env: []string{reexec.Env + "=" + os.Getenv(envRole)}})
+		},
+		"w-ok":    worker(func() int { return 0 }),
+		"w-usage": worker(func() int { fmt.Fprintln(os.Stderr, "Error: usage: no such surface"); return 2 }),
+		"w-panic": worker(func() int {
+			go func() { panic("boom in a goroutine") }()
+			select {}
+		}),
+		"w-oom": worker(func() int {
+			// Cap the address space a little above what is mapped now, then
+			// keep allocating: the runtime dies with "out of memory".
+			var lim syscall.Rlimit
+			syscall.Getrlimit(syscall.RLIMIT_AS, &lim)
+			lim.Cur = vmSize() + 256<<20
+			if err := syscall.Setrlimit(syscall.RLIMIT_AS, &lim); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 3
+			}
+			var keep [][]byte
+			for {
+				keep = append(keep, make([]byte, 64<<20))
+				keep[len(keep)-1][0] = 1
+			}
+		}),
+		"w-sigkill": worker(func() int { syscall.Kill(os.Getpid(), syscall.SIGKILL); select {} }),
+		"w-env":     worker(func() int { fmt.Printf("ready %q\n", os.Getenv(EnvWorker)); return 0 }),
+		"w-stop": worker(func() int {
+			ctx, stop := interrupt.Context(context.Background())
+			defer stop()
+			fmt.Println("ready")
+			<-ctx.Done()
+			time.Sleep(300 * time.Millisecond)
+			fmt.Println("torn down")
+			return 1
+		}),
+		"w-hang": worker(func() int {
+			_, stop := interrupt.Context(context.Background())
+			defer stop()
+			fmt.Println("ready")
+			select {}
+		}),
+	})
+	os.Exit(m.Run())
+}
+
+func worker(f func() int) func() int {
+	return func() int {
+		if target, ok := Worker(); !ok || target != "test" {
+			fmt.Fprintf(os.Stderr, "not a worker of target test (%q, %v)\n", target, ok)
+			return 4
+		}
+		return f()
+	}
+}
+
+// vmSize is this process's mapped address space, from /proc.
+func vmSize() uint64 {
+	b, _ := os.ReadFile("/proc/self/statm")
+	var pages uint64
+	fmt.Sscan(string(b), &pages)
+	return pages * uint64(os.Getpagesize())
+}
+
+// supervisor starts the supervisor role over a worker role.
+func supervisor(t *testing.T, role string) (*exec.Cmd, *bufio.Reader, *strings.Builder) {
+	t.Helper()
+	cmd := reexec.Command(t, "supervisor", envRole+"="+role)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd, bufio.NewReader(out), &stderr
+}
+
+func exitCode(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatal(err)
+		}
+		return cmd.ProcessState.ExitCode()
+	case <-time.After(60 * time.Second):
+		t.Fatal("the supervisor did not exit within 60s")
+		return 0
+	}
+}
+
+// TestExitCodesStayHonest: a worker's own exit code passes through (2
+// stays usage), while a crash (a panic in any goroutine, the runtime out
+// of memory) or a kill it did not ask for is exit 1 with "internal error",
+// never Go's 2.
+func TestExitCodesStayHonest(t *testing.T) {
+	tests := []struct {
+		role     string
+		want     int
+		internal bool
+		detail   string
+	}{
+		{"w-ok", 0, false, ""},
+		{"w-usage", 2, false, ""},
+		{"w-panic", 1, true, "panic: boom in a goroutine"},
+		{"w-oom", 1, true, "fatal runtime error"},
+		{"w-sigkill", 1, true, "killed by SIGKILL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.role, func(t *testing.T) {
+			cmd, out, stderr := supervisor(t, tt.role)
+			go io.Copy(io.Discard, out)
+			code := exitCode(t, cmd)
+			msg := stderr.String()
+			if code != tt.want {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.want, tail(msg))
+			}
+			if strings.Contains(msg, "internal error") != tt.internal || !strings.Contains(msg, tt.detail) {
+				t.Errorf("stderr must say internal error: %v, holding %q; got:\n%s", tt.internal, tt.detail, tail(msg))
+			}
+		})
+	}
+}
+
+// TestTheWorkerDoesNotPassTheMarkerOn: a worker's children are not
+// workers (a nested go tool mage supervises again).
+func TestTheWorkerDoesNotPassTheMarkerOn(t *testing.T) {
+	cmd, out, stderr := supervisor(t, "w-env")
+	line, _ := out.ReadString('\n')
+	if code := exitCode(t, cmd); code != 0 || line != "ready \"\"\n" {
+		t.Errorf("exit %d, worker saw %s=%s; want 0 and empty: %s", code, EnvWorker, line, stderr.String())
+	}
+}
+
+// TestSignalsReachTheWorkerOnce: whatever way the request comes (SIGTERM,
+// Ctrl-C's SIGINT, SIGTERM twice in a row as GNU timeout sends it, the
+// supervisor killed outright), the worker is stopped once and finishes its
+// teardown; a second signal later forces it.
+func TestSignalsReachTheWorkerOnce(t *testing.T) {
+	tests := []struct {
+		name     string
+		role     string
+		send     func(p *os.Process)
+		tornDown bool
+		stderr   string
+	}{
+		{"SIGTERM", "w-stop", func(p *os.Process) { p.Signal(syscall.SIGTERM) }, true, "SIGTERM: stopping"},
+		{"SIGINT relayed as SIGTERM", "w-stop", func(p *os.Process) { p.Signal(syscall.SIGINT) }, true, "SIGTERM: stopping"},
+		{"SIGTERM twice within 50ms", "w-stop", func(p *os.Process) {
+			p.Signal(syscall.SIGTERM)
+			time.Sleep(50 * time.Millisecond)
+			p.Signal(syscall.SIGTERM)
+		}, true, "SIGTERM: stopping"},
+		{"supervisor killed", "w-stop", func(p *os.Process) { p.Kill() }, true, "SIGHUP: stopping"},
+		{"second SIGTERM forces a hung worker", "w-hang", func(p *os.Process) {
+			p.Signal(syscall.SIGTERM)
+			time.Sleep(2 * Repeat)
+			p.Signal(syscall.SIGTERM)
+		}, false, "a second signal (SIGTERM)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd, out, stderr := supervisor(t, tt.role)
+			if line, err := out.ReadString('\n'); line != "ready\n" {
+				t.Fatalf("worker: %q, %v: %s", line, err, stderr.String())
+			}
+			tt.send(cmd.Process)
+			rest, _ := io.ReadAll(out) // until the worker, which holds stdout too, is gone
+			exitCode(t, cmd)
+			if strings.Contains(string(rest), "torn down") != tt.tornDown {
+				t.Errorf("worker output after the signal: %q; want teardown finished: %v", rest, tt.tornDown)
+			}
+			if !strings.Contains(stderr.String(), tt.stderr) {
+				t.Errorf("stderr does not hold %q:\n%s", tt.stderr, stderr.String())
+			}
+		})
+	}
+}
+
+func tail(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > 6 {
+		lines = append(lines[:3], lines[len(lines)-3:]...)
+	}
+	return strings.Join(lines, "\n")
+}
