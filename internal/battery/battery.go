@@ -17,8 +17,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/contested/contested/internal/interrupt"
 )
 
 // Event is one line of `go test -json` (cmd/test2json), plus the build
@@ -111,13 +112,20 @@ type Options struct {
 	Heartbeat time.Duration
 }
 
+// StopAfter is how long a cancelled battery's process group has between
+// SIGINT (test binaries end, go test reports) and SIGKILL. It fits, with
+// the layer's teardown, in interrupt.Grace.
+const StopAfter = 3 * time.Second
+
 // ErrNotRun: go test could not be started or listed nothing to run.
 var ErrNotRun = errors.New("battery did not run")
 
 // Run runs go test -json -count=1 over the patterns and returns the result.
 // A battery with failures is not an error; an error means it did not run
-// (or was cancelled). On cancellation the whole process group gets SIGINT,
-// then SIGKILL after a grace period.
+// (or was cancelled). go test runs in a process group of its own with its
+// test binaries and their workers: on cancellation the whole group gets
+// SIGINT, then SIGKILL after StopAfter, and a forced exit of this process
+// kills it too (internal/interrupt).
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Out == nil {
 		opts.Out = io.Discard
@@ -135,12 +143,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	args := append([]string{"test", "-json", "-count=1"}, opts.Args...)
 	args = append(args, opts.Patterns...)
-	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd := interrupt.Command(ctx, StopAfter, "go", args...)
 	cmd.Dir = opts.Dir
 	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
-	cmd.WaitDelay = 10 * time.Second
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -151,9 +156,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	res := &Result{Started: time.Now()}
 	f := newFollower(opts.Out, total)
 	fmt.Fprintf(opts.Out, "battery: go %s (%d packages)\n", strings.Join(args, " "), total)
-	if err := cmd.Start(); err != nil {
+	untrack, err := interrupt.Start(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("%w: start go test: %v", ErrNotRun, err)
 	}
+	defer untrack()
 	stop := f.heartbeat(opts.Heartbeat)
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)

@@ -5,13 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/interrupt"
 )
 
 // BenchOptions configures Bench.
@@ -79,19 +80,18 @@ func Bench(ctx context.Context, opts BenchOptions) error {
 	defer raw.Close()
 	args := append([]string{"test", "-run", "^$", "-bench", opts.Filter, "-benchtime", opts.Benchtime, "-timeout", "60m"}, pkgs...)
 	fmt.Fprintf(opts.Out, "bench: go %s\n", strings.Join(args, " "))
-	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd := interrupt.Command(ctx, battery.StopAfter, "go", args...)
 	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
-	cmd.WaitDelay = 10 * time.Second
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
 	}
 	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
+	untrack, err := interrupt.Start(cmd)
+	if err != nil {
 		return err
 	}
+	defer untrack()
 	rep := BenchReport{Benchtime: opts.Benchtime, Filter: opts.Filter}
 	pkg := ""
 	sc := bufio.NewScanner(stdout)
