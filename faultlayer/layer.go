@@ -178,6 +178,11 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%w: %s=%q: %v", ErrConfig, EnvProxyPorts, c.ProxyPorts, err)
 		}
 	}
+	if c.PostgresBin != "" {
+		if _, err := postgresBinaries(c.PostgresBin); err != nil {
+			return fmt.Errorf("%w: %s=%q: %v", ErrConfig, EnvPostgresBin, c.PostgresBin, err)
+		}
+	}
 	if c.ProxyListenHost != "" {
 		if _, err := listenAddr(c.ProxyListenHost); err != nil {
 			return fmt.Errorf("%w: %s=%q: %v", ErrConfig, EnvProxyListenHost, c.ProxyListenHost, err)

@@ -49,7 +49,8 @@ func (p Preflight) OK() bool {
 }
 
 // Hard reports whether a check failed that fails preflight in any mode: a
-// proven non-loopback publish of the control API.
+// proven exposure off this host (the control API published off loopback,
+// proxies that would listen off loopback on the host's network).
 func (p Preflight) Hard() bool {
 	for _, c := range p.Checks {
 		if !c.OK && c.Hard {

@@ -1,11 +1,17 @@
 package command
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -42,6 +48,11 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	if strings.TrimSpace(opts.Test) == "" {
 		return fmt.Errorf("%w: name the failing test: go tool mage arbitrate TestStoreContract/reset", ErrUsage)
 	}
+	// Everything the ladder will read, before step 1 lists tests and long
+	// before step 3 reruns anything.
+	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds); err != nil {
+		return err
+	}
 	ws, err := openWorkspace(opts.Dir)
 	if err != nil {
 		return err
@@ -56,11 +67,18 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 		return err
 	}
 	lo := ladder.Options{Dir: dir, Registry: reg, RegistryPath: regPath, ResultsRoot: root, Out: out, Contracts: map[string]*contract.Result{}, Level: level}
+	// A name no _test.go file declares is refused from the sources alone,
+	// in well under a second: go test -list (step 1) builds every test
+	// binary of the module first.
+	if err := declaredTest(ctx, dir, opts.Test); err != nil {
+		return err
+	}
 	// Step 1 first: a test that is not a contract test needs no fault layer.
 	if _, err := ladder.Locate(ctx, opts.Test, lo); err != nil {
 		return arbitrateError(err)
 	}
 	if l, err := faultlayer.Up(ctx, cfg); err != nil {
+		reportUpError(out, err)
 		lo.LayerErr = err
 	} else {
 		defer l.Close(context.WithoutCancel(ctx))
@@ -83,6 +101,61 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 		return fmt.Errorf("%w: owner %s: %s", ErrCannotRun, o.Owner, o.Action)
 	}
 	return fmt.Errorf("%w: owner %s", ErrRed, o.Owner)
+}
+
+// declaredTest refuses, with ErrUsage, a test id whose top-level name no
+// _test.go file of its package (or of the module, without a package)
+// declares as a function. A test that go test would list is always
+// declared so; the reverse is left to go test -list in step 1 (a file
+// behind a build tag, a package that does not build). When the sources
+// cannot be listed it says nothing and step 1 decides.
+func declaredTest(ctx context.Context, dir, id string) error {
+	pkg, name := ladder.SplitID(id)
+	top, _, _ := strings.Cut(name, "/")
+	pattern := pkg
+	if pattern == "" {
+		pattern = "./..."
+	}
+	cmd := exec.CommandContext(ctx, "go", "list", "-e", "-json=Dir,TestGoFiles,XTestGoFiles", pattern)
+	cmd.Dir = dir
+	b, err := cmd.Output()
+	if err != nil {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	files := 0
+	for dec.More() {
+		var p struct {
+			Dir                       string
+			TestGoFiles, XTestGoFiles []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			return nil
+		}
+		for _, f := range append(p.TestGoFiles, p.XTestGoFiles...) {
+			files++
+			ok, err := declaresFunc(filepath.Join(p.Dir, f), top)
+			if err != nil || ok {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("%w: unknown test: %s is not a test of %s (none of its %d _test.go files declares func %s); give a test name as the battery reports it", ErrUsage, top, pattern, files, top)
+}
+
+// declaresFunc reports whether a Go file declares a top-level function
+// (no receiver) named name.
+func declaresFunc(path, name string) (bool, error) {
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+	if err != nil {
+		return false, err
+	}
+	for _, d := range f.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && fn.Name.Name == name {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // arbitrateError maps a ladder error to the command's: an unknown test or
@@ -111,16 +184,19 @@ func saveOutcome(root string, o *ladder.Outcome, out io.Writer) (string, string)
 // ladderBudget is how long validate spends arbitrating failing tests:
 // CONTESTED_LADDER_BUDGET, default ten minutes.
 func ladderBudget() (time.Duration, error) {
-	v := strings.TrimSpace(os.Getenv("CONTESTED_LADDER_BUDGET"))
+	v := strings.TrimSpace(os.Getenv(envLadderBudget))
 	if v == "" {
 		return 10 * time.Minute, nil
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < 0 {
-		return 0, fmt.Errorf("%w: CONTESTED_LADDER_BUDGET=%q is not a duration such as 10m", ErrUsage, v)
+		return 0, fmt.Errorf("%w: %s=%q is not a duration such as 10m", ErrUsage, envLadderBudget, v)
 	}
 	return d, nil
 }
+
+// envLadderBudget bounds validate's time on the ladder.
+const envLadderBudget = "CONTESTED_LADDER_BUDGET"
 
 func paintOwner(o ladder.Owner) string {
 	switch o {

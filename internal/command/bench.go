@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -55,15 +56,22 @@ var benchPackages = []string{
 func Bench(ctx context.Context, opts BenchOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
-	dir, err := moduleDir(opts.Dir)
-	if err != nil {
-		return err
-	}
 	if opts.Benchtime == "" {
 		opts.Benchtime = "3x"
 	}
 	if opts.Filter == "" {
 		opts.Filter = "."
+	}
+	// The benchmarks bring up fault layers from the environment.
+	if err := checkBenchFlags(opts); err != nil {
+		return err
+	}
+	if err := checkVariables(varLayer); err != nil {
+		return err
+	}
+	dir, err := moduleDir(opts.Dir)
+	if err != nil {
+		return err
 	}
 	root := resultsRoot(dir)
 	start := time.Now()
@@ -120,6 +128,26 @@ func Bench(ctx context.Context, opts BenchOptions) error {
 	fmt.Fprintf(opts.Out, "bench: %s, %s and %s\n", filepath.Join(root, "bench", "bench.json"), filepath.Join(root, "bench", "bench.txt"), rep.Took.Round(time.Second))
 	if waitErr != nil {
 		return fmt.Errorf("%w: a benchmark failed (see %s): %v", ErrRed, filepath.Join(root, "bench", "bench.txt"), waitErr)
+	}
+	return nil
+}
+
+// checkBenchFlags refuses a -benchtime that is neither a count (3x) nor a
+// duration (2s) and a -filter that is not go test -bench's pattern, before
+// anything is built.
+func checkBenchFlags(opts BenchOptions) error {
+	bt := opts.Benchtime
+	if n, ok := strings.CutSuffix(bt, "x"); ok {
+		if c, err := strconv.Atoi(n); err != nil || c < 1 {
+			return fmt.Errorf("%w: -benchtime=%q: a count is a positive number and x, such as 3x", ErrUsage, bt)
+		}
+	} else if d, err := time.ParseDuration(bt); err != nil || d <= 0 {
+		return fmt.Errorf("%w: -benchtime=%q is neither a count (3x) nor a duration (2s)", ErrUsage, bt)
+	}
+	for _, part := range strings.Split(opts.Filter, "/") {
+		if _, err := regexp.Compile(part); err != nil {
+			return fmt.Errorf("%w: -filter=%q: %v", ErrUsage, opts.Filter, err)
+		}
 	}
 	return nil
 }

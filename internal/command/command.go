@@ -18,9 +18,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/contested/contested/cluster"
+	"github.com/contested/contested/contested"
 	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/internal/contract"
 	"github.com/contested/contested/internal/interrupt"
 	"github.com/contested/contested/internal/supervise"
 	"github.com/contested/contested/registry"
@@ -69,6 +72,51 @@ func ExitCode(err error) int {
 // error, never a green.
 func NotBuilt(target string) error {
 	return fmt.Errorf("%w: mage %s is not built yet in this version of contested", ErrUsage, target)
+}
+
+// Variables a command reads, for checkVariables. Each names a check; the
+// layer's covers CONTESTED_LAYER, CONTESTED_TOXIPROXY_URL,
+// CONTESTED_PG_DSN, CONTESTED_PROXY_PORTS, CONTESTED_PROXY_LISTEN_HOST,
+// CONTESTED_PG_BIN and CONTESTED_RUN_ID.
+const (
+	varLayer  = "layer"
+	varLevel  = contested.EnvLevel
+	varSeed   = contested.EnvSeed
+	varSeeds  = contract.EnvSeeds
+	varBudget = envLadderBudget
+)
+
+// checkVariables refuses the variables a command reads that cannot work,
+// all of them at once, with exit 2 (ErrUsage), before the command starts
+// anything: a layer, a battery, a rerun, a build. A command checks them
+// first, so that a bad CONTESTED_SEEDS is never found three reruns into an
+// arbitration.
+func checkVariables(names ...string) error {
+	var problems []string
+	for _, n := range names {
+		var err error
+		switch n {
+		case varLayer:
+			_, err = faultlayer.ConfigFromEnv()
+		case varLevel:
+			_, err = contested.Level()
+		case varSeed:
+			_, err = contested.Seed()
+		case varSeeds:
+			_, err = contract.Seeds(1)
+		case varBudget:
+			_, err = ladderBudget()
+		default:
+			err = fmt.Errorf("internal error: no check for %s", n)
+		}
+		if err != nil {
+			problems = append(problems, strings.TrimPrefix(strings.TrimPrefix(err.Error(), ErrUsage.Error()+": "), faultlayer.ErrConfig.Error()+": "))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s", ErrUsage, strings.Join(problems, "; "))
+	}
+	return nil
 }
 
 // withSignals returns ctx cancelled on the first SIGINT, SIGTERM or SIGHUP

@@ -38,6 +38,9 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
 	out := opts.Out
+	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds); err != nil {
+		return err
+	}
 	ws, err := openWorkspace(opts.Dir)
 	if err != nil {
 		return err
@@ -61,6 +64,7 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 
 	copts := contract.Options{Dir: dir, RegistryPath: regPath, ResultsRoot: root, Level: level, Out: out}
 	l, err := faultlayer.Up(ctx, cfg)
+	reportUpError(out, err)
 	if err == nil {
 		defer l.Close(context.WithoutCancel(ctx))
 		if _, perr := Preflight(ctx, l, true, out); perr != nil {

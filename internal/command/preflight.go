@@ -22,8 +22,9 @@ import (
 // PreflightOptions configures FaultPreflight.
 type PreflightOptions struct {
 	// Required makes any failed check fatal (exit 3). Without it preflight
-	// reports and exits 0, except on a proven non-loopback publish of the
-	// control API, which is fatal in every mode.
+	// reports and exits 0, except on a proven exposure off this host (the
+	// control API published off loopback, proxies listening off loopback on
+	// the host's network), which is fatal in every mode.
 	Required bool
 	Out      io.Writer
 }
@@ -47,6 +48,13 @@ func FaultPreflight(ctx context.Context, opts PreflightOptions) error {
 		fmt.Fprintf(opts.Out, "fault-preflight (%s): no layer named in the environment; bringing one up to check, torn down afterwards\n", mode)
 	}
 	l, err := faultlayer.Up(ctx, cfg)
+	var pe *faultlayer.PreflightError
+	if errors.As(err, &pe) {
+		// Up refused the layer before creating or deleting anything in it:
+		// its identity checks failed. They are this preflight's answer.
+		fmt.Fprintf(opts.Out, "fault-preflight (%s): %s layer, not touched: it failed the checks that come before any change to it\n", mode, pe.Preflight.Layer)
+		return reportPreflight(pe.Preflight, opts.Required, opts.Out)
+	}
 	if err != nil {
 		fmt.Fprintf(opts.Out, "fault-preflight (%s): %s\n", mode, color.RedString("the fault layer cannot run"))
 		if errors.Is(err, faultlayer.ErrConfig) || opts.Required {
@@ -70,6 +78,12 @@ func Preflight(ctx context.Context, l *faultlayer.Layer, required bool, out io.W
 	}
 	fmt.Fprintf(out, "fault-preflight (%s): %s layer (%s)\n", mode, l.Kind, l.Reason)
 	p := faultlayer.RunPreflight(ctx, l)
+	return p, reportPreflight(p, required, out)
+}
+
+// reportPreflight prints and saves a preflight result and returns its
+// verdict in this mode.
+func reportPreflight(p faultlayer.Preflight, required bool, out io.Writer) error {
 	p.Write(out)
 	if err := savePreflight(p); err != nil {
 		fmt.Fprintf(out, "  (could not save preflight.json: %v)\n", err)
@@ -78,7 +92,7 @@ func Preflight(ctx context.Context, l *faultlayer.Layer, required bool, out io.W
 	failed := len(p.Failed())
 	switch {
 	case p.Hard():
-		fmt.Fprintf(out, "fault-preflight: %s\n", color.RedString("FAILED: the control API is published off loopback"))
+		fmt.Fprintf(out, "fault-preflight: %s\n", color.RedString("FAILED: %s: reachable off this host", hardFailure(p)))
 	case failed > 0 && required:
 		fmt.Fprintf(out, "fault-preflight: %s\n", color.RedString("FAILED (%d of %d checks)", failed, len(p.Checks)))
 	case failed > 0:
@@ -86,7 +100,17 @@ func Preflight(ctx context.Context, l *faultlayer.Layer, required bool, out io.W
 	default:
 		fmt.Fprintf(out, "fault-preflight: %s (%s)\n", color.GreenString("ok"), p.Took.Round(time.Millisecond))
 	}
-	return p, err
+	return err
+}
+
+// reportUpError prints the checks of a layer that Up refused on its
+// identity checks (nothing for any other error, or none).
+func reportUpError(out io.Writer, err error) {
+	var pe *faultlayer.PreflightError
+	if errors.As(err, &pe) {
+		fmt.Fprintf(out, "fault layer: refused before anything was created or deleted in it:\n")
+		pe.Preflight.Write(out)
+	}
 }
 
 // preflightVerdict decides whether a preflight result fails the command: a
@@ -96,6 +120,15 @@ func preflightVerdict(p faultlayer.Preflight, required bool) error {
 		return fmt.Errorf("%w: fault-preflight: %s", ErrCannotRun, firstFailure(p))
 	}
 	return nil
+}
+
+func hardFailure(p faultlayer.Preflight) string {
+	for _, c := range p.Failed() {
+		if c.Hard {
+			return c.Name
+		}
+	}
+	return ""
 }
 
 func firstFailure(p faultlayer.Preflight) string {

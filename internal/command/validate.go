@@ -95,6 +95,9 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	defer cancel()
 	start := time.Now()
 	out := opts.Out
+	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varBudget); err != nil {
+		return err
+	}
 	ws, err := openWorkspace(opts.Dir)
 	if err != nil {
 		return err
@@ -119,11 +122,13 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 
 	l, err := faultlayer.Up(ctx, cfg)
 	if err != nil {
+		reportUpError(out, err)
 		fmt.Fprintf(out, "validate: %s: the fault layer cannot run; refusing to run the battery\n", color.RedString("CANNOT RUN"))
 		return err
 	}
 	defer l.Close(context.WithoutCancel(ctx))
-	rep.Layer = string(l.Kind)
+	// The layer's run id: a shared CONTESTED_RUN_ID got a suffix of its own.
+	rep.RunID, rep.Layer = l.RunID, string(l.Kind)
 	p, err := Preflight(ctx, l, true, out)
 	rep.Preflight = p
 	if err != nil {
@@ -134,7 +139,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	if err := faultrecord.Purge(faultDir); err != nil {
 		return fmt.Errorf("purge old records: %w", err)
 	}
-	if err := faultrecord.WriteStamp(faultDir, cfg.RunID); err != nil {
+	if err := faultrecord.WriteStamp(faultDir, l.RunID); err != nil {
 		return fmt.Errorf("write the gate stamp: %w", err)
 	}
 	fmt.Fprintf(out, "validate: purged old records and wrote %s\n", filepath.Join(faultDir, faultrecord.StampName))
@@ -272,6 +277,9 @@ func ProgramGate(ctx context.Context, opts ProgramGateOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
 	out := opts.Out
+	if err := checkVariables(varLayer, varLevel); err != nil {
+		return err
+	}
 	ws, err := openWorkspace(opts.Dir)
 	if err != nil {
 		return err

@@ -89,13 +89,15 @@ func boolArg(name string, v *bool) string {
 }
 
 // FaultPreflight (fault-preflight) checks the fault layer: Toxiproxy answers /version, its
-// control API is published on loopback only, and the port-lease table
-// works. It checks the layer CONTESTED_TOXIPROXY_URL and CONTESTED_PG_DSN
+// control API is published on loopback only, its proxies listen where only
+// this host reaches them, the test-plane Postgres answers, and the
+// port-lease table works. It checks the layer CONTESTED_TOXIPROXY_URL and CONTESTED_PG_DSN
 // name, or brings one up (CONTESTED_LAYER) to check and tears it down.
 //
 // Report-only by default: failures are printed and the exit code is 0,
-// except for a control API published off loopback, which exits 3 in any
-// mode. With -required any failed check exits 3.
+// except for a proven exposure off this host (control API published off
+// loopback, proxies listening off loopback on the host's network), which
+// exits 3 in any mode. With -required any failed check exits 3.
 //
 //	go tool mage fault-preflight
 //	go tool mage fault-preflight -required
