@@ -130,7 +130,8 @@ func upContainers(ctx context.Context, cfg Config) (_ *Layer, err error) {
 	fmt.Fprintf(cfg.Log, "fault layer: starting Postgres (%s) on network %s\n", pgImage, netName)
 	pg, err := testcontainers.Run(ctx, pgImage,
 		testcontainers.WithEnv(map[string]string{"POSTGRES_USER": testPlaneUser, "POSTGRES_PASSWORD": password, "POSTGRES_DB": testPlaneDB}),
-		testcontainers.WithCmd("postgres", "-c", "max_connections=200"),
+		// The test plane needs no durability across a host crash: no fsync.
+		testcontainers.WithCmd("postgres", "-c", "max_connections=200", "-c", "fsync=off", "-c", "full_page_writes=off"),
 		testcontainers.WithLabels(reap.Labels(run, rolePrefix+"postgres")),
 		testcontainers.WithName("contested-"+run+"-postgres"),
 		tcnetwork.WithNetworkName([]string{postgresAlias}, netName),

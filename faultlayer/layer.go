@@ -22,6 +22,7 @@ import (
 
 	"github.com/contested/contested/faultlayer/lease"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/images"
 )
 
 // Kind names a provider of the fault layer.
@@ -48,7 +49,7 @@ const (
 	EnvProxyPorts       = "CONTESTED_PROXY_PORTS"       // ports Toxiproxy may listen on: "20000-20031" or "20000=127.0.0.1:49153,…"
 	EnvProxyListenHost  = "CONTESTED_PROXY_LISTEN_HOST" // host part of proxy listen addresses
 	EnvPostgresUpstream = "CONTESTED_PG_UPSTREAM"       // Postgres as Toxiproxy reaches it, host:port
-	EnvPostgresBin      = "CONTESTED_PG_BIN"            // directory with initdb and postgres, for the embedded layer
+	EnvPostgresBin      = images.EnvPostgresBin         // directory with initdb and postgres, for the embedded layer and the Postgres image
 )
 
 // DefaultProxyPorts is the range published by the containers provider and
