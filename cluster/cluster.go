@@ -180,11 +180,18 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 	}
 	fmt.Fprintf(out, "cluster: %d replicas up (%s), run %s\n", opts.Replicas, rep.Mode, run)
 
+	stalled := ""
 	for _, leg := range legs {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		res := rig.runLeg(ctx, leg, opts.Transfers)
+		res := LegResult{Name: leg.name, Lever: leg.lever, Error: "not run: the replicas stopped consuming in leg " + stalled}
+		if stalled == "" {
+			res = rig.runLeg(ctx, leg, opts.Transfers)
+			if res.stalled {
+				stalled = leg.name
+			}
+		}
 		rep.Legs = append(rep.Legs, res)
 		fmt.Fprintf(out, "cluster: leg %s: %s\n", leg.name, res.summary())
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contested/contested/examples/ledger"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/faultrecord"
@@ -24,7 +25,7 @@ import (
 
 func TestMain(m *testing.M) {
 	reexec.Main(reexec.Roles{"rig": rigProcess})
-	os.Exit(m.Run())
+	faulttest.Main(m)
 }
 
 // moduleRoot is this repository's root, where the service is built from.
@@ -284,5 +285,46 @@ func TestAKeptRigStaysUpUntilTheNextSweep(t *testing.T) {
 	}
 	if left, _ = reap.Leftovers(ctx, cli, reap.OwnedBy(cmd.Process.Pid)); !left.Empty() {
 		t.Errorf("the next sweep did not reap the kept rig: %s", left)
+	}
+}
+
+// exitedReplicas are replicas that have all exited, as after a start-up
+// that failed once the rig's health wait was over.
+type exitedReplicas struct{ replicas }
+
+func (exitedReplicas) Names() []string                   { return []string{"replica-1", "replica-2", "replica-3"} }
+func (exitedReplicas) Running(context.Context, int) bool { return false }
+func (exitedReplicas) Logs(context.Context) string {
+	return "[replica-1] connect: connection refused\n"
+}
+
+// TestALegStopsWaitingWhenNoReplicaRuns: with every replica gone, nothing
+// will ever be acknowledged, and the leg says so at once, with the
+// replicas' last lines, instead of after its minute.
+func TestALegStopsWaitingWhenNoReplicaRuns(t *testing.T) {
+	l := faulttest.Layer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	db := "rig_stall_" + strings.ToLower(strings.ReplaceAll(faultrecord.NewRunID(time.Now()), "-", "_"))
+	if _, err := l.DB().Exec(ctx, "CREATE DATABASE "+db); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.DB().Exec(context.Background(), "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)") })
+	dsn, err := withHostDB(l.PostgresDSN, "", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := ledger.Connect(ctx, dsn, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if err := ledger.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{db: pool, replicas: exitedReplicas{}}
+	err = r.waitAcked(ctx, "kill-one-", 10)
+	if err == nil || !strings.Contains(err.Error(), "no replica is running") || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("waitAcked with every replica exited: %v; want it to say no replica is running, with their last lines", err)
 	}
 }

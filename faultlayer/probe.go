@@ -52,9 +52,10 @@ var (
 // expensive part and is work a containers bring-up does anyway (the engine
 // then caches the image by tag), so the check costs a bring-up that
 // follows it nothing. The answer is computed once per process for each
-// engine and pair of images; an answer cut short by ctx is not kept.
+// engine, pair of images and Postgres installation the image is built
+// from; an answer cut short by ctx is not kept.
 func ContainersCanRun(ctx context.Context, cfg Config) error {
-	key := os.Getenv("DOCKER_HOST") + "\x00" + cfg.PostgresImage + "\x00" + cfg.ToxiproxyImage
+	key := strings.Join([]string{os.Getenv("DOCKER_HOST"), cfg.PostgresImage, cfg.ToxiproxyImage, os.Getenv(EnvPostgresBin)}, "\x00")
 	probesMu.Lock()
 	p, ok := probes[key]
 	if !ok {
