@@ -193,7 +193,7 @@ func (c *Config) validate() error {
 		c.SharedRunID = false
 	}
 	if err := CheckRunID(c.RunID); err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrConfig, EnvRunID, err)
+		return fmt.Errorf("%w: %s: %w", ErrConfig, EnvRunID, err)
 	}
 	return nil
 }

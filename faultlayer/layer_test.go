@@ -212,7 +212,7 @@ func TestExternalPostgresThatRefusesUsCannotRun(t *testing.T) {
 	}
 	bad := "postgres://postgres:wrong-password@" + cfg.Host + ":" + itoa(int(cfg.Port)) + "/contested?sslmode=disable"
 	_, err = Up(context.Background(), Config{Kind: External, ToxiproxyURL: l.ToxiproxyURL, PostgresDSN: bad,
-		ProxyPorts: FormatProxyPorts(l.Ports), PostgresUpstream: l.PostgresUpstream})
+		ProxyPorts: FormatProxyPorts(l.Ports), ProxyListenHost: l.ProxyListenHost, PostgresUpstream: l.PostgresUpstream})
 	if !errors.Is(err, ErrCannotRun) || !strings.Contains(err.Error(), "refused us") {
 		t.Fatalf("Up with a wrong password: err = %v, want ErrCannotRun saying Postgres refused us", err)
 	}

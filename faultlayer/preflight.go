@@ -137,7 +137,7 @@ func checkVersion(ctx context.Context, base string) Check {
 	req.Header.Set("User-Agent", "contested-preflight")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		c.Detail = fmt.Sprintf("GET %s/version: %v", base, err)
+		c.Detail = fmt.Sprintf("Toxiproxy at %s does not answer: GET /version: %v", base, err)
 		c.Fix = "start the fault layer (go tool mage fault-preflight brings one up), or point " + EnvToxiproxyURL + " at a running Toxiproxy"
 		return c
 	}
@@ -349,9 +349,7 @@ func checkProxyListen(ctx context.Context, l *Layer, insp Inspector) Check {
 		return c
 	}
 	if addr.IsLoopback() {
-		c.OK = true
-		c.Detail = fmt.Sprintf("proxies listen on %s: this host only", l.ProxyListenHost)
-		return c
+		return checkLoopbackListen(ctx, l, insp, c)
 	}
 	fixHost := "set " + EnvProxyListenHost + "=127.0.0.1 (Toxiproxy runs on this host's network), or run Toxiproxy in a container that publishes its ports on 127.0.0.1 only"
 	if insp == nil {
@@ -395,6 +393,31 @@ func checkProxyListen(ctx context.Context, l *Layer, insp Inspector) Check {
 	return c
 }
 
+// checkLoopbackListen: a loopback listen is safe anywhere, and works
+// unless Toxiproxy runs in a container, whose loopback the ports it
+// publishes cannot reach: then every leg would fail to connect.
+func checkLoopbackListen(ctx context.Context, l *Layer, insp Inspector, c Check) Check {
+	c.OK = true
+	c.Detail = fmt.Sprintf("proxies listen on %s: this host only", l.ProxyListenHost)
+	if insp == nil || l.Kind == Embedded {
+		return c
+	}
+	var pub *publisher
+	var err error
+	if l.ToxiproxyContainer != "" {
+		pub, err = inspectPublisher(ctx, insp, l.ToxiproxyContainer)
+	} else if u, perr := url.Parse(l.ToxiproxyURL); perr == nil {
+		pub, err = publisherOf(ctx, insp, u.Port())
+	}
+	if err != nil || pub == nil || pub.hostNet {
+		return c
+	}
+	c.OK = false
+	c.Detail = fmt.Sprintf("proxies would listen on %s inside container %s, where the ports it publishes cannot reach them", l.ProxyListenHost, pub.name)
+	c.Fix = "set " + EnvProxyListenHost + "=0.0.0.0: inside a container that publishes its proxy ports on 127.0.0.1 only, that is still this host only"
+	return c
+}
+
 // offLoopbackProxies lists the proxies that listen on a non-loopback
 // address, as "name on addr".
 func offLoopbackProxies(l *Layer) []string {
@@ -428,7 +451,7 @@ func checkPostgres(ctx context.Context, l *Layer) Check {
 	defer cancel()
 	var version string
 	if err := l.DB().QueryRow(ctx, `SHOW server_version`).Scan(&version); err != nil {
-		c.Detail = fmt.Sprintf("the test-plane Postgres at %s does not answer: %v", redact(l.PostgresDSN), err)
+		c.Detail = fmt.Sprintf("the test-plane Postgres at %s refused us: %v", redact(l.PostgresDSN), err)
 		c.Fix = "check " + EnvPostgresDSN + " (host, port, user, password, database) and that Postgres is up"
 		return c
 	}
