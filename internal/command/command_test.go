@@ -25,6 +25,7 @@ func TestExitCode(t *testing.T) {
 		{"preflight failed", fmt.Errorf("x: %w", ErrCannotRun), ExitCannotRun},
 		{"layer cannot run", fmt.Errorf("x: %w", faultlayer.ErrCannotRun), ExitCannotRun},
 		{"red", ErrRed, ExitRed},
+		{"interrupted, whatever the cancellation looked like inside", fmt.Errorf("%w by SIGTERM: %w", ErrInterrupted, faultlayer.ErrCannotRun), ExitRed},
 		{"anything else is red", errors.New("boom"), ExitRed},
 	}
 	for _, tt := range tests {
