@@ -126,16 +126,21 @@ func withSignals(ctx context.Context) (context.Context, context.CancelFunc) {
 	return interrupt.Context(ctx)
 }
 
-// interrupted marks the error of a command that a signal stopped, so that
-// it exits 1 and says so, whatever the cancellation looked like inside
-// (a layer that "cannot run" because its bring-up was cancelled is not a
-// fault-layer failure).
+// interrupted marks the outcome of a command that a signal stopped, so
+// that it exits 1 and says so, whatever the cancellation looked like
+// inside: a layer that "cannot run" because its bring-up was cancelled is
+// not a fault-layer failure, and a report-only preflight that gave up is
+// not a pass.
 func interrupted(err error) error {
 	sig := interrupt.Received()
-	if err == nil || sig == nil || errors.Is(err, ErrInterrupted) {
+	switch {
+	case sig == nil || errors.Is(err, ErrInterrupted):
 		return err
+	case err == nil:
+		return fmt.Errorf("%w by %s before it finished", ErrInterrupted, interrupt.Name(sig))
+	default:
+		return fmt.Errorf("%w by %s: %v", ErrInterrupted, interrupt.Name(sig), err)
 	}
-	return fmt.Errorf("%w by %s: %v", ErrInterrupted, interrupt.Name(sig), err)
 }
 
 // A Target is a command as a worker runs it: args are the worker's command

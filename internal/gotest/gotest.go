@@ -8,9 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/contested/contested/internal/interrupt"
 )
 
 // ErrList means `go test -list` failed, typically because a package does not build. The error
@@ -51,12 +53,19 @@ func List(ctx context.Context, dir string, patterns ...string) ([]string, error)
 		patterns = []string{"./..."}
 	}
 	args := append([]string{"test", "-vet=off", "-list", "."}, patterns...)
-	cmd := exec.CommandContext(ctx, "go", args...)
+	// In a process group of its own, so that a cancel stops the compiler
+	// and linker go test -list started, not only go itself.
+	cmd := interrupt.Command(ctx, 2*time.Second, "go", args...)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
+	untrack, err := interrupt.Start(cmd)
+	if err == nil {
+		err = cmd.Wait()
+		untrack()
+	}
+	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, fmt.Errorf("list tests in %s: %w", dir, ctxErr)
 		}

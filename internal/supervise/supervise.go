@@ -14,8 +14,9 @@
 //
 // Signals: the worker runs in a process group of its own, so a terminal's
 // Ctrl-C reaches the supervisor only, which relays what it receives to the
-// worker as SIGTERM: the first SIGINT, SIGTERM or SIGHUP stops the worker
-// (it tears down), a second SIGINT or SIGTERM forces it. One request often
+// worker: the first SIGINT, SIGTERM or SIGHUP stops the worker (it tears
+// down), a second SIGINT or SIGTERM forces it. (The worker never runs
+// Mage's main, so Mage's own 5-second limit after Ctrl-C does not apply.) One request often
 // arrives twice (GNU timeout signals its child and then its whole process
 // group; the parent's death follows its own SIGTERM), so a repeat within
 // Repeat of the previous one, and any SIGHUP after the first signal, count
@@ -155,7 +156,7 @@ func Run(ctx context.Context, opts Options) int {
 			}
 			signalled++
 			last = time.Now()
-			_ = syscall.Kill(pid, syscall.SIGTERM)
+			_ = syscall.Kill(pid, sig.(syscall.Signal))
 			if signalled >= 2 && kill == nil {
 				kill = time.After(opts.ForceAfter)
 			}
