@@ -146,19 +146,37 @@ func Run(ctx context.Context, opts Options) int {
 	pid := cmd.Process.Pid
 	signalled, killed := 0, false
 	var last time.Time
-	var kill <-chan time.Time
+	var kill, hup <-chan time.Time
+	relay := func(sig syscall.Signal) {
+		signalled++
+		last = time.Now()
+		_ = syscall.Kill(pid, sig)
+		if signalled >= 2 && kill == nil {
+			kill = time.After(opts.ForceAfter)
+		}
+	}
 	ctxDone := ctx.Done()
 	for {
 		select {
 		case sig := <-sigs:
-			if signalled > 0 && (sig == syscall.SIGHUP || time.Since(last) < Repeat) {
-				continue // the same request again
+			switch {
+			case signalled > 0 && (sig == syscall.SIGHUP || time.Since(last) < Repeat):
+				// The same request again.
+			case sig == syscall.SIGHUP:
+				// Our parent died, most often of the SIGTERM that is on
+				// its way to us too: relay that one if it comes soon, so
+				// the worker names the signal the user sent.
+				if hup == nil {
+					hup = time.After(Repeat / 2)
+				}
+			default:
+				hup = nil
+				relay(sig.(syscall.Signal))
 			}
-			signalled++
-			last = time.Now()
-			_ = syscall.Kill(pid, sig.(syscall.Signal))
-			if signalled >= 2 && kill == nil {
-				kill = time.After(opts.ForceAfter)
+		case <-hup:
+			hup = nil
+			if signalled == 0 {
+				relay(syscall.SIGHUP)
 			}
 		case <-ctxDone:
 			ctxDone = nil
