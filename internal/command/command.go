@@ -159,6 +159,7 @@ func Serve(targets map[string]Target) {
 	t, ok := targets[name]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "contested: internal error: this binary has no target %q\n", name)
+		supervise.Report(supervise.ExitInternal)
 		os.Exit(supervise.ExitInternal)
 	}
 	ctx, stop := interrupt.Context(context.Background())
@@ -167,7 +168,9 @@ func Serve(targets map[string]Target) {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
 	}
-	os.Exit(ExitCode(err))
+	code := ExitCode(err)
+	supervise.Report(code)
+	os.Exit(code)
 }
 
 // Supervise runs target in a worker process (this executable again, with
@@ -175,9 +178,13 @@ func Serve(targets map[string]Target) {
 // succeeded; otherwise it exits the process with the worker's exit code
 // (the worker has printed why), or 1 when the worker crashed.
 func Supervise(ctx context.Context, target string, args ...string) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("internal error: find this executable to start the %s worker: %w", target, err)
+	// This very executable, even if its path now names another build (Mage
+	// writes every build of a magefile to one cache path).
+	exe := "/proc/self/exe"
+	if _, err := os.Stat(exe); err != nil {
+		if exe, err = os.Executable(); err != nil {
+			return fmt.Errorf("internal error: find this executable to start the %s worker: %w", target, err)
+		}
 	}
 	code := supervise.Run(ctx, supervise.Options{Target: target, Argv: append([]string{exe}, args...)})
 	if code == ExitGreen {

@@ -55,8 +55,15 @@ const ExitInternal = 1
 // request delivered twice rather than a second request.
 const Repeat = 250 * time.Millisecond
 
-// crashFD is the worker's file descriptor of the crash pipe (ExtraFiles[0]).
-const crashFD = 3
+// The worker's file descriptors of the crash pipe and of the outcome pipe
+// (ExtraFiles[0] and [1]).
+const (
+	crashFD   = 3
+	outcomeFD = 4
+)
+
+// outcome is the worker's end of the outcome pipe; Report writes to it.
+var outcomeFile *os.File
 
 // Worker reports whether this process is a worker and which target it
 // runs. In a worker it also sends the runtime's crash report to the
@@ -75,7 +82,21 @@ func Worker() (target string, ok bool) {
 			f.Close()
 		}
 	}
+	syscall.CloseOnExec(outcomeFD)
+	outcomeFile = os.NewFile(outcomeFD, "outcome")
 	return target, true
+}
+
+// Report tells the supervisor the exit code the worker is about to exit
+// with. A worker that exits without reporting (it crashed in a way the
+// crash pipe did not catch, or the executable is not a contested worker at
+// all) is an internal error to the supervisor.
+func Report(code int) {
+	if outcomeFile != nil {
+		fmt.Fprintf(outcomeFile, "exit %d\n", code)
+		outcomeFile.Close()
+		outcomeFile = nil
+	}
 }
 
 // Options configures Run.
@@ -121,25 +142,33 @@ func Run(ctx context.Context, opts Options) int {
 		fmt.Fprintf(opts.Stderr, "contested: internal error: make the crash pipe: %v\n", err)
 		return ExitInternal
 	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		fmt.Fprintf(opts.Stderr, "contested: internal error: make the outcome pipe: %v\n", err)
+		return ExitInternal
+	}
 	cmd := exec.Command(opts.Argv[0], opts.Argv[1:]...)
 	cmd.Env = append(append(withoutTimeout(os.Environ()), opts.Env...), EnvWorker+"="+opts.Target)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.ExtraFiles = []*os.File{crashW}
+	cmd.ExtraFiles = []*os.File{crashW, outW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGHUP}
 
 	// The parent-death signal follows the thread that started the child:
 	// keep this goroutine on it until the worker is gone.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if err := cmd.Start(); err != nil {
-		crashW.Close()
+	err = cmd.Start()
+	crashW.Close()
+	outW.Close()
+	if err != nil {
 		crashR.Close()
+		outR.Close()
 		fmt.Fprintf(opts.Stderr, "contested: internal error: start the %s worker: %v\n", opts.Target, err)
 		return ExitInternal
 	}
-	crashW.Close()
-	crash := make(chan []byte, 1)
+	crash, reported := make(chan []byte, 1), make(chan []byte, 1)
 	go func() { crash <- readCapped(crashR, 16<<10); crashR.Close() }()
+	go func() { reported <- readCapped(outR, 64); outR.Close() }()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 
@@ -188,28 +217,29 @@ func Run(ctx context.Context, opts Options) int {
 			killed = true
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
 		case err := <-done:
-			return outcome(opts, err, <-crash, killed)
+			return outcome(opts, err, <-crash, <-reported, killed)
 		}
 	}
 }
 
 // outcome maps the worker's end to an exit code.
-func outcome(opts Options, waitErr error, crash []byte, killed bool) int {
+func outcome(opts Options, waitErr error, crash, reported []byte, killed bool) int {
 	if len(bytes.TrimSpace(crash)) > 0 {
 		fmt.Fprintf(opts.Stderr, "contested: internal error: the %s target crashed (%s); exit %d, not 2, which means bad input. This is a bug in contested: please report it with the output above.\n",
 			opts.Target, crashLine(crash), ExitInternal)
 		return ExitInternal
 	}
-	if waitErr == nil {
-		return 0
-	}
+	code := 0
 	var exit *exec.ExitError
-	if !errors.As(waitErr, &exit) {
+	switch {
+	case waitErr == nil:
+	case errors.As(waitErr, &exit):
+		code = exit.ExitCode()
+	default:
 		fmt.Fprintf(opts.Stderr, "contested: internal error: wait for the %s worker: %v\n", opts.Target, waitErr)
 		return ExitInternal
 	}
-	ws, ok := exit.Sys().(syscall.WaitStatus)
-	if ok && ws.Signaled() {
+	if ws, ok := waitStatus(exit); ok && ws.Signaled() {
 		if killed {
 			fmt.Fprintf(opts.Stderr, "contested: the %s target did not stop after a second signal and was killed\n", opts.Target)
 			return ExitInternal
@@ -217,7 +247,19 @@ func outcome(opts Options, waitErr error, crash []byte, killed bool) int {
 		fmt.Fprintf(opts.Stderr, "contested: internal error: the %s target was killed by %s (the kernel's out-of-memory killer sends SIGKILL); exit %d\n", opts.Target, unix.SignalName(ws.Signal()), ExitInternal)
 		return ExitInternal
 	}
-	return exit.ExitCode()
+	if want := fmt.Sprintf("exit %d\n", code); string(reported) != want {
+		fmt.Fprintf(opts.Stderr, "contested: internal error: the %s worker exited %d without reporting that outcome (reported %q); exit %d\n", opts.Target, code, strings.TrimSpace(string(reported)), ExitInternal)
+		return ExitInternal
+	}
+	return code
+}
+
+func waitStatus(exit *exec.ExitError) (syscall.WaitStatus, bool) {
+	if exit == nil {
+		return 0, false
+	}
+	ws, ok := exit.Sys().(syscall.WaitStatus)
+	return ws, ok
 }
 
 // withoutTimeout drops MAGEFILE_TIMEOUT: the supervisor's context carries

@@ -49,6 +49,9 @@ func TestMain(m *testing.M) {
 			}
 		}),
 		"w-sigkill": worker(func() int { syscall.Kill(os.Getpid(), syscall.SIGKILL); select {} }),
+		// w-foreign is an executable that is not a contested worker: it
+		// ignores the marker and exits 0 without reporting.
+		"w-foreign": func() int { return 0 },
 		"w-env":     worker(func() int { fmt.Printf("ready %q\n", os.Getenv(EnvWorker)); return 0 }),
 		"w-stop": worker(func() int {
 			ctx, stop := interrupt.Context(context.Background())
@@ -75,7 +78,9 @@ func worker(f func() int) func() int {
 			fmt.Fprintf(os.Stderr, "not a worker of target test (%q, %v)\n", target, ok)
 			return 4
 		}
-		return f()
+		code := f()
+		Report(code)
+		return code
 	}
 }
 
@@ -137,6 +142,7 @@ func TestExitCodesStayHonest(t *testing.T) {
 		{"w-panic", 1, true, "panic: boom in a goroutine"},
 		{"w-oom", 1, true, "fatal runtime error"},
 		{"w-sigkill", 1, true, "killed by SIGKILL"},
+		{"w-foreign", 1, true, "without reporting"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.role, func(t *testing.T) {
