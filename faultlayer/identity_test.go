@@ -41,7 +41,9 @@ func scratchDB(t *testing.T, l *Layer) string {
 	if _, err := l.DB().Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.DB().Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)") })
+	t.Cleanup(func() {
+		l.DB().Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	})
 	u, err := url.Parse(l.PostgresDSN)
 	if err != nil {
 		t.Fatal(err)
