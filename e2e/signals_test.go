@@ -26,7 +26,11 @@ import (
 // go tool reports a tool killed by a signal as exit 0.
 func compiledTargets(t *testing.T) (dir, bin string) {
 	t.Helper()
-	dir = adopter(t, nil)
+	dir = adopter(t, map[string]string{
+		// A battery that is still running when the signal comes, whatever
+		// the machine's speed: nothing but the stop ends it in time.
+		"slow_test.go": "package stock\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestSlowBattery(t *testing.T) { time.Sleep(5 * time.Minute) }\n",
+	})
 	bin = filepath.Join(t.TempDir(), "targets")
 	cmd := exec.Command("go", "tool", "mage", "-compile", bin)
 	cmd.Dir = dir
@@ -85,7 +89,7 @@ func stoppedRun(t *testing.T, sigs []syscall.Signal, gap time.Duration) (code in
 		}
 		t.Fatalf("validate never started its battery:\n%s", b.String())
 	}
-	time.Sleep(2 * time.Second) // the battery's test binaries are running
+	time.Sleep(2 * time.Second) // the battery's test binaries are running (TestSlowBattery sleeps)
 	start := time.Now()
 	for i, s := range sigs {
 		if i > 0 {
