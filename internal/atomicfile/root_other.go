@@ -246,6 +246,14 @@ func (d *Dir) ReadFile(name string, buf []byte, max int64) ([]byte, time.Time, e
 	return readIn(d.root, name, buf, max)
 }
 
+// Remove unlinks the entry name, never following a link.
+func (d *Dir) Remove(name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	return d.root.Remove(name)
+}
+
 // ReadDir lists up to n entries (all when n <= 0).
 func (d *Dir) ReadDir(n int) ([]fs.DirEntry, error) {
 	if d.list == nil {

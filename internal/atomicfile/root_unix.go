@@ -402,6 +402,18 @@ func (d *Dir) ReadFile(name string, buf []byte, max int64) ([]byte, time.Time, e
 	return readAt(d.fd, name, buf, max)
 }
 
+// Remove unlinks the entry name (a file, or a symbolic link itself; never
+// what it points to).
+func (d *Dir) Remove(name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if err := unix.Unlinkat(d.fd, name, 0); err != nil {
+		return &fs.PathError{Op: "remove", Path: d.path + "/" + name, Err: err}
+	}
+	return nil
+}
+
 // ReadDir lists up to n entries (all when n <= 0), as os.File.ReadDir.
 // Entry types come from the directory listing; a symbolic link shows as one.
 func (d *Dir) ReadDir(n int) ([]fs.DirEntry, error) {
