@@ -69,4 +69,3 @@ func ReadRecords(dir string) (records []Record, unreadable []Unreadable, err err
 	slices.SortFunc(unreadable, func(a, b Unreadable) int { return strings.Compare(a.File, b.File) })
 	return records, unreadable, nil
 }
-
