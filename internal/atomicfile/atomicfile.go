@@ -139,6 +139,21 @@ func (r *Root) ReadJSON(rel string, v any, max int64) error {
 	return nil
 }
 
+// EmptyDir makes rel under the directory root an empty directory, for a
+// run's private results: whatever was there is removed with
+// [Root.RemoveAll], and no symbolic link is followed on the way, so nothing
+// outside root is deleted or created.
+func EmptyDir(root, rel string) error {
+	r, err := OpenRoot(root)
+	if err != nil {
+		return err
+	}
+	if err := r.RemoveAll(rel); err != nil {
+		return err
+	}
+	return r.MkdirAll(rel)
+}
+
 // Write writes data to path atomically, creating its directory if needed.
 // The directory holding path is the root: it must not be a symbolic link
 // (see [OpenRoot]). A path under the results directory should go through
