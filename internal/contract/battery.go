@@ -200,10 +200,9 @@ func RerunFailures(ctx context.Context, b Battery, opts RerunOptions) (map[strin
 		}
 		name := faultrecord.SafeFileName(t.ID())
 		dir := filepath.Join(opts.Root, name)
-		if err := os.MkdirAll(opts.Root, 0o755); err != nil {
-			return out, fmt.Errorf("rerun %s: %w", t.ID(), err)
-		}
-		if err := atomicfile.EmptyDir(opts.Root, name); err != nil {
+		// opts.Root is <results>/reruns: made and emptied from the results
+		// directory, so that reruns/ itself is never reached through a link.
+		if err := atomicfile.EmptyDir(filepath.Dir(opts.Root), filepath.Join(filepath.Base(opts.Root), name)); err != nil {
 			return out, fmt.Errorf("rerun %s: %w", t.ID(), err)
 		}
 		env := append(append([]string(nil), opts.Env...), faultrecord.EnvResultsDir+"="+dir)
