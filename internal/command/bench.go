@@ -73,7 +73,10 @@ func Bench(ctx context.Context, opts BenchOptions) error {
 	if err != nil {
 		return err
 	}
-	root := resultsRoot(dir)
+	root, err := resultsRoot(dir)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	var pkgs []string
 	for _, p := range benchPackages {
@@ -81,9 +84,9 @@ func Bench(ctx context.Context, opts BenchOptions) error {
 			pkgs = append(pkgs, p)
 		}
 	}
-	raw, err := createArtifact(root, "bench", "bench.txt")
+	raw, err := createArtifact(root, filepath.Join("bench", "bench.txt"))
 	if err != nil {
-		return err
+		return fmt.Errorf("create bench.txt: %w", err)
 	}
 	defer raw.Close()
 	args := append([]string{"test", "-run", "^$", "-bench", opts.Filter, "-benchtime", opts.Benchtime, "-timeout", "60m"}, pkgs...)
@@ -121,8 +124,8 @@ func Bench(ctx context.Context, opts BenchOptions) error {
 	}
 	waitErr := cmd.Wait()
 	rep.Took = time.Since(start)
-	if err := saveJSON(filepath.Join(root, "bench", "bench.json"), rep); err != nil {
-		return err
+	if path, err := saveJSON(root, filepath.Join("bench", "bench.json"), rep); err != nil {
+		return fmt.Errorf("bench: NOT saved %s: %w", path, err)
 	}
 	writeBenchTable(opts.Out, rep)
 	fmt.Fprintf(opts.Out, "bench: %s, %s and %s\n", filepath.Join(root, "bench", "bench.json"), filepath.Join(root, "bench", "bench.txt"), rep.Took.Round(time.Second))
