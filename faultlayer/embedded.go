@@ -284,7 +284,13 @@ func sweepEmbedded(w io.Writer) error {
 			continue // not ours, or still being created
 		}
 		owner, err := reap.ParseOwner(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
-		if err != nil || !owner.Gone() {
+		if err != nil {
+			continue
+		}
+		if l, why := owner.Liveness(); l != reap.Gone {
+			if l == reap.Unknown {
+				fmt.Fprintf(w, "left embedded layer %s alone (owner %s): %s\n", dir, owner, why)
+			}
 			continue
 		}
 		if pid := postmasterPID(filepath.Join(dir, "data")); pid > 0 {
