@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"testing"
 
@@ -89,8 +90,14 @@ func TestFaultPreflightOnBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, k := range []string{faultlayer.EnvLayer, faultlayer.EnvToxiproxyURL, faultlayer.EnvPostgresDSN, faultlayer.EnvProxyPorts} {
+			// Under validate the battery inherits its layer's variables
+			// (a listen host of 0.0.0.0 for a containers layer among them).
+			for _, k := range []string{faultlayer.EnvLayer, faultlayer.EnvToxiproxyURL, faultlayer.EnvPostgresDSN, faultlayer.EnvProxyPorts,
+				faultlayer.EnvProxyListenHost, faultlayer.EnvPostgresUpstream, faultlayer.EnvRunID} {
 				t.Setenv(k, tt.env[k])
+				if tt.env[k] == "" {
+					os.Unsetenv(k)
+				}
 			}
 			t.Setenv("CONTESTED_RESULTS_DIR", t.TempDir())
 			var out strings.Builder
