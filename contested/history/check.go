@@ -67,7 +67,7 @@ type Result struct {
 	Unanswered int
 	Ambiguous  int // ops checked with an unknown outcome (Return = math.MaxInt64)
 	Partitions int // independent sub-histories porcupine checked
-	Took         time.Duration
+	Took       time.Duration
 	// Visualization is the path of the HTML visualization, or "" if none was written.
 	Visualization string
 	// Clients maps porcupine's client ids, as shown in the visualization, to the history's
