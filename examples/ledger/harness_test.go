@@ -1,10 +1,12 @@
 package ledger_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -245,9 +247,19 @@ func (r *rig) judge(c checks) {
 				r.t.Name(), time.Minute, history.TypeTransfer, history.TypeRead))
 		}
 	}
+	// Failed verdicts first: a summary that quotes the first line of a failed test's output
+	// then quotes the oracle that failed.
+	slices.SortStableFunc(verdicts, func(a, b oracle.Verdict) int { return cmp.Compare(b2i(a.Held()), b2i(b.Held())) })
 	for _, v := range verdicts {
 		report(r.t, v, r.legs...)
 	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // report prints v, hands it to the legs and fails the test when it is not a pass.
