@@ -340,8 +340,8 @@ func TestPoolContract(t *testing.T) {
 	})
 }
 
-// poolLoad is the pool contract's workload: consumers and a producer, each through a pool of
-// its own that opens its connections through the fault.
+// poolLoad is the pool contract's workload: consumers and producers, each side through a pool
+// of its own that opens its connections through the fault.
 type poolLoad struct {
 	stop    context.CancelFunc
 	done    chan error
@@ -350,26 +350,34 @@ type poolLoad struct {
 	workers *ledger.Worker
 }
 
-// startPoolLoad starts three consumers and a producer of transfers on fresh pools.
+// startPoolLoad starts three consumers and three producers of transfers on fresh pools.
 func startPoolLoad(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, seen *sightings, transfers []ledger.Transfer) *poolLoad {
 	l := &poolLoad{done: make(chan error, 1)}
 	var runCtx context.Context
 	runCtx, l.stop = context.WithCancel(ctx)
-	consumers, producers := r.victimPool(leg, 3), r.victimPool(leg, 2)
+	consumers, producers := r.victimPool(leg, 3), r.victimPool(leg, 3)
 	l.pools = []*pgxpool.Pool{consumers, producers}
 	l.workers = &ledger.Worker{Pool: consumers, Name: "pool", Consumers: 3, BatchSize: 10, Poll: 20 * time.Millisecond,
 		OnError: func(err error) { seen.observe(err) }}
 	go func() { l.done <- l.workers.Run(runCtx) }()
-	p := &producer{queue: ledger.NewQueue(producers), rec: r.rec, timeout: time.Second, pace: 4 * time.Millisecond, observe: seen.observe}
-	l.prod.Add(1)
-	go func() {
-		defer l.prod.Done()
-		pctx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		if err := p.run(pctx, "producer", transfers); err != nil {
-			t.Error(err)
+	// Three producers at once, each enqueuing every third transfer: several enqueues are in
+	// flight whenever the fault lands.
+	p := &producer{queue: ledger.NewQueue(producers), rec: r.rec, timeout: time.Second, pace: 2 * time.Millisecond, observe: seen.observe}
+	for i := range 3 {
+		var mine []ledger.Transfer
+		for k := i; k < len(transfers); k += 3 {
+			mine = append(mine, transfers[k])
 		}
-	}()
+		l.prod.Add(1)
+		go func() {
+			defer l.prod.Done()
+			pctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			if err := p.run(pctx, fmt.Sprintf("producer-%d", i), mine); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
 	return l
 }
 
