@@ -343,37 +343,40 @@ func TestPoolContract(t *testing.T) {
 // poolLoad is the pool contract's workload: consumers and producers, each side through a pool
 // of its own that opens its connections through the fault.
 type poolLoad struct {
-	stop    context.CancelFunc
-	done    chan error
-	prod    sync.WaitGroup
-	pools   []*pgxpool.Pool
-	workers *ledger.Worker
+	stop      context.CancelFunc
+	done      chan error
+	prod      sync.WaitGroup
+	producing chan struct{}
+	pools     []*pgxpool.Pool
+	workers   *ledger.Worker
 }
 
-// startPoolLoad starts three consumers and three producers of transfers on fresh pools.
-func startPoolLoad(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, seen *sightings, transfers []ledger.Transfer) *poolLoad {
-	l := &poolLoad{done: make(chan error, 1)}
+// poolProducers is how many producers enqueue at once in the pool contract, so that several
+// enqueues are in flight whenever the fault lands.
+const poolProducers = 3
+
+// startPoolLoad starts three consumers and three producers on fresh pools. The producers
+// enqueue the rig's mix one transfer after another (each its own seeded source, prefix
+// prefix-p<n>) until stopProducing, so that they are busy while the fault is armed and
+// after it is healed.
+func startPoolLoad(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, seen *sightings, seed uint64, prefix string) *poolLoad {
+	l := &poolLoad{done: make(chan error, 1), producing: make(chan struct{})}
 	var runCtx context.Context
 	runCtx, l.stop = context.WithCancel(ctx)
-	consumers, producers := r.victimPool(leg, 3), r.victimPool(leg, 3)
+	consumers, producers := r.victimPool(leg, 3), r.victimPool(leg, poolProducers)
 	l.pools = []*pgxpool.Pool{consumers, producers}
 	l.workers = &ledger.Worker{Pool: consumers, Name: "pool", Consumers: 3, BatchSize: 10, Poll: 20 * time.Millisecond,
 		OnError: func(err error) { seen.observe(err) }}
 	go func() { l.done <- l.workers.Run(runCtx) }()
-	// Three producers at once, each enqueuing every third transfer: several enqueues are in
-	// flight whenever the fault lands.
-	p := &producer{queue: ledger.NewQueue(producers), rec: r.rec, timeout: time.Second, pace: 2 * time.Millisecond, observe: seen.observe}
-	for i := range 3 {
-		var mine []ledger.Transfer
-		for k := i; k < len(transfers); k += 3 {
-			mine = append(mine, transfers[k])
-		}
+	p := &producer{queue: ledger.NewQueue(producers), rec: r.rec, timeout: time.Second, pace: time.Millisecond, observe: seen.observe}
+	for i := range poolProducers {
+		src := r.mix(50).Source(seed+uint64(i), fmt.Sprintf("%s-p%d", prefix, i))
 		l.prod.Add(1)
 		go func() {
 			defer l.prod.Done()
 			pctx, cancel := context.WithTimeout(ctx, time.Minute)
 			defer cancel()
-			if err := p.run(pctx, fmt.Sprintf("producer-%d", i), mine); err != nil {
+			if err := p.runUntil(pctx, fmt.Sprintf("producer-%d", i), src, l.producing, 20); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -381,9 +384,17 @@ func startPoolLoad(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg
 	return l
 }
 
-// finish waits for the producer, gives the consumers 15s to drain the queue (the surface's
-// promise once the fault is healed), then stops them and closes the pools.
+// stopProducing lets each producer finish the transfer it is enqueuing and stop.
+func (l *poolLoad) stopProducing() { close(l.producing) }
+
+// finish stops the producers and waits for them, gives the consumers 15s to drain the queue
+// (the surface's promise once the fault is healed), then stops them and closes the pools.
 func (l *poolLoad) finish(ctx context.Context, t *testing.T, r *rig) {
+	select {
+	case <-l.producing:
+	default:
+		l.stopProducing()
+	}
 	l.prod.Wait()
 	if err := r.drained(ctx, 15*time.Second); err != nil {
 		t.Errorf("after the fault was healed: %v", err)
@@ -456,12 +467,13 @@ func poolExhaustion(t *testing.T, level int) {
 		heal := r.fault(ctx, leg, "pool-exhaustion")
 		release()
 		// Fresh pools: every connection they need is opened with the database already full.
-		load := startPoolLoad(ctx, t, r, leg, seen, r.mix(50).Generate(uint64(leg.Seed())+uint64(i)+1, 150, fmt.Sprintf("live%d", i)))
+		load := startPoolLoad(ctx, t, r, leg, seen, uint64(leg.Seed())+uint64(i*poolProducers)+1, fmt.Sprintf("live%d", i))
 		time.Sleep(500 * time.Millisecond)
 		for start := time.Now(); seen.n.Load() == before && time.Since(start) < 5*time.Second; {
 			time.Sleep(10 * time.Millisecond)
 		}
 		heal()
+		time.Sleep(300 * time.Millisecond) // the producers go on once connections are granted
 		load.finish(ctx, t, r)
 	}
 	r.judge(checks{})
@@ -474,9 +486,11 @@ func poolDisconnect(t *testing.T, level int) {
 	preload(ctx, t, r, leg)
 	r.monitor()
 	seen := sight(leg)
-	load := startPoolLoad(ctx, t, r, leg, seen, r.mix(50).Generate(uint64(leg.Seed())+1, 150*faultCycles(level), "live"))
+	load := startPoolLoad(ctx, t, r, leg, seen, uint64(leg.Seed())+1, "live")
 	time.Sleep(200 * time.Millisecond)
-	for range faultCycles(level) {
+	// Two windows per cycle: each cuts the connections in flight once, in whatever phase the
+	// producers' and consumers' requests are.
+	for range 2 * faultCycles(level) {
 		r.window(ctx, seen, "disconnect", 400*time.Millisecond, 5*time.Second)
 		time.Sleep(200 * time.Millisecond)
 	}

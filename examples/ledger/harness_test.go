@@ -422,6 +422,23 @@ func (p *producer) run(ctx context.Context, proc string, transfers []ledger.Tran
 	return nil
 }
 
+// runUntil enqueues src's transfers one after another, like run, until stop is closed and at
+// least min of them are acknowledged.
+func (p *producer) runUntil(ctx context.Context, proc string, src *ledger.Source, stop <-chan struct{}, min int) error {
+	for n := 0; ; n++ {
+		if n >= min {
+			select {
+			case <-stop:
+				return nil
+			default:
+			}
+		}
+		if err := p.run(ctx, proc, []ledger.Transfer{src.Next()}); err != nil {
+			return err
+		}
+	}
+}
+
 // drained waits until nothing is pending in the queue, polling over a direct connection.
 func (r *rig) drained(ctx context.Context, within time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, within)
