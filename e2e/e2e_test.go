@@ -9,12 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/contract"
 )
 
 func TestMain(m *testing.M) { faulttest.Main(m) }
@@ -122,6 +124,30 @@ func TestAdopterValidateIsCertified(t *testing.T) {
 			t.Errorf("artifact %s: %v", f, err)
 		}
 	}
+
+	// One verdict: the surface's, judged from the battery, in validate.json
+	// and fault-report.json, and the same as contested's over one seed.
+	var v validateJSON
+	readJSON(t, filepath.Join(dir, "test-results", "validate.json"), &v)
+	if !v.Green || len(v.Surfaces) != 1 || v.Surfaces[0].Verdict != "GREEN" {
+		t.Fatalf("validate.json: green %v, surfaces %+v; want one GREEN surface", v.Green, v.Surfaces)
+	}
+	for _, l := range v.Surfaces[0].Legs {
+		if l.Verdict != "PASS-smoke" || l.Armed == 0 || l.Fired != l.Armed || len(l.Oracles) == 0 {
+			t.Errorf("leg %+v: want PASS-smoke with its faults and oracles", l)
+		}
+	}
+	if !reflect.DeepEqual(r.Surfaces, v.Surfaces) {
+		t.Errorf("fault-report.json surfaces %+v differ from validate.json's %+v", r.Surfaces, v.Surfaces)
+	}
+	if !strings.Contains(out, "adopter.stock") || !strings.Contains(out, "PASS-smoke") {
+		t.Errorf("validate does not print the surface's verdicts:\n%s", out)
+	}
+	cout, code := mage(t, dir, []string{"CONTESTED_SEEDS=1"}, "contested", "all")
+	if code != 0 {
+		t.Fatalf("contested all: exit %d, want 0:\n%s", code, cout)
+	}
+	sameVerdicts(t, dir, "adopter.stock", v.Surfaces)
 
 	// The stamp was consumed: program-gate announces it is missing, and
 	// verifies the records on disk standalone.
@@ -319,3 +345,150 @@ func TestAdopterGoModIsTidy(t *testing.T) {
 }
 
 func itoa(i int) string { return string(rune('0' + i)) }
+
+// validateJSON is the part of validate.json these tests read.
+type validateJSON struct {
+	Green           bool                         `json:"green"`
+	Level           int                          `json:"level"`
+	Surfaces        []faultrecord.SurfaceVerdict `json:"surfaces"`
+	BatteryFailures []struct {
+		Package   string `json:"package"`
+		Test      string `json:"test"`
+		FirstLine string `json:"first_failure_line"`
+		Owner     string `json:"owner"`
+	} `json:"battery_failures"`
+	Ladder []struct {
+		Test string `json:"test"`
+	} `json:"ladder"`
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// sameVerdicts compares validate's entry for a surface with contested's
+// result for it: the surface's verdict and every leg's.
+func sameVerdicts(t *testing.T, dir, surface string, validate []faultrecord.SurfaceVerdict) {
+	t.Helper()
+	var got *faultrecord.SurfaceVerdict
+	for i := range validate {
+		if validate[i].ID == surface {
+			got = &validate[i]
+		}
+	}
+	if got == nil {
+		t.Fatalf("validate.json has no entry for %s: %+v", surface, validate)
+	}
+	var want contract.Result
+	readJSON(t, filepath.Join(dir, "test-results", "contested", surface+".json"), &want)
+	if got.Verdict != string(want.Contract) {
+		t.Errorf("%s: validate says %s, contested says %s", surface, got.Verdict, want.Contract)
+	}
+	if len(got.Legs) != len(want.Legs) {
+		t.Fatalf("%s: validate has %d legs, contested %d", surface, len(got.Legs), len(want.Legs))
+	}
+	for i, l := range want.Legs {
+		if got.Legs[i].Leg != l.Lever || got.Legs[i].Verdict != string(l.Verdict) {
+			t.Errorf("%s leg %s: validate says %s (%s), contested says %s (%s)", surface, l.Lever, got.Legs[i].Verdict, got.Legs[i].Reason, l.Verdict, l.Reason)
+		}
+	}
+}
+
+// TestValidateAndContestedGiveOneVerdict: validate judges each registered
+// surface from its battery by contested's rules; contested over one seed
+// gives the same verdicts, for an adopter with a planted defect and for one
+// whose leg runs only at level 2 (the healthy adopter is compared in
+// TestAdopterValidateIsCertified). A failing test no surface lists is a
+// plain battery failure: listed with its first failure line and owner,
+// never arbitrated.
+func TestValidateAndContestedGiveOneVerdict(t *testing.T) {
+	t.Run("a planted defect and a failing test outside the registry", func(t *testing.T) {
+		dir := adopter(t, map[string]string{"machinery_test.go": machineryTest})
+		env := []string{"GOFLAGS=-tags=adopter_defect", "CONTESTED_SEEDS=1"}
+		out, code := mage(t, dir, env, "validate")
+		if code != 1 {
+			t.Fatalf("validate: exit %d, want 1:\n%s", code, out)
+		}
+		var v validateJSON
+		readJSON(t, filepath.Join(dir, "test-results", "validate.json"), &v)
+		if v.Green || len(v.Surfaces) != 1 || v.Surfaces[0].Verdict != "RED" {
+			t.Fatalf("validate.json: green %v, surfaces %+v; want adopter.stock RED", v.Green, v.Surfaces)
+		}
+		if !strings.Contains(out, "surface adopter.stock is RED (burst FAIL-reproducible)") {
+			t.Errorf("validate does not give the surface's verdict as a reason:\n%s", out)
+		}
+		if len(v.BatteryFailures) != 1 || v.BatteryFailures[0].Test != "TestMachineryBringsUpItsProvider" ||
+			!strings.Contains(v.BatteryFailures[0].FirstLine, "the provider never came up") || !strings.Contains(v.BatteryFailures[0].Owner, "test author") {
+			t.Errorf("battery failures %+v; want the machinery test with its first failure line and owner", v.BatteryFailures)
+		}
+		for _, o := range v.Ladder {
+			if strings.Contains(o.Test, "TestMachinery") {
+				t.Errorf("the ladder walked %s, which is not a contract test", o.Test)
+			}
+		}
+		if strings.Contains(out, "register TestMachinery") {
+			t.Errorf("validate tells the user to register a machinery test:\n%s", out)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "test-results", "ladder", "TestMachineryBringsUpItsProvider.md")); err == nil {
+			t.Error("an issue body was written for a test that is not a contract test")
+		}
+		out, code = mage(t, dir, env, "contested", "all")
+		if code != 1 {
+			t.Fatalf("contested all: exit %d, want 1:\n%s", code, out)
+		}
+		sameVerdicts(t, dir, "adopter.stock", v.Surfaces)
+		out, code = mage(t, dir, nil, "arbitrate", "TestMachineryBringsUpItsProvider")
+		if code != 2 || !strings.Contains(out, "not a contract test") || !strings.Contains(out, "-run '^TestMachineryBringsUpItsProvider$'") {
+			t.Errorf("arbitrate on a machinery test: exit %d, want 2 saying it is not a contract test and how to run it:\n%s", code, out)
+		}
+	})
+
+	t.Run("a leg that runs only at level 2", func(t *testing.T) {
+		registry, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "adopter", "contested-surfaces.toml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tests, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "adopter", "stock_test.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		const reset = "t.Run(\"reset\", func(t *testing.T) {\n"
+		if !strings.Contains(string(tests), reset) {
+			t.Fatal("the adopter's stock_test.go has no reset subtest to restrict")
+		}
+		dir := adopter(t, map[string]string{
+			"contested-surfaces.toml": string(registry) + "levels = { reset = [2, 3] }\n",
+			"stock_test.go": strings.Replace(string(tests), reset, reset+
+				"\t\tif l, _ := contested.Level(); l < 2 {\n\t\t\tt.Skip(\"reset runs from level 2\")\n\t\t}\n", 1),
+		})
+		out, code := mage(t, dir, []string{"CONTESTED_SEEDS=1"}, "contested", "all")
+		if code != 0 || strings.Contains(out, "NOT-RUN") || !strings.Contains(out, "NOT-AT-LEVEL") || !strings.Contains(out, "contract: GREEN") {
+			t.Fatalf("contested all at level 1: exit %d; want 0, GREEN, reset NOT-AT-LEVEL and no NOT-RUN:\n%s", code, out)
+		}
+		out, code = mage(t, dir, nil, "validate")
+		if code != 0 {
+			t.Fatalf("validate at level 1: exit %d, want 0:\n%s", code, out)
+		}
+		var v validateJSON
+		readJSON(t, filepath.Join(dir, "test-results", "validate.json"), &v)
+		sameVerdicts(t, dir, "adopter.stock", v.Surfaces)
+	})
+}
+
+// machineryTest is a test of the adopter's own machinery that fails: no
+// surface lists it.
+const machineryTest = `package stock
+
+import "testing"
+
+func TestMachineryBringsUpItsProvider(t *testing.T) {
+	t.Fatal("the provider never came up: debootstrap is not installed")
+}
+`

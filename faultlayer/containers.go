@@ -34,14 +34,6 @@ const (
 	startupDeadline = 2 * time.Minute
 )
 
-func dockerAnswers(ctx context.Context) error {
-	cli, err := dockerenv.Connect(ctx)
-	if err != nil {
-		return err
-	}
-	return cli.Close()
-}
-
 // Sweep removes what killed runs left behind on this host: labelled layer
 // containers and networks whose owner process is gone, and data
 // directories of embedded layers whose owner is gone. It never touches
@@ -130,7 +122,8 @@ func upContainers(ctx context.Context, cfg Config) (_ *Layer, err error) {
 	fmt.Fprintf(cfg.Log, "fault layer: starting Postgres (%s) on network %s\n", pgImage, netName)
 	pg, err := testcontainers.Run(ctx, pgImage,
 		testcontainers.WithEnv(map[string]string{"POSTGRES_USER": testPlaneUser, "POSTGRES_PASSWORD": password, "POSTGRES_DB": testPlaneDB}),
-		testcontainers.WithCmd("postgres", "-c", "max_connections=200"),
+		// The test plane needs no durability across a host crash: no fsync.
+		testcontainers.WithCmd("postgres", "-c", "max_connections=200", "-c", "fsync=off", "-c", "full_page_writes=off"),
 		testcontainers.WithLabels(reap.Labels(run, rolePrefix+"postgres")),
 		testcontainers.WithName("contested-"+run+"-postgres"),
 		tcnetwork.WithNetworkName([]string{postgresAlias}, netName),

@@ -24,6 +24,7 @@ import (
 	toxiproxyserver "github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
 
+	"github.com/contested/contested/internal/images"
 	"github.com/contested/contested/internal/reap"
 )
 
@@ -102,47 +103,14 @@ func startLocalToxiproxy() (string, func(context.Context) error, error) {
 	return "http://" + ln.Addr().String(), stop, nil
 }
 
-// postgresBinaries finds a directory holding initdb and postgres:
-// CONTESTED_PG_BIN, then pg_config --bindir, then the newest
-// /usr/lib/postgresql/*/bin, then PATH.
+// postgresBinaries finds a directory holding initdb and postgres (see
+// images.PostgresInstallation for the order of the search).
 func postgresBinaries(explicit string) (string, error) {
-	ok := func(dir string) bool {
-		for _, b := range []string{"initdb", "postgres"} {
-			if st, err := os.Stat(filepath.Join(dir, b)); err != nil || st.IsDir() {
-				return false
-			}
-		}
-		return true
+	in, err := images.PostgresInstallation(explicit)
+	if err != nil {
+		return "", err
 	}
-	if explicit != "" {
-		if ok(explicit) {
-			return explicit, nil
-		}
-		return "", fmt.Errorf("%s=%s has no initdb and postgres", EnvPostgresBin, explicit)
-	}
-	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
-		if d := strings.TrimSpace(string(out)); ok(d) {
-			return d, nil
-		}
-	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	sort.Slice(dirs, func(i, j int) bool { return versionOf(dirs[i]) > versionOf(dirs[j]) })
-	for _, d := range dirs {
-		if ok(d) {
-			return d, nil
-		}
-	}
-	if p, err := exec.LookPath("initdb"); err == nil {
-		if real, err := filepath.EvalSymlinks(p); err == nil && ok(filepath.Dir(real)) {
-			return filepath.Dir(real), nil
-		}
-	}
-	return "", errors.New("no local Postgres binaries (initdb, postgres) were found: install postgresql (apt-get install postgresql) or set " + EnvPostgresBin)
-}
-
-func versionOf(dir string) int {
-	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(dir)))
-	return v
+	return in.Bin, nil
 }
 
 type localPostgres struct {

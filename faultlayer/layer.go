@@ -22,6 +22,7 @@ import (
 
 	"github.com/contested/contested/faultlayer/lease"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/images"
 )
 
 // Kind names a provider of the fault layer.
@@ -48,7 +49,7 @@ const (
 	EnvProxyPorts       = "CONTESTED_PROXY_PORTS"       // ports Toxiproxy may listen on: "20000-20031" or "20000=127.0.0.1:49153,…"
 	EnvProxyListenHost  = "CONTESTED_PROXY_LISTEN_HOST" // host part of proxy listen addresses
 	EnvPostgresUpstream = "CONTESTED_PG_UPSTREAM"       // Postgres as Toxiproxy reaches it, host:port
-	EnvPostgresBin      = "CONTESTED_PG_BIN"            // directory with initdb and postgres, for the embedded layer
+	EnvPostgresBin      = images.EnvPostgresBin         // directory with initdb and postgres, for the embedded layer and the Postgres image
 )
 
 // DefaultProxyPorts is the range published by the containers provider and
@@ -236,8 +237,8 @@ func start(ctx context.Context, cfg Config, kind Kind) (*Layer, error) {
 }
 
 // choose resolves Auto: coordinates in the environment mean external;
-// otherwise a Docker engine that answers means containers; otherwise local
-// binaries.
+// otherwise containers when they can come up here (ContainersCanRun);
+// otherwise local binaries.
 func choose(ctx context.Context, cfg Config) (Kind, string, error) {
 	if cfg.Kind != Auto {
 		return cfg.Kind, EnvLayer + "=" + string(cfg.Kind), nil
@@ -245,14 +246,18 @@ func choose(ctx context.Context, cfg Config) (Kind, string, error) {
 	if cfg.ToxiproxyURL != "" {
 		return External, EnvToxiproxyURL + " and " + EnvPostgresDSN + " are set", nil
 	}
-	derr := dockerAnswers(ctx)
-	if derr == nil {
-		return Containers, "a Docker engine answers", nil
+	cerr := ContainersCanRun(ctx, cfg)
+	if cerr == nil {
+		return Containers, "a Docker engine answers and the images are at hand", nil
 	}
+	if ctx.Err() != nil {
+		return "", "", cerr
+	}
+	why := firstLine(cerr.Error())
 	if _, err := postgresBinaries(cfg.PostgresBin); err != nil {
-		return "", "", fmt.Errorf("%w: no Docker engine answered (%v) and %v", ErrCannotRun, derr, err)
+		return "", "", fmt.Errorf("%w: %s, and %v", ErrCannotRun, why, err)
 	}
-	return Embedded, fmt.Sprintf("no Docker engine answered (%v); using local binaries", firstLine(derr.Error())), nil
+	return Embedded, why + "; using local binaries", nil
 }
 
 // connect opens the layer's pool and migrates the lease table.

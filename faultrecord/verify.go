@@ -134,6 +134,10 @@ type Report struct {
 	RecordingClasses     []string              `json:"recording_classes"`
 	ClassesWithZeroFired []string              `json:"classes_with_zero_fired"`
 	SelfTests            []SelfTest            `json:"self_tests"`
+	// Surfaces are the registered surfaces' contract verdicts, reported
+	// beside the six phases (they do not change them); empty until a
+	// caller judges them (see SurfaceVerdict).
+	Surfaces []SurfaceVerdict `json:"surfaces,omitempty"`
 }
 
 // Phase is the outcome of one of the six phases.

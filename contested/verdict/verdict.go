@@ -20,10 +20,17 @@
 //     produced.
 //  8. PASS-hardening when the hardening seed budget was met, else
 //     PASS-smoke: a single seed never proves hardening.
+//
+// Beside the ten there is NOT-AT-LEVEL: the registry says the leg does not
+// run at this CONTESTED_LEVEL (its surface's levels key). It is a statement
+// of the plan, not a verdict on evidence, so Assign never returns it; the
+// judge that knows the level assigns it, and Surface leaves it out of the
+// roll-up. A leg that should run at this level and did not is NOT-RUN.
 package verdict
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/contested/contested/faultrecord"
 )
@@ -43,9 +50,11 @@ const (
 	PartialSurface             Verdict = "PARTIAL-surface"
 	PartialModel               Verdict = "PARTIAL-model"
 	NotRun                     Verdict = "NOT-RUN"
+	// NotAtLevel is not one of the ten: the leg does not run at this level.
+	NotAtLevel Verdict = "NOT-AT-LEVEL"
 )
 
-// All lists the verdicts in decision order.
+// All lists the ten verdicts in decision order (NOT-AT-LEVEL is not one).
 var All = []Verdict{NotRun, InconclusiveEnv, FailReproducible, FailNondeterministic, InconclusiveFaultNotProven,
 	PartialSurface, InconclusiveOracleTooWeak, PartialModel, PassHardening, PassSmoke}
 
@@ -70,6 +79,10 @@ type Run struct {
 	Armed      int                     `json:"armed"`
 	Fired      int                     `json:"fired"`
 	Oracles    []faultrecord.OracleRun `json:"oracles,omitempty"`
+	// Unchecked names tests of the leg that reported no oracle while
+	// another test of the same leg did: the run is PARTIAL-surface all the
+	// same, since part of it was never checked.
+	Unchecked []string `json:"unchecked,omitempty"`
 }
 
 // Assign decides a leg's verdict from its runs. hardeningSeeds is the
@@ -92,7 +105,12 @@ func Assign(runs []Run, hardeningSeeds int) (Verdict, string) {
 		if !r.Failed {
 			continue
 		}
-		if r.Reproduced != nil && *r.Reproduced {
+		switch {
+		case r.Reproduced == nil:
+			// Without a rerun there is no reproducer: the strict reading
+			// of the tree, said plainly.
+			return FailNondeterministic, fmt.Sprintf("seed %d failed and was not rerun: %s", r.Seed, r.FailureText)
+		case *r.Reproduced:
 			return FailReproducible, fmt.Sprintf("seed %d failed, and again on rerun: %s", r.Seed, r.FailureText)
 		}
 		return FailNondeterministic, fmt.Sprintf("seed %d failed once and passed on rerun: %s", r.Seed, r.FailureText)
@@ -116,6 +134,9 @@ func Assign(runs []Run, hardeningSeeds int) (Verdict, string) {
 		if r.Attempted && len(r.Oracles) == 0 {
 			return PartialSurface, fmt.Sprintf("seed %d passed but reported no oracle: no model-level check ran", r.Seed)
 		}
+		if r.Attempted && len(r.Unchecked) > 0 {
+			return PartialSurface, fmt.Sprintf("seed %d: %s reported no oracle: part of the leg was never checked", r.Seed, strings.Join(r.Unchecked, ", "))
+		}
 		for _, o := range r.Oracles {
 			switch {
 			case o.Result == "unknown":
@@ -137,22 +158,36 @@ func Assign(runs []Run, hardeningSeeds int) (Verdict, string) {
 type Contract string
 
 // The contract verdicts. INCONCLUSIVE is a surface whose legs neither all
-// passed nor any failed: not green, and not a component defect.
+// passed nor any failed: not green, and not a component defect. NOT AT
+// THIS LEVEL is a surface none of whose legs runs at this level: nothing
+// was judged, and nothing is wrong.
 const (
-	Green        Contract = "GREEN"
-	Red          Contract = "RED"
-	CannotRun    Contract = "CANNOT RUN"
-	Inconclusive Contract = "INCONCLUSIVE"
+	Green          Contract = "GREEN"
+	Red            Contract = "RED"
+	CannotRun      Contract = "CANNOT RUN"
+	Inconclusive   Contract = "INCONCLUSIVE"
+	NotAtThisLevel Contract = "NOT AT THIS LEVEL"
 )
 
 // Surface rolls leg verdicts up: RED if any leg failed, CANNOT RUN if the
-// layer could not run, GREEN only if every leg passed.
+// layer could not run, GREEN only if every leg passed. NOT-AT-LEVEL legs
+// are left out; a surface with only those is NOT AT THIS LEVEL, and one
+// with no legs at all is INCONCLUSIVE.
 func Surface(legs []Verdict) Contract {
 	if len(legs) == 0 {
 		return Inconclusive
 	}
-	green, env := true, false
+	judged := legs[:0:0]
 	for _, v := range legs {
+		if v != NotAtLevel {
+			judged = append(judged, v)
+		}
+	}
+	if len(judged) == 0 {
+		return NotAtThisLevel
+	}
+	green, env := true, false
+	for _, v := range judged {
 		if v.Fail() {
 			return Red
 		}

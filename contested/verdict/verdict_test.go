@@ -20,6 +20,8 @@ func TestAssign(t *testing.T) {
 		{"layer missing", []Run{{Seed: 1, EnvMissing: "fault-preflight failed"}}, InconclusiveEnv},
 		{"failed and reproduced", []Run{pass(1), {Seed: 2, Attempted: true, Failed: true, Reproduced: &yes, Armed: 1, Fired: 1}}, FailReproducible},
 		{"failed, rerun passed", []Run{{Seed: 2, Attempted: true, Failed: true, Reproduced: &no, Armed: 1, Fired: 1}}, FailNondeterministic},
+		{"failed, not rerun", []Run{{Seed: 2, Attempted: true, Failed: true, Armed: 1, Fired: 1}}, FailNondeterministic},
+		{"part of the leg reported no oracle", []Run{{Seed: 1, Attempted: true, Armed: 1, Fired: 1, Oracles: held, Unchecked: []string{"TestX/reset"}}}, PartialSurface},
 		{"failure outranks an unproven fault", []Run{{Seed: 2, Attempted: true, Failed: true, Reproduced: &yes, Armed: 1, Fired: 0}}, FailReproducible},
 		{"armed, not fired", []Run{{Seed: 1, Attempted: true, Armed: 2, Fired: 1, Oracles: held}}, InconclusiveFaultNotProven},
 		{"never armed", []Run{{Seed: 1, Attempted: true, Oracles: held}}, InconclusiveFaultNotProven},
@@ -56,6 +58,10 @@ func TestSurface(t *testing.T) {
 		{"one unproven", []Verdict{PassHardening, InconclusiveFaultNotProven}, Inconclusive},
 		{"not run is not green", []Verdict{PassHardening, NotRun}, Inconclusive},
 		{"no legs", nil, Inconclusive},
+		{"a leg not at this level is left out", []Verdict{PassSmoke, NotAtLevel}, Green},
+		{"not at this level does not hide a failure", []Verdict{NotAtLevel, FailReproducible}, Red},
+		{"not at this level does not hide a leg that did not run", []Verdict{NotAtLevel, NotRun}, Inconclusive},
+		{"no leg at this level", []Verdict{NotAtLevel, NotAtLevel}, NotAtThisLevel},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fatih/color"
 
+	"github.com/contested/contested/contested"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/capacity"
@@ -30,8 +31,10 @@ type ArbitrateOptions struct {
 // its owner and action, saving ladder/<test>.json and ladder/<test>.md (a
 // ready-to-paste "fix:" issue body) under the results directory. It uses
 // the capacity samples of the last validate run, when there are any. Exit:
-// 3 when the fault layer cannot run, 2 for an unknown test id, otherwise 1:
-// a failing test always ends with an owner and an action to take.
+// 3 when the fault layer cannot run; 2 for an unknown test id, and for a
+// test no surface lists (not a contract test: there is nothing to
+// arbitrate, and the message says how to run and fix it); otherwise 1: a
+// failing contract test always ends with an owner and an action to take.
 func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
@@ -44,11 +47,19 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 		return err
 	}
 	dir, reg, regPath, root := ws.dir, ws.reg, ws.regPath, ws.root
+	level, err := contested.Level()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
 	cfg, err := layerConfig(out)
 	if err != nil {
 		return err
 	}
-	lo := ladder.Options{Dir: dir, Registry: reg, RegistryPath: regPath, ResultsRoot: root, Out: out, Contracts: map[string]*contract.Result{}}
+	lo := ladder.Options{Dir: dir, Registry: reg, RegistryPath: regPath, ResultsRoot: root, Out: out, Contracts: map[string]*contract.Result{}, Level: level}
+	// Step 1 first: a test that is not a contract test needs no fault layer.
+	if _, err := ladder.Locate(ctx, opts.Test, lo); err != nil {
+		return arbitrateError(err)
+	}
 	if l, err := faultlayer.Up(ctx, cfg); err != nil {
 		lo.LayerErr = err
 	} else {
@@ -62,10 +73,7 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	}
 	o, err := ladder.Walk(ctx, opts.Test, lo)
 	if err != nil {
-		if errors.Is(err, ladder.ErrUnknownTest) {
-			return fmt.Errorf("%w: %v", ErrUsage, err)
-		}
-		return err
+		return arbitrateError(err)
 	}
 	fmt.Fprintln(out)
 	o.Write(out)
@@ -75,6 +83,15 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 		return fmt.Errorf("%w: owner %s: %s", ErrCannotRun, o.Owner, o.Action)
 	}
 	return fmt.Errorf("%w: owner %s", ErrRed, o.Owner)
+}
+
+// arbitrateError maps a ladder error to the command's: an unknown test or
+// one that is not a contract test is bad input.
+func arbitrateError(err error) error {
+	if errors.Is(err, ladder.ErrUnknownTest) || errors.Is(err, ladder.ErrNotContractTest) {
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	return err
 }
 
 // capacityFile is where validate keeps the battery's capacity samples.

@@ -28,8 +28,12 @@ type ContestedOptions struct {
 // (CONTESTED_SEEDS overrides the count; CONTESTED_SEED replays one seed;
 // CONTESTED_LEVEL sets the intensity) and prints each leg's verdict with
 // its evidence, each surface's contract verdict, and a coverage line per
-// lever. Results go to contested/<surface>.json under the results
-// directory. Exit: 0 all GREEN; 1 any RED or INCONCLUSIVE; 3 CANNOT RUN.
+// lever. A leg the registry does not run at this level (its surface's
+// levels key) is NOT-AT-LEVEL and left out of the surface's verdict; a
+// surface with no leg at this level is NOT AT THIS LEVEL and is not run.
+// Results go to contested/<surface>.json under the results directory.
+// Exit: 0 all GREEN (or NOT AT THIS LEVEL); 1 any RED or INCONCLUSIVE;
+// 3 CANNOT RUN.
 func Contested(ctx context.Context, opts ContestedOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
@@ -75,7 +79,7 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 		}
 		o := copts
 		o.Seeds = seeds
-		fmt.Fprintf(out, "\n%s %s (%s, owner %s): %d seeds, level %d, legs %s\n", bold("contested:"), s.ID, s.Class, s.Owner, len(seeds), level, strings.Join(s.Legs, ", "))
+		fmt.Fprintf(out, "\n%s %s (%s, owner %s): %d seeds, level %d, legs %s\n", bold("contested:"), s.ID, s.Class, s.Owner, len(seeds), level, legsAt(s, level))
 		res, err := contract.Run(ctx, s, o)
 		if err != nil {
 			return err
@@ -110,6 +114,9 @@ func WriteContractSummary(out io.Writer, res *contract.Result) {
 	for _, l := range res.Legs {
 		fmt.Fprintf(out, "  %-17s %s\n", l.Lever, paintVerdict(l.Verdict))
 		fmt.Fprintf(out, "      %s\n", l.Reason)
+		if l.Verdict == verdict.NotAtLevel {
+			continue
+		}
 		if l.Injector != "" {
 			fmt.Fprintf(out, "      injector: %s\n      victim:   %s\n", l.Injector, l.Victim)
 		}
@@ -119,6 +126,9 @@ func WriteContractSummary(out io.Writer, res *contract.Result) {
 	}
 	fmt.Fprintf(out, "  contract: %s\n", paintContract(res.Contract))
 	for _, l := range res.Legs {
+		if l.Verdict == verdict.NotAtLevel {
+			continue
+		}
 		flag := ""
 		if l.Thin {
 			flag = color.YellowString("  (under %d: thin coverage)", 5)
@@ -130,6 +140,8 @@ func WriteContractSummary(out io.Writer, res *contract.Result) {
 
 func paintVerdict(v verdict.Verdict) string {
 	switch {
+	case v == verdict.NotAtLevel:
+		return color.New(color.Faint).Sprint(string(v))
 	case v.Pass():
 		return color.GreenString(string(v))
 	case v.Fail():
@@ -143,6 +155,8 @@ func paintContract(c verdict.Contract) string {
 	switch c {
 	case verdict.Green:
 		return color.GreenString(string(c))
+	case verdict.NotAtThisLevel:
+		return color.New(color.Faint).Sprint(string(c))
 	case verdict.Red:
 		return color.RedString(string(c))
 	default:
@@ -151,13 +165,30 @@ func paintContract(c verdict.Contract) string {
 }
 
 // worse orders contract verdicts for the exit code: CANNOT RUN > RED >
-// INCONCLUSIVE > GREEN.
+// INCONCLUSIVE > GREEN = NOT AT THIS LEVEL (nothing judged, nothing wrong).
 func worse(a, b verdict.Contract) verdict.Contract {
-	rank := map[verdict.Contract]int{verdict.Green: 0, verdict.Inconclusive: 1, verdict.Red: 2, verdict.CannotRun: 3}
+	rank := map[verdict.Contract]int{verdict.Green: 0, verdict.NotAtThisLevel: 0, verdict.Inconclusive: 1, verdict.Red: 2, verdict.CannotRun: 3}
 	if rank[b] > rank[a] {
 		return b
 	}
 	return a
+}
+
+// legsAt lists a surface's legs for the header: those that run at level,
+// then those that do not, marked.
+func legsAt(s registry.Surface, level int) string {
+	var parts []string
+	for _, l := range s.Legs {
+		if s.RunsAt(l, level) {
+			parts = append(parts, l)
+		}
+	}
+	for _, l := range s.Legs {
+		if !s.RunsAt(l, level) {
+			parts = append(parts, fmt.Sprintf("%s (not at this level: runs only at levels %s)", l, strings.Join(strings.Fields(strings.Trim(fmt.Sprint(s.LegLevels(l)), "[]")), ", ")))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func selectSurfaces(reg *registry.Registry, id string) ([]registry.Surface, error) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fatih/color"
 
+	"github.com/contested/contested/contested"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/atomicfile"
@@ -48,7 +49,18 @@ type ValidateReport struct {
 	Gate      *faultrecord.Report  `json:"gate,omitempty"`
 	Registry  []string             `json:"registry_problems,omitempty"`
 	Capacity  *capacity.Report     `json:"capacity,omitempty"`
-	Ladder    []*ladder.Outcome    `json:"ladder,omitempty"`
+	// Level is the CONTESTED_LEVEL the battery ran at.
+	Level int `json:"level"`
+	// Surfaces are the contract verdicts of the registered surfaces that
+	// ran, judged from the battery's records and test outcomes by the
+	// judge mage contested uses (DESIGN §4.7, "One verdict").
+	Surfaces []faultrecord.SurfaceVerdict `json:"surfaces"`
+	// BatteryFailures are failures that are not a contract test's: tests no
+	// surface lists, and packages that failed outside any test. They are
+	// listed, not arbitrated.
+	BatteryFailures []ladder.Plain `json:"battery_failures,omitempty"`
+	// Ladder holds the arbitration of each failing contract test.
+	Ladder []*ladder.Outcome `json:"ladder,omitempty"`
 	// NotArbitrated are failing tests the ladder's time budget did not reach.
 	NotArbitrated []string      `json:"not_arbitrated,omitempty"`
 	Green         bool          `json:"green"`
@@ -60,13 +72,24 @@ type ValidateReport struct {
 // in required mode (never skipped), purge the old records and write a fresh
 // gate stamp, run the battery with the layer's coordinates in its
 // environment, verify the six phases (consuming the stamp only on success)
-// and print a summary. Battery failures and gate refusals are reported
-// separately; either makes validate red. While the battery runs, load,
-// memory, disk and container stats are sampled; afterwards every failing
-// test walks the arbitration ladder, within a time budget
-// (CONTESTED_LADDER_BUDGET, default 10m), and its owner and action are
-// listed. Nothing is purged when preflight
-// fails, and a refused record set is left untouched for triage.
+// and print a summary. While the battery runs, load, memory, disk and
+// container stats are sampled.
+//
+// Beside the six phases, every registered surface that ran gets its
+// contract verdict from the battery's records and test outcomes, by the
+// judge mage contested uses (contract.JudgeBattery; a failing leg is first
+// rerun alone with its seed, as contested reruns a failing seed). validate
+// is GREEN only when the six phases certify, the battery passed, and no
+// registered leg is FAIL, INCONCLUSIVE or PARTIAL (nor NOT-RUN, when the
+// whole battery ran).
+//
+// A failing test that a surface lists walks the arbitration ladder, within
+// a time budget (CONTESTED_LADDER_BUDGET, default 10m), and its owner and
+// action are listed. A failing test no surface lists is not a contract
+// test: it is listed under the battery with its first failure line and
+// owner (the test's author and the package's maintainers), not arbitrated.
+// Nothing is purged when preflight fails, and a refused record set is left
+// untouched for triage.
 func Validate(ctx context.Context, opts ValidateOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
@@ -83,11 +106,15 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	if err != nil {
 		return err
 	}
+	level, err := contested.Level()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
 	cfg, err := layerConfig(out)
 	if err != nil {
 		return err
 	}
-	rep := &ValidateReport{RunID: cfg.RunID}
+	rep := &ValidateReport{RunID: cfg.RunID, Level: level}
 	fmt.Fprintf(out, "%s run %s in %s\n", bold("validate:"), cfg.RunID, dir)
 
 	l, err := faultlayer.Up(ctx, cfg)
@@ -153,17 +180,55 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 		}
 	}
 
-	contracts := map[string]*contract.Result{}
+	// One verdict: the surfaces, judged from this battery.
+	mod, _ := contract.ModulePath(dir)
+	recs, err := contract.ReadRecords(faultDir)
+	if err != nil {
+		fmt.Fprintf(out, "validate: read the records to judge the surfaces: %v\n", err)
+	}
+	bat := contract.Battery{Registry: reg, Module: mod, Result: res, Records: recs, Level: level}
 	if !res.OK() {
-		rep.Ladder, rep.NotArbitrated = arbitrateAll(ctx, res, budget, ladder.Options{
-			Dir: dir, Registry: reg, RegistryPath: regPath, ResultsRoot: root, LayerEnv: l.Env(),
-			Preflight: &p, Capacity: &capRep, Contracts: contracts, Out: out,
-		}, out)
+		reruns, err := contract.RerunFailures(ctx, bat, contract.RerunOptions{Dir: dir, Env: append(l.Env(), registry.EnvPath+"="+regPath),
+			Root: filepath.Join(root, "reruns"), Out: out})
+		if err != nil {
+			fmt.Fprintf(out, "validate: %v (a failure not rerun is FAIL-nondeterministic)\n", err)
+		}
+		bat.Reruns = reruns
+	}
+	judged := contract.JudgeBattery(bat)
+	rep.Surfaces = contract.Verdicts(judged)
+	gate.Surfaces = rep.Surfaces
+	if err := gate.Save(); err != nil {
+		fmt.Fprintf(out, "validate: could not add the surfaces to %s: %v\n", faultrecord.ReportName, err)
 	}
 
+	// Contract tests walk the ladder; every other failure is plain.
+	var contractFails []battery.Test
+	for _, t := range contract.LeafFailures(res) {
+		if _, ok := contract.SurfaceOf(reg, mod, t.Package, t.Name); ok {
+			contractFails = append(contractFails, t)
+			continue
+		}
+		rep.BatteryFailures = append(rep.BatteryFailures, ladder.NewPlain(t.Package, t.Name, t.Output))
+	}
+	for _, p := range res.FailedPackages() {
+		rep.BatteryFailures = append(rep.BatteryFailures, ladder.NewPlain(p.Name, "", p.Output))
+	}
+	contracts := map[string]*contract.Result{}
+	rep.Ladder, rep.NotArbitrated = arbitrateAll(ctx, contractFails, budget, ladder.Options{
+		Dir: dir, Registry: reg, RegistryPath: regPath, ResultsRoot: root, LayerEnv: l.Env(),
+		Preflight: &p, Capacity: &capRep, Contracts: contracts, Level: level, Out: out,
+	}, out)
+
+	whole := wholeBattery(opts)
 	fmt.Fprintln(out)
 	gate.WriteSummary(out)
-	writeBatterySummary(out, res)
+	note := ""
+	if !whole {
+		note = "a selected battery: NOT-RUN legs do not count against it"
+	}
+	writeSurfaceSummary(out, judged, level, note)
+	writeBatterySummary(out, res, contractFails, rep.BatteryFailures)
 	writeLadderSummary(out, rep)
 	if len(rep.Registry) > 0 {
 		fmt.Fprintf(out, "\n%s\n", bold("registry"))
@@ -172,20 +237,12 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 		}
 	}
 
-	if !res.OK() {
-		rep.Reasons = append(rep.Reasons, fmt.Sprintf("battery failed (%d tests, %d packages)", len(res.Failed()), len(res.FailedPackages())))
-	}
-	if !gate.Certified {
-		rep.Reasons = append(rep.Reasons, "gate refused: "+failedPhases(gate))
-	}
-	if len(rep.Registry) > 0 {
-		rep.Reasons = append(rep.Reasons, "registry names tests that do not exist")
-	}
+	rep.Reasons = validateReasons(res, gate, judged, whole, rep.Registry)
 	rep.Green = len(rep.Reasons) == 0
 	rep.Took = time.Since(start)
 	writeReports(root, report.Page{Title: "contested validate", RunID: rep.RunID, Layer: rep.Layer, Green: rep.Green,
-		Reasons: rep.Reasons, Gate: gate, Battery: res, Ladder: rep.Ladder, Contracts: contractList(contracts),
-		Capacity: rep.Capacity}, out)
+		Reasons: rep.Reasons, Gate: gate, Battery: res, Surfaces: judged, Level: level, Plain: rep.BatteryFailures,
+		Ladder: rep.Ladder, Contracts: contractList(contracts), Capacity: rep.Capacity}, out)
 	if err := saveJSON(filepath.Join(root, "validate.json"), rep); err != nil {
 		fmt.Fprintf(out, "validate: could not save validate.json: %v\n", err)
 	}
@@ -206,7 +263,11 @@ type ProgramGateOptions struct {
 // ProgramGate runs fault-preflight in required mode, then the six phases
 // over whatever records are on disk, standalone: a missing stamp is
 // announced, a present one is left in place. It is for triage after a
-// battery, never a substitute for validate.
+// battery, never a substitute for validate. It also shows the contract
+// verdict of each registered surface with records on disk, by the same
+// judge, from the records alone (it has no test outcomes: a leg whose test
+// failed before arming shows as NOT-RUN there); its exit code is the six
+// phases'.
 func ProgramGate(ctx context.Context, opts ProgramGateOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
@@ -216,6 +277,10 @@ func ProgramGate(ctx context.Context, opts ProgramGateOptions) error {
 		return err
 	}
 	dir, reg, root := ws.dir, ws.reg, ws.root
+	level, err := contested.Level()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
 	if err := FaultPreflight(ctx, PreflightOptions{Required: true, Out: out}); err != nil {
 		fmt.Fprintf(out, "program-gate: %s: fault-preflight failed; not verifying\n", color.RedString("CANNOT RUN"))
 		return err
@@ -236,9 +301,20 @@ func ProgramGate(ctx context.Context, opts ProgramGateOptions) error {
 	if gate == nil {
 		return fmt.Errorf("verify: %w", err)
 	}
+	mod, _ := contract.ModulePath(dir)
+	recs, rerr := contract.ReadRecords(faultDir)
+	if rerr != nil {
+		fmt.Fprintf(out, "program-gate: read the records to judge the surfaces: %v\n", rerr)
+	}
+	judged := contract.JudgeBattery(contract.Battery{Registry: reg, Module: mod, Records: recs, Level: level})
+	gate.Surfaces = contract.Verdicts(judged)
+	if serr := gate.Save(); serr != nil {
+		fmt.Fprintf(out, "program-gate: could not add the surfaces to %s: %v\n", faultrecord.ReportName, serr)
+	}
 	fmt.Fprintln(out)
 	gate.WriteSummary(out)
-	p := report.Page{Title: "contested program-gate", RunID: gate.RunID, Green: gate.Certified, Gate: gate}
+	writeSurfaceSummary(out, judged, level, "from the records on disk alone: no test outcomes and no reruns, so a failure is FAIL-nondeterministic and a leg whose test failed before arming is NOT-RUN; validate.json has validate's verdicts")
+	p := report.Page{Title: "contested program-gate", RunID: gate.RunID, Green: gate.Certified, Gate: gate, Surfaces: judged, Level: level}
 	if !gate.Certified {
 		p.Reasons = []string{"gate refused: " + failedPhases(gate)}
 	}
@@ -364,18 +440,103 @@ func failedPhases(r *faultrecord.Report) string {
 	return strings.Join(parts, ", ")
 }
 
-func writeBatterySummary(out io.Writer, res *battery.Result) {
+// writeBatterySummary prints the battery's outcome: the failing contract
+// tests (arbitrated below), then every plain failure with its first
+// failure line, owner and action.
+func writeBatterySummary(out io.Writer, res *battery.Result, contractFails []battery.Test, plain []ladder.Plain) {
 	fmt.Fprintf(out, "\n%s\n", bold("battery"))
 	if res.OK() {
 		fmt.Fprintf(out, "  %s: %d tests in %d packages (%s)\n", color.GreenString("passed"), len(res.Tests), len(res.Packages), res.Elapsed.Round(time.Second))
 		return
 	}
-	for _, p := range res.FailedPackages() {
-		fmt.Fprintf(out, "  %s package %s\n%s", color.RedString("FAIL"), p.Name, indent(tail(p.Output, 15), "      "))
+	for _, t := range contractFails {
+		fmt.Fprintf(out, "  %s %s %s (%s): a contract test, arbitrated below\n", color.RedString("FAIL"), t.Package, t.Name, t.Elapsed.Round(10*time.Millisecond))
 	}
-	for _, t := range res.Failed() {
-		fmt.Fprintf(out, "  %s %s %s (%s)\n", color.RedString("FAIL"), t.Package, t.Name, t.Elapsed.Round(10*time.Millisecond))
+	if len(plain) > 0 {
+		fmt.Fprintf(out, "  not contract tests (no surface lists them): not arbitrated; owner %s\n", ladder.PlainOwner)
 	}
+	for _, p := range plain {
+		what := "package " + p.Package
+		if p.Test != "" {
+			what = p.Package + " " + p.Test
+		}
+		fmt.Fprintf(out, "  %s %s\n      %s\n      action: %s\n", color.RedString("FAIL"), what, p.FirstLine, p.Action)
+	}
+}
+
+// writeSurfaceSummary prints each registered surface's contract verdict
+// from this battery, leg by leg.
+func writeSurfaceSummary(out io.Writer, judged []*contract.Result, level int, note string) {
+	fmt.Fprintf(out, "\n%s (level %d; the rules of mage contested; one battery is one seed, so a pass is PASS-smoke)\n", bold("surfaces"), level)
+	if len(judged) == 0 {
+		fmt.Fprintf(out, "  no registered surface ran\n")
+		return
+	}
+	for _, r := range judged {
+		fmt.Fprintf(out, "  %-22s %s\n", r.Surface, paintContract(r.Contract))
+		for _, l := range r.Legs {
+			fmt.Fprintf(out, "      %-17s %-30s %s\n", l.Lever, paintVerdict(l.Verdict), l.Reason)
+			if l.Replay != "" && !l.Verdict.Pass() {
+				fmt.Fprintf(out, "      %-17s replay: %s\n", "", l.Replay)
+			}
+		}
+	}
+	if note != "" {
+		fmt.Fprintf(out, "  (%s)\n", note)
+	}
+}
+
+// validateReasons is validate's verdict: the reasons it is not GREEN, none
+// when it is. GREEN needs the battery to pass, the six phases to certify,
+// every registered leg that ran to pass (no FAIL, INCONCLUSIVE or PARTIAL;
+// in a whole battery no NOT-RUN either) and the registry's tests to exist.
+func validateReasons(res *battery.Result, gate *faultrecord.Report, judged []*contract.Result, whole bool, registryProblems []string) []string {
+	var out []string
+	if !res.OK() {
+		out = append(out, fmt.Sprintf("battery failed (%d tests, %d packages)", len(res.Failed()), len(res.FailedPackages())))
+	}
+	if !gate.Certified {
+		out = append(out, "gate refused: "+failedPhases(gate))
+	}
+	out = append(out, surfaceReasons(judged, whole)...)
+	if len(registryProblems) > 0 {
+		out = append(out, "registry names tests that do not exist")
+	}
+	return out
+}
+
+// surfaceReasons says which surfaces keep validate from GREEN.
+func surfaceReasons(judged []*contract.Result, whole bool) []string {
+	var out []string
+	for _, r := range judged {
+		var legs []string
+		for _, l := range r.Blocking(whole) {
+			legs = append(legs, l.Lever+" "+string(l.Verdict))
+		}
+		if len(legs) > 0 {
+			out = append(out, fmt.Sprintf("surface %s is %s (%s)", r.Surface, r.Contract, strings.Join(legs, ", ")))
+		}
+	}
+	return out
+}
+
+// wholeBattery reports whether validate ran every test of the module: no
+// package selection and no -run, -skip or -short. Only then is a leg the
+// battery did not run a finding (NOT-RUN) rather than a choice.
+func wholeBattery(opts ValidateOptions) bool {
+	for _, p := range opts.Patterns {
+		if p != "./..." {
+			return false
+		}
+	}
+	for _, a := range opts.Args {
+		for _, f := range []string{"-run", "-skip", "-short", "-test.run", "-test.skip", "-test.short"} {
+			if a == f || strings.HasPrefix(a, f+"=") {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func bold(s string) string { return color.New(color.Bold).Sprint(s) }
@@ -405,35 +566,14 @@ func startSampler(ctx context.Context, root string) *capacity.Sampler {
 	return capacity.Start(ctx, root, stats, 2*time.Second)
 }
 
-// leafFailures returns the failing tests that have no failing subtest: the
-// most specific ids, which map to legs and surfaces.
-func leafFailures(res *battery.Result) []battery.Test {
-	failed := res.Failed()
-	var out []battery.Test
-	for _, t := range failed {
-		leaf := true
-		for _, u := range failed {
-			if u.Package == t.Package && strings.HasPrefix(u.Name, t.Name+"/") {
-				leaf = false
-				break
-			}
-		}
-		if leaf {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// arbitrateAll walks the ladder for each failing test until the budget is
-// spent; the tests it did not reach are returned with the command that
-// arbitrates them.
-func arbitrateAll(ctx context.Context, res *battery.Result, budget time.Duration, lo ladder.Options, out io.Writer) ([]*ladder.Outcome, []string) {
-	tests := leafFailures(res)
+// arbitrateAll walks the ladder for each failing contract test until the
+// budget is spent; the tests it did not reach are returned with the
+// command that arbitrates them.
+func arbitrateAll(ctx context.Context, tests []battery.Test, budget time.Duration, lo ladder.Options, out io.Writer) ([]*ladder.Outcome, []string) {
 	if len(tests) == 0 {
 		return nil, nil
 	}
-	fmt.Fprintf(out, "\nvalidate: walking the arbitration ladder for %d failing tests (budget %s)\n", len(tests), budget)
+	fmt.Fprintf(out, "\nvalidate: walking the arbitration ladder for %d failing contract tests (budget %s)\n", len(tests), budget)
 	deadline := time.Now().Add(budget)
 	var done []*ladder.Outcome
 	var left []string
@@ -478,9 +618,6 @@ func writeLadderSummary(out io.Writer, rep *ValidateReport) {
 // CI systems (battery/junit.xml, when a battery ran).
 func writeReports(root string, p report.Page, out io.Writer) {
 	fault := faultrecord.FaultDir(root)
-	if legs, err := report.LegRows(fault); err == nil {
-		p.Legs = legs
-	}
 	p.Visualizations = report.Visualizations(root)
 	var html strings.Builder
 	if err := report.WriteHTML(&html, p); err != nil {

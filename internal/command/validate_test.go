@@ -2,14 +2,18 @@ package command
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/contested/contested/contested/verdict"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/contract"
 	"github.com/contested/contested/internal/testmodule"
 	"github.com/contested/contested/registry"
 )
@@ -147,7 +151,7 @@ func TestArbitrateExitCodes(t *testing.T) {
 		{"no test named", "", ExitUsage, "name the failing test"},
 		{"an unknown test id", "TestNoSuchThing", ExitUsage, "is not a test of"},
 		{"the fault layer is down", "TestStockContract/reset", ExitCannotRun, "owner fault layer"},
-		{"a test outside the registry", "TestOutsideRegistry", ExitRed, "owner test author"},
+		{"a test outside the registry is not a contract test, layer or not", "TestOutsideRegistry", ExitUsage, "not a contract test"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -160,6 +164,78 @@ func TestArbitrateExitCodes(t *testing.T) {
 			err := Arbitrate(context.Background(), ArbitrateOptions{Dir: adopter, Test: tt.test, Out: &out})
 			if got := ExitCode(err); got != tt.want || !strings.Contains(err.Error(), tt.says) {
 				t.Fatalf("exit %d (%v), want %d saying %q; output:\n%s", got, err, tt.want, tt.says, out.String())
+			}
+		})
+	}
+}
+
+// TestValidateVerdict is validate's rule: GREEN only when the battery
+// passed, the six phases certified and no registered leg that ran is
+// FAIL, INCONCLUSIVE or PARTIAL (nor NOT-RUN in a whole battery).
+func TestValidateVerdict(t *testing.T) {
+	passed := &battery.Result{Tests: []battery.Test{{Package: "example.com/m", Name: "TestLeg", Action: "pass"}}}
+	failed := &battery.Result{Tests: []battery.Test{{Package: "example.com/m", Name: "TestLeg", Action: "fail"}}, ExitCode: 1}
+	certified := &faultrecord.Report{Certified: true, Phases: []faultrecord.Phase{{Number: 1, OK: true}}}
+	refused := &faultrecord.Report{Phases: []faultrecord.Phase{{Number: 3, Name: "every armed fault fired"}}}
+	surface := func(c verdict.Contract, legs ...verdict.Verdict) []*contract.Result {
+		r := &contract.Result{Surface: "m.store", Contract: c}
+		for i, v := range legs {
+			r.Legs = append(r.Legs, contract.LegResult{Lever: fmt.Sprintf("leg%d", i), Verdict: v})
+		}
+		return []*contract.Result{r}
+	}
+	tests := []struct {
+		name   string
+		res    *battery.Result
+		gate   *faultrecord.Report
+		judged []*contract.Result
+		whole  bool
+		green  bool
+		says   string
+	}{
+		{"all passes", passed, certified, surface(verdict.Green, verdict.PassSmoke, verdict.PassSmoke), true, true, ""},
+		{"a leg not at this level", passed, certified, surface(verdict.Green, verdict.PassSmoke, verdict.NotAtLevel), true, true, ""},
+		{"PARTIAL-surface", passed, certified, surface(verdict.Inconclusive, verdict.PassSmoke, verdict.PartialSurface), true, false, "surface m.store is INCONCLUSIVE (leg1 PARTIAL-surface)"},
+		{"PARTIAL-model", passed, certified, surface(verdict.Inconclusive, verdict.PartialModel), true, false, "leg0 PARTIAL-model"},
+		{"oracle too weak", passed, certified, surface(verdict.Inconclusive, verdict.InconclusiveOracleTooWeak), true, false, "INCONCLUSIVE-oracle-too-weak"},
+		{"armed, not fired", passed, certified, surface(verdict.Inconclusive, verdict.InconclusiveFaultNotProven), true, false, "INCONCLUSIVE-fault-not-proven"},
+		{"a FAIL is RED", failed, certified, surface(verdict.Red, verdict.FailReproducible), true, false, "surface m.store is RED (leg0 FAIL-reproducible)"},
+		{"NOT-RUN in a whole battery", passed, certified, surface(verdict.Inconclusive, verdict.PassSmoke, verdict.NotRun), true, false, "leg1 NOT-RUN"},
+		{"NOT-RUN in a selected battery", passed, certified, surface(verdict.Inconclusive, verdict.PassSmoke, verdict.NotRun), false, true, ""},
+		{"the gate refused", passed, refused, surface(verdict.Green, verdict.PassSmoke), true, false, "gate refused: phase 3"},
+		{"no surface ran", passed, certified, nil, true, true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reasons := validateReasons(tt.res, tt.gate, tt.judged, tt.whole, nil)
+			if green := len(reasons) == 0; green != tt.green {
+				t.Fatalf("green %v (%v), want %v", green, reasons, tt.green)
+			}
+			if tt.says != "" && !strings.Contains(strings.Join(reasons, "; "), tt.says) {
+				t.Errorf("reasons %v do not say %q", reasons, tt.says)
+			}
+		})
+	}
+}
+
+func TestWholeBattery(t *testing.T) {
+	tests := []struct {
+		name string
+		opts ValidateOptions
+		want bool
+	}{
+		{"defaults", ValidateOptions{}, true},
+		{"./...", ValidateOptions{Patterns: []string{"./..."}}, true},
+		{"-v", ValidateOptions{Args: []string{"-v"}}, true},
+		{"one package", ValidateOptions{Patterns: []string{"./stock"}}, false},
+		{"-run", ValidateOptions{Args: []string{"-run", "TestX"}}, false},
+		{"-run=", ValidateOptions{Args: []string{"-run=TestX"}}, false},
+		{"-short", ValidateOptions{Args: []string{"-short"}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := wholeBattery(tt.opts); got != tt.want {
+				t.Errorf("wholeBattery = %v, want %v", got, tt.want)
 			}
 		})
 	}

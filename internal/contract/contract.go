@@ -44,30 +44,44 @@ type Options struct {
 	EnvMissing string
 }
 
-// SeedRun is one go test run of the surface's tests with one seed.
+// SeedRun is one run of the surface's tests: under contested, one go test
+// run with one seed; under validate, the battery (Seed 0: each leg drew
+// its own seed, which its records carry).
 type SeedRun struct {
-	Seed      int64                `json:"seed"`
-	Dir       string               `json:"dir"`
-	Passed    bool                 `json:"passed"`
-	Failed    []string             `json:"failed_tests,omitempty"`
-	Records   []faultrecord.Record `json:"records"`
-	Rerun     *bool                `json:"rerun_failed,omitempty"` // set when the run failed and was rerun
-	Took      time.Duration        `json:"took_ns"`
-	testFails map[string]string    // failing test → output
+	Seed    int64                `json:"seed"`
+	Dir     string               `json:"dir,omitempty"`
+	Passed  bool                 `json:"passed"`
+	Failed  []string             `json:"failed_tests,omitempty"`
+	Ran     []string             `json:"ran_tests,omitempty"`     // passed or failed
+	Skipped []string             `json:"skipped_tests,omitempty"` // skipped, e.g. below a leg's level
+	Records []faultrecord.Record `json:"records"`
+	Rerun   *bool                `json:"rerun_failed,omitempty"` // set when the run failed and was rerun
+	// RerunTests says, per failing test, whether it failed again when rerun
+	// alone with its leg's seed; it overrides Rerun for that test.
+	RerunTests map[string]bool `json:"rerun_failed_tests,omitempty"`
+	Took       time.Duration   `json:"took_ns"`
+	// Failures maps each failing test (name without package) to its output.
+	Failures map[string]string `json:"-"`
 }
 
 // LegResult is the verdict of one leg over all seeds.
 type LegResult struct {
-	Lever     string          `json:"lever"`
-	Verdict   verdict.Verdict `json:"verdict"`
-	Reason    string          `json:"reason"`
-	Runs      []verdict.Run   `json:"runs"`
-	Fired     int             `json:"fired"` // occurrences across seeds
-	Thin      bool            `json:"thin_coverage"`
-	Injector  string          `json:"injector,omitempty"` // evidence from one record
-	Victim    string          `json:"victim,omitempty"`
-	Replay    string          `json:"replay,omitempty"` // of the first failing or unproven seed
-	FailedRun int64           `json:"failed_seed,omitempty"`
+	Lever   string          `json:"lever"`
+	Verdict verdict.Verdict `json:"verdict"`
+	Reason  string          `json:"reason"`
+	Runs    []verdict.Run   `json:"runs"`
+	Armed   int             `json:"armed"`
+	Fired   int             `json:"fired"` // occurrences across seeds
+	Thin    bool            `json:"thin_coverage"`
+	// Levels are the levels the registry runs the leg at, when its
+	// surface restricts it (nil: every level).
+	Levels    []int                   `json:"levels,omitempty"`
+	Tests     []string                `json:"tests,omitempty"` // the tests that ran it
+	Oracles   []faultrecord.OracleRun `json:"oracles,omitempty"`
+	Injector  string                  `json:"injector,omitempty"` // evidence from one record
+	Victim    string                  `json:"victim,omitempty"`
+	Replay    string                  `json:"replay,omitempty"` // of the first failing or unproven seed
+	FailedRun int64                   `json:"failed_seed,omitempty"`
 }
 
 // Result is one surface's contract verdict.
@@ -125,8 +139,11 @@ func Seeds(budget int) ([]int64, error) {
 // Run runs the surface's contract over opts.Seeds and judges it.
 func Run(ctx context.Context, s registry.Surface, opts Options) (*Result, error) {
 	start := time.Now()
-	res := &Result{Surface: s.ID, Class: s.Class, Owner: s.Owner, Behavior: s.Behavior, Oracle: s.Oracle, Level: opts.Level}
-	if opts.EnvMissing == "" {
+	level := max(opts.Level, 1)
+	res := &Result{Surface: s.ID, Class: s.Class, Owner: s.Owner, Behavior: s.Behavior, Oracle: s.Oracle, Level: level}
+	if at := s.LegsAt(level); len(at) == 0 {
+		fmt.Fprintf(opts.Out, "contested: %s: no leg runs at level %d; nothing to run\n", s.ID, level)
+	} else if opts.EnvMissing == "" {
 		for i, seed := range opts.Seeds {
 			if err := ctx.Err(); err != nil {
 				return nil, err
@@ -149,14 +166,7 @@ func Run(ctx context.Context, s registry.Surface, opts Options) (*Result, error)
 			res.Seeds = append(res.Seeds, *run)
 		}
 	}
-	for _, lever := range s.Legs {
-		res.Legs = append(res.Legs, judge(s, lever, res.Seeds, opts))
-	}
-	var vs []verdict.Verdict
-	for _, l := range res.Legs {
-		vs = append(vs, l.Verdict)
-	}
-	res.Contract = verdict.Surface(vs)
+	res.Legs, res.Contract = Judge(s, Evidence{Level: level, Runs: res.Seeds, EnvMissing: opts.EnvMissing})
 	res.Took = time.Since(start)
 	return res, nil
 }
@@ -185,7 +195,7 @@ func runSeed(ctx context.Context, s registry.Surface, seed int64, opts Options, 
 		faultrecord.EnvResultsDir+"="+dir,
 		registry.EnvPath+"="+opts.RegistryPath,
 	)
-	run := &SeedRun{Seed: seed, Dir: dir, Passed: true, testFails: map[string]string{}}
+	run := &SeedRun{Seed: seed, Dir: dir, Passed: true, Failures: map[string]string{}}
 	start := time.Now()
 	for _, test := range s.Tests {
 		res, err := battery.Run(ctx, battery.Options{
@@ -198,20 +208,17 @@ func runSeed(ctx context.Context, s registry.Surface, seed int64, opts Options, 
 		if !res.OK() {
 			run.Passed = false
 		}
-		for _, t := range res.Failed() {
-			run.Failed = append(run.Failed, t.Name)
-			run.testFails[t.Name] = t.Output
-		}
+		addOutcomes(run, res.Tests, func(battery.Test) bool { return true })
 		for _, p := range res.FailedPackages() {
 			run.Failed = append(run.Failed, p.Name)
-			run.testFails[p.Name] = p.Output
+			run.Failures[p.Name] = p.Output
 		}
 		if res.OK() && len(res.Tests) == 0 {
 			fmt.Fprintf(opts.Out, "  contested: -run %s matched no test in %s\n", contested.RunPattern(test), pkg)
 		}
 	}
 	run.Took = time.Since(start)
-	recs, err := readRecords(faultrecord.FaultDir(dir))
+	recs, err := readRecords(faultrecord.FaultDir(dir), true)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +226,14 @@ func runSeed(ctx context.Context, s registry.Surface, seed int64, opts Options, 
 	return run, nil
 }
 
-func readRecords(dir string) ([]faultrecord.Record, error) {
+// ReadRecords reads the valid records of a fault directory, oldest armed
+// first, skipping files that are not records: the gate reports those.
+func ReadRecords(dir string) ([]faultrecord.Record, error) { return readRecords(dir, false) }
+
+// readRecords reads a fault directory's records; strict makes a file that
+// does not parse an error (a contract run's private directory holds only
+// what its tests wrote).
+func readRecords(dir string, strict bool) ([]faultrecord.Record, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
 		return nil, err
@@ -231,136 +245,22 @@ func readRecords(dir string) ([]faultrecord.Record, error) {
 		}
 		b, err := os.ReadFile(f)
 		if err != nil {
+			if !strict {
+				continue
+			}
 			return nil, err
 		}
 		r, err := faultrecord.ParseRecord(b)
 		if err != nil {
+			if !strict {
+				continue
+			}
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
 		out = append(out, r)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ArmedAt.Before(out[j].ArmedAt) })
 	return out, nil
-}
-
-// legTests returns the tests (with failure output) that belong to lever in
-// one seed run: those whose records name it, and failing tests whose last
-// path element is the lever's name (a test that failed before arming).
-func legTests(run SeedRun, lever string) map[string]bool {
-	tests := map[string]bool{}
-	for _, r := range run.Records {
-		if r.Leg == lever {
-			tests[r.Test] = true
-		}
-	}
-	for t := range run.testFails {
-		if filepath.Base(t) == lever || strings.HasSuffix(t, "/"+lever) {
-			tests[t] = true
-		}
-	}
-	return tests
-}
-
-func judge(s registry.Surface, lever string, seeds []SeedRun, opts Options) LegResult {
-	lr := LegResult{Lever: lever}
-	dir := s.Package
-	if dir == "" {
-		dir = "./..."
-	}
-	for _, run := range seeds {
-		vr := verdict.Run{Seed: run.Seed}
-		tests := legTests(run, lever)
-		vr.Attempted = len(tests) > 0
-		for _, r := range run.Records {
-			if r.Leg != lever {
-				continue
-			}
-			vr.Armed++
-			if r.Fired {
-				vr.Fired++
-			}
-			if vr.Oracles == nil {
-				vr.Oracles = r.Oracles
-			}
-			if lr.Injector == "" || !r.Fired {
-				lr.Injector, lr.Victim = r.Evidence.Injector, r.Evidence.Victim
-			}
-		}
-		// The test's own failure: its leg saw it failed before reporting an
-		// unfired fault, or it failed before arming anything.
-		for t := range tests {
-			out, failed := failedWithin(run, t)
-			if !failed || !(testFailedOwn(run, lever, t) || !hasRecord(run, t)) {
-				continue
-			}
-			vr.Failed = true
-			vr.FailureText = firstFailureLine(out)
-			vr.Reproduced = run.Rerun
-			if lr.Replay == "" {
-				lr.Replay = contested.ReplayCommand(run.Seed, dir, t)
-				lr.FailedRun = run.Seed
-			}
-		}
-		if vr.Fired < vr.Armed && lr.Replay == "" {
-			for t := range tests {
-				lr.Replay = contested.ReplayCommand(run.Seed, dir, t)
-				lr.FailedRun = run.Seed
-				break
-			}
-		}
-		lr.Fired += vr.Fired
-		lr.Runs = append(lr.Runs, vr)
-	}
-	if opts.EnvMissing != "" {
-		lr.Runs = []verdict.Run{{EnvMissing: opts.EnvMissing}}
-	}
-	lr.Verdict, lr.Reason = verdict.Assign(lr.Runs, s.Budget.Hardening.Seeds)
-	lr.Thin = lr.Fired < thinCoverage
-	return lr
-}
-
-func testFailedOwn(run SeedRun, lever, test string) bool {
-	for _, r := range run.Records {
-		if r.Leg == lever && r.Test == test && r.TestFailed {
-			return true
-		}
-	}
-	return false
-}
-
-func hasRecord(run SeedRun, test string) bool {
-	for _, r := range run.Records {
-		if r.Test == test {
-			return true
-		}
-	}
-	return false
-}
-
-// failedWithin returns the failure output of test or any of its subtests.
-func failedWithin(run SeedRun, test string) (string, bool) {
-	var b strings.Builder
-	failed := false
-	for t, out := range run.testFails {
-		if t == test || strings.HasPrefix(t, test+"/") {
-			failed = true
-			b.WriteString(out)
-		}
-	}
-	return b.String(), failed
-}
-
-func firstFailureLine(out string) string {
-	for _, line := range strings.Split(out, "\n") {
-		l := strings.TrimSpace(line)
-		if strings.Contains(l, ".go:") && !strings.Contains(l, "ARMED BUT DID NOT FIRE") && !strings.Contains(l, "contested: leg ") {
-			if len(l) > 300 {
-				l = l[:300] + "…"
-			}
-			return l
-		}
-	}
-	return "see the test output"
 }
 
 // indent prefixes every line written through it.

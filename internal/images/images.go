@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -42,7 +43,10 @@ type Image struct {
 	Name     string // "toxiproxy" or "postgres"
 	Upstream string // pulled when a registry answers
 	Local    string // built here when it does not
-	build    func(ctx context.Context, d Docker, tag string, log io.Writer) error
+	// How says how the local image is built, and why that way; it is
+	// printed when a build starts.
+	How   string
+	build func(ctx context.Context, d Docker, tag string, log io.Writer) error
 }
 
 // toxiproxyModule is the module the Toxiproxy image is built from; its
@@ -72,23 +76,37 @@ func Toxiproxy() Image {
 		Name:     "toxiproxy",
 		Upstream: "ghcr.io/shopify/toxiproxy:" + v,
 		Local:    "contested.local/toxiproxy:" + v,
+		How:      "compiled from " + toxiproxyModule + "@" + ToxiproxyVersion() + " (the version in go.mod), on scratch",
 		build:    buildToxiproxy,
 	}
 }
 
-// Postgres describes the Postgres image. The local tag names the Debian
-// suite it is built from, read from the host's apt sources at run time.
+// Postgres describes the Postgres image. Its local equivalent is built
+// from the Postgres installed on this machine when there is one (no system
+// package needed; the tag carries a digest of the recipe and the host's
+// version, so a changed recipe or an upgraded host builds a fresh image);
+// otherwise with debootstrap from the host's apt mirror, when debootstrap
+// is installed. How says which, and why.
 func Postgres() Image {
-	suite := "local"
-	if src, err := HostAptSource(); err == nil {
-		suite = src.Suite
+	in, herr := PostgresInstallation("")
+	if herr == nil {
+		r := hostRecipe{in}
+		return Image{Name: "postgres", Upstream: "postgres:" + in.Major, Local: r.tag(), How: r.describe(), build: r.build}
 	}
-	return Image{
-		Name:     "postgres",
-		Upstream: "postgres:15",
-		Local:    "contested.local/postgres:" + suite,
-		build:    buildPostgres,
+	im := Image{Name: "postgres", Upstream: "postgres:15", Local: "contested.local/postgres:debootstrap", build: buildDebootstrap}
+	src, serr := HostAptSource()
+	if serr == nil {
+		im.Local = "contested.local/postgres:" + src.Suite
 	}
+	if _, err := exec.LookPath("debootstrap"); err != nil {
+		im.How = fmt.Sprintf("cannot be built here: no local Postgres (%v), and debootstrap is not installed", herr)
+		im.build = func(context.Context, Docker, string, io.Writer) error {
+			return fmt.Errorf("no local Postgres to build the image from (%v), and debootstrap is not installed: install postgresql (apt-get install postgresql) or debootstrap, or set CONTESTED_PG_IMAGE to an image already loaded in the engine", herr)
+		}
+		return im
+	}
+	im.How = fmt.Sprintf("with debootstrap from the host's apt mirror, since no local Postgres was found (%v)", herr)
+	return im
 }
 
 // Ensure returns a reference to an image equivalent to want that is present
@@ -139,7 +157,7 @@ func (im Image) Build(ctx context.Context, d Docker, log io.Writer) error {
 		return nil
 	}
 	start := time.Now()
-	fmt.Fprintf(log, "images: building %s\n", im.Local)
+	fmt.Fprintf(log, "images: building %s %s\n", im.Local, im.How)
 	if err := im.build(ctx, d, im.Local, log); err != nil {
 		return fmt.Errorf("%w: build %s: %w", ErrUnavailable, im.Local, err)
 	}

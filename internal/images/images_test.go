@@ -1,15 +1,24 @@
 package images
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
+	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 	"github.com/moby/moby/client"
 
 	"github.com/contested/contested/internal/dockerenv"
@@ -117,6 +126,203 @@ func BenchmarkColdBuild(b *testing.B) {
 			b.ReportMetric(cold.Seconds()/float64(b.N), "cold-s/op")
 			b.ReportMetric(warm.Seconds()*1000/float64(b.N), "warm-ms/op")
 			b.ReportMetric(float64(cold)/float64(warm), "cold/warm")
+		})
+	}
+}
+
+func TestSharedLibrariesOfTheHostPostgres(t *testing.T) {
+	in, err := PostgresInstallation("")
+	if err != nil {
+		t.Skipf("no local Postgres: %v", err)
+	}
+	bin := filepath.Join(in.Bin, "postgres")
+	libs, err := sharedLibraries([]file{{path: bin, src: bin}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, l := range libs {
+		if !isFile(l.src) {
+			t.Errorf("%s: source %s is not a file", l.path, l.src)
+		}
+		names = append(names, filepath.Base(l.path))
+	}
+	// The loader and libc are always needed; a lookup that stopped at the
+	// first level would miss libc's own dependency on the loader.
+	for _, want := range []string{"libc.so.6", "ld-linux-x86-64.so.2"} {
+		if runtime.GOARCH == "amd64" && !slices.Contains(names, want) {
+			t.Errorf("libraries of %s lack %s: %v", bin, want, names)
+		}
+	}
+	if _, err := sharedLibraries([]file{{path: "/usr/lib/x.so", src: writeELFNeeding(t, "libcontested-missing.so.9")}}); err == nil || !strings.Contains(err.Error(), "libcontested-missing.so.9") {
+		t.Errorf("a library that is nowhere: err = %v, want one naming it", err)
+	}
+}
+
+// writeELFNeeding returns a shared object that needs lib, which exists
+// nowhere: it links an empty C file against a stub of that name and then
+// removes the stub.
+func writeELFNeeding(t *testing.T, lib string) string {
+	t.Helper()
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("cc is not installed")
+	}
+	dir := t.TempDir()
+	stub := filepath.Join(dir, lib)
+	src := filepath.Join(dir, "x.c")
+	if err := os.WriteFile(src, []byte("int x(void){return 0;}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(cc, "-shared", "-o", stub, "-Wl,-soname,"+lib, src).CombinedOutput(); err != nil {
+		t.Skipf("cc: %v\n%s", err, out)
+	}
+	out := filepath.Join(dir, "needs.so")
+	if b, err := exec.Command(cc, "-shared", "-o", out, src, "-L"+dir, "-Wl,--no-as-needed", "-l:"+lib).CombinedOutput(); err != nil {
+		t.Skipf("cc: %v\n%s", err, b)
+	}
+	os.Remove(stub)
+	return out
+}
+
+func TestRootfsOwnershipAndModes(t *testing.T) {
+	var buf bytes.Buffer
+	err := writeRootfs(&buf, []file{
+		{path: "/var/lib/postgresql", mode: fs.ModeDir | 0o755, uid: imageUID},
+		{path: "/tmp", mode: fs.ModeDir | fs.ModeSticky | 0o777},
+		{path: "/etc/passwd", data: []byte("postgres:x:999:999::/:/bin/sh\n")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*tar.Header{}
+	tr := tar.NewReader(&buf)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[h.Name] = h
+	}
+	tests := []struct {
+		name     string
+		uid      int
+		mode     int64
+		typeflag byte
+	}{
+		{"var/", 0, 0o755, tar.TypeDir},
+		{"var/lib/postgresql/", imageUID, 0o755, tar.TypeDir},
+		{"tmp/", 0, 0o1777, tar.TypeDir},
+		{"etc/passwd", 0, 0o644, tar.TypeReg},
+	}
+	for _, tt := range tests {
+		h, ok := got[tt.name]
+		if !ok {
+			t.Errorf("%s is missing from the root filesystem", tt.name)
+			continue
+		}
+		if h.Uid != tt.uid || h.Mode != tt.mode || h.Typeflag != tt.typeflag {
+			t.Errorf("%s: uid %d mode %o type %c, want uid %d mode %o type %c", tt.name, h.Uid, h.Mode, h.Typeflag, tt.uid, tt.mode, tt.typeflag)
+		}
+	}
+}
+
+func TestHostRecipeTagFollowsVersionAndRecipe(t *testing.T) {
+	a := hostRecipe{Installation{Bin: "/usr/lib/postgresql/15/bin", Version: "15.18", Major: "15"}}
+	b := hostRecipe{Installation{Bin: "/usr/lib/postgresql/15/bin", Version: "15.19", Major: "15"}}
+	if a.tag() == b.tag() {
+		t.Errorf("an upgraded host Postgres keeps the tag %s: a stale image would be reused", a.tag())
+	}
+	if !strings.HasPrefix(a.tag(), "contested.local/postgres:15-") {
+		t.Errorf("tag %s does not name the major version", a.tag())
+	}
+}
+
+// TestPostgresImageHonoursItsVariables starts the locally built image the
+// way a user of the upstream image would: another superuser, a password
+// with a quote in it, a database of its own, and an empty volume over the
+// data directory (initialised at start), then restarts it.
+func TestPostgresImageHonoursItsVariables(t *testing.T) {
+	cli := dockerenv.Require(t)
+	ctx := context.Background()
+	im := Postgres()
+	ref, err := im.Ensure(ctx, cli, im.Local, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		tmpfs bool
+	}{
+		{"data initialised in the image", false},
+		{"empty volume initialised at start", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			password := "it's a \"secret\""
+			args := []string{"run", "-d", "--label", "dev.contested.managed=true", "-e", "POSTGRES_USER=alice", "-e", "POSTGRES_PASSWORD=" + password,
+				"-e", "POSTGRES_DB=shop", "-p", "127.0.0.1::5432"}
+			if tt.tmpfs {
+				args = append(args, "--tmpfs", fmt.Sprintf("/var/lib/postgresql/data:uid=%d,gid=%d", imageUID, imageGID))
+			}
+			out, err := exec.Command("docker", append(args, ref, "-c", "max_connections=50")...).Output()
+			if err != nil {
+				t.Fatalf("docker run: %v", err)
+			}
+			id := strings.TrimSpace(string(out))
+			t.Cleanup(func() { exec.Command("docker", "rm", "-f", id).Run() })
+			// The published port changes on restart: look it up each time.
+			dsnFor := func(password string) string {
+				port, err := exec.Command("docker", "port", id, "5432/tcp").Output()
+				if err != nil {
+					t.Fatalf("docker port: %v", err)
+				}
+				addr := strings.TrimSpace(strings.Split(string(port), "\n")[0])
+				u := url.URL{Scheme: "postgres", User: url.UserPassword("alice", password), Host: addr, Path: "/shop", RawQuery: "sslmode=disable"}
+				return u.String()
+			}
+			query := func() (string, error) {
+				ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				defer cancel()
+				conn, err := pgx.Connect(ctx, dsnFor(password))
+				if err != nil {
+					return "", err
+				}
+				defer conn.Close(ctx)
+				var s string
+				err = conn.QueryRow(ctx, "SELECT current_user || '/' || current_database() || '/' || current_setting('max_connections')").Scan(&s)
+				return s, err
+			}
+			waitFor := func() string {
+				var last error
+				for range 100 {
+					s, err := query()
+					if err == nil {
+						return s
+					}
+					last = err
+					time.Sleep(100 * time.Millisecond)
+				}
+				logs, _ := exec.Command("docker", "logs", id).CombinedOutput()
+				t.Fatalf("no connection: %v\n%s", last, logs)
+				return ""
+			}
+			if got := waitFor(); got != "alice/shop/50" {
+				t.Errorf("connected as %q, want alice/shop/50", got)
+			}
+			if err := exec.Command("docker", "restart", id).Run(); err != nil {
+				t.Fatal(err)
+			}
+			if got := waitFor(); got != "alice/shop/50" {
+				t.Errorf("after a restart, connected as %q, want alice/shop/50", got)
+			}
+			if conn, err := pgx.Connect(ctx, dsnFor("wrong")); err == nil {
+				conn.Close(ctx)
+				t.Error("a wrong password was accepted")
+			}
 		})
 	}
 }

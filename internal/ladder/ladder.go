@@ -42,6 +42,12 @@ const (
 // ErrUnknownTest: the test id names no test of the module.
 var ErrUnknownTest = errors.New("unknown test")
 
+// ErrNotContractTest: the test exists but no surface in the registry lists
+// it. It is a test of the project's machinery or an ordinary unit test:
+// there is no surface, leg or owning team to arbitrate between, so the
+// ladder does not walk it (see Plain for what to do instead).
+var ErrNotContractTest = errors.New("not a contract test")
+
 // Surface is the registry entry a test maps to.
 type Surface struct {
 	ID       string `json:"id"`
@@ -94,7 +100,10 @@ type Options struct {
 	Reruns int
 	// Contracts caches contract results by surface across walks.
 	Contracts map[string]*contract.Result
-	Out       io.Writer
+	// Level is the CONTESTED_LEVEL the contract runs at in step 3
+	// (0 means 1).
+	Level int
+	Out   io.Writer
 }
 
 // Walk walks the ladder for one test id: "TestX", "TestX/sub", or a
@@ -112,23 +121,9 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 	defer func() { o.Took = time.Since(start) }()
 
 	// Step 1: name the surface and the behaviour.
-	top, _, _ := strings.Cut(name, "/")
-	listPkg := pkg
-	if listPkg == "" {
-		listPkg = "./..."
-	}
-	names, err := gotest.List(ctx, opts.Dir, listPkg)
+	s, err := Locate(ctx, testID, opts)
 	if err != nil {
-		return nil, fmt.Errorf("list the tests of %s: %w", listPkg, err)
-	}
-	if !slices.Contains(names, top) {
-		return nil, fmt.Errorf("%w: %s is not a test of %s (go test -list); give a test name as the battery reports it", ErrUnknownTest, top, listPkg)
-	}
-	s, ok := opts.Registry.SurfaceForTest(name)
-	if !ok {
-		o.Step, o.Owner, o.Verdict = 1, TestAuthor, "unregistered"
-		o.Action = fmt.Sprintf("register %s: add it to the tests of the surface whose behaviour it checks in %s (or a new [[surface]] with its class, owner, behaviour, oracle and legs), so that its failures can be arbitrated", top, opts.RegistryPath)
-		return o, nil
+		return nil, err
 	}
 	o.Surface = &Surface{ID: s.ID, Class: s.Class, Owner: s.Owner, Behavior: s.Behavior, Oracle: s.Oracle, Where: fmt.Sprintf("%s:%d", opts.RegistryPath, s.Line)}
 	fmt.Fprintf(opts.Out, "ladder: %s → surface %s (%s; oracle %s; owner %s)\n", name, s.ID, s.Behavior, s.Oracle, s.Owner)
@@ -155,7 +150,7 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 		}
 		fmt.Fprintf(opts.Out, "ladder: running %s's contract in isolation over %d seeds\n", s.ID, len(seeds))
 		res, err = contract.Run(ctx, s, contract.Options{Dir: opts.Dir, RegistryPath: opts.RegistryPath, ResultsRoot: opts.ResultsRoot,
-			LayerEnv: opts.LayerEnv, Seeds: seeds, Level: 1, Out: opts.Out})
+			LayerEnv: opts.LayerEnv, Seeds: seeds, Level: max(opts.Level, 1), Out: opts.Out})
 		if err != nil {
 			return nil, err
 		}
@@ -197,11 +192,14 @@ func decide(o *Outcome, s registry.Surface, res *contract.Result, opts Options) 
 	case verdict.CannotRun:
 		o.Owner, o.Verdict = FaultLayer, string(verdict.CannotRun)
 		o.Action = "repair the fault layer, then walk the ladder again"
+	case verdict.NotAtThisLevel:
+		o.Owner, o.Verdict = TestAuthor, string(verdict.NotAtThisLevel)
+		o.Action = fmt.Sprintf("no leg of %s runs at level %d, so its contract cannot judge this failure: walk the ladder again at a level its legs run at (CONTESTED_LEVEL), or fix the test if it should not run here", s.ID, res.Level)
 	default:
 		o.Owner, o.Verdict = TestAuthor, string(verdict.Inconclusive)
 		var weak []string
 		for _, l := range res.Legs {
-			if !l.Verdict.Pass() {
+			if !l.Verdict.Pass() && l.Verdict != verdict.NotAtLevel {
 				weak = append(weak, fmt.Sprintf("%s is %s (%s)", l.Lever, l.Verdict, l.Reason))
 			}
 		}
@@ -254,6 +252,33 @@ func rerun(ctx context.Context, name, pkg string, opts Options) Reruns {
 		r.Class = "flaky"
 	}
 	return r
+}
+
+// Locate is the ladder's first step: it maps a test id to the surface that
+// lists it. A test the module does not have is ErrUnknownTest; a test no
+// surface lists is ErrNotContractTest, with what to do instead.
+func Locate(ctx context.Context, testID string, opts Options) (registry.Surface, error) {
+	pkg, name := SplitID(testID)
+	top, _, _ := strings.Cut(name, "/")
+	listPkg := pkg
+	if listPkg == "" {
+		listPkg = "./..."
+	}
+	names, err := gotest.List(ctx, opts.Dir, listPkg)
+	if err != nil {
+		return registry.Surface{}, fmt.Errorf("list the tests of %s: %w", listPkg, err)
+	}
+	if !slices.Contains(names, top) {
+		return registry.Surface{}, fmt.Errorf("%w: %s is not a test of %s (go test -list); give a test name as the battery reports it", ErrUnknownTest, top, listPkg)
+	}
+	module, _ := contract.ModulePath(opts.Dir)
+	s, ok := contract.SurfaceOf(opts.Registry, module, pkg, name)
+	if !ok {
+		p := NewPlain(pkg, name, "")
+		return registry.Surface{}, fmt.Errorf("%w: %s: no surface in %s lists it, so there is nothing to arbitrate (no surface, legs or owning team); owner: %s; %s",
+			ErrNotContractTest, name, opts.RegistryPath, p.Owner, p.Action)
+	}
+	return s, nil
 }
 
 // SplitID splits a test id into its package (possibly empty) and the test

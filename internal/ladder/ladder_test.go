@@ -114,13 +114,58 @@ func TestAFaultLayerThatIsDownCannotRun(t *testing.T) {
 	}
 }
 
-func TestATestOutsideTheRegistryIsAFinding(t *testing.T) {
-	o, err := Walk(context.Background(), "TestOutsideRegistry", options(t))
+// TestATestOutsideTheRegistryIsNotAContractTest: a test no surface lists
+// is not walked, and the user is told to run and fix it like any unit
+// test, never to register it.
+func TestATestOutsideTheRegistryIsNotAContractTest(t *testing.T) {
+	dir, err := filepath.Abs("../../testdata/adopter")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Step != 1 || o.Owner != TestAuthor || !strings.Contains(o.Action, "register TestOutsideRegistry") {
-		t.Fatalf("step %d, owner %s, action %q; want step 1, test author, register it", o.Step, o.Owner, o.Action)
+	regPath := filepath.Join(dir, "contested-surfaces.toml")
+	reg, err := registry.Load(regPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No fault layer: step 1 decides before one is needed.
+	opts := Options{Dir: dir, Registry: reg, RegistryPath: regPath, ResultsRoot: t.TempDir(), Out: testlog.Writer(t)}
+	for _, id := range []string{"TestOutsideRegistry", "example.com/adopter.TestOutsideRegistry"} {
+		o, err := Walk(context.Background(), id, opts)
+		if !errors.Is(err, ErrNotContractTest) || o != nil {
+			t.Fatalf("Walk(%s) = %v, %v; want ErrNotContractTest and no outcome", id, o, err)
+		}
+		msg := err.Error()
+		for _, want := range []string{"not a contract test", "go test", "-run '^TestOutsideRegistry$'", "like any unit test", PlainOwner} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s: the message lacks %q: %s", id, want, msg)
+			}
+		}
+		if strings.Contains(strings.ToLower(msg), "register") {
+			t.Errorf("%s: the message tells the user to register a test: %s", id, msg)
+		}
+	}
+	// A registered test's name in another package is not the surface's.
+	if _, err := Locate(context.Background(), "example.com/elsewhere.TestStockContract/burst", opts); err == nil {
+		t.Error("Locate mapped a test of another package to adopter.stock")
+	}
+}
+
+func TestNewPlain(t *testing.T) {
+	tests := []struct {
+		name, pkg, test, output string
+		first, action           string
+	}{
+		{"a test", "example.com/m/faultlayer", "TestProviders/containers", "=== RUN   TestProviders/containers\n    layer_test.go:42: debootstrap is not installed\n--- FAIL: TestProviders/containers (0.01s)\n",
+			"layer_test.go:42: debootstrap is not installed", "go test example.com/m/faultlayer -run '^TestProviders$/^containers$' -count=1"},
+		{"a package outside any test", "example.com/m/broken", "", "# example.com/m/broken\nundefined: x\nFAIL\n", "undefined: x", "go test example.com/m/broken -count=1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := NewPlain(tt.pkg, tt.test, tt.output)
+			if p.FirstLine != tt.first || !strings.Contains(p.Action, tt.action) || p.Owner != PlainOwner {
+				t.Errorf("NewPlain = %+v; want first line %q and an action with %q", p, tt.first, tt.action)
+			}
+		})
 	}
 }
 

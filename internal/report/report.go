@@ -1,8 +1,8 @@
 // Package report renders a run for people and for CI systems: a
 // self-contained fault-report.html (armed and fired per class, the gate's
-// phases, verdicts per surface and leg, ladder outcomes with owners,
-// replay commands, links to linearizability visualizations) and a JUnit
-// XML of the battery.
+// phases, each surface's contract verdict and its legs', plain failures,
+// ladder outcomes with owners, replay commands, links to linearizability
+// visualizations) and a JUnit XML of the battery.
 package report
 
 import (
@@ -11,14 +11,11 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/contested/contested/contested/verdict"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/capacity"
@@ -38,10 +35,17 @@ type Page struct {
 	Gate      *faultrecord.Report
 	Battery   *battery.Result
 	Ladder    []*ladder.Outcome
+	// Surfaces are the registered surfaces' contract verdicts from this
+	// battery (contract.JudgeBattery), at Level.
+	Surfaces []*contract.Result
+	Level    int
+	// Plain are failures that are not contract tests': listed, not
+	// arbitrated.
+	Plain []ladder.Plain
+	// Contracts are contracts the ladder ran in isolation over their seed
+	// budget.
 	Contracts []*contract.Result
 	Capacity  *capacity.Report
-	// Legs is the battery's view per surface and leg (see LegRows).
-	Legs []LegRow
 	// Visualizations are linearizability visualizations, as paths
 	// relative to the report's directory.
 	Visualizations []string
@@ -64,7 +68,10 @@ var page = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
 		}
 		return "warn"
 	},
-	"str":    func(v any) string { return fmt.Sprint(v) },
+	"str": func(v any) string { return fmt.Sprint(v) },
+	"oracle": func(o faultrecord.OracleRun) string {
+		return fmt.Sprintf("%s %s (%d/%d ops)", o.Name, o.Result, o.OpsChecked, o.OpsProduced)
+	},
 	"mul100": func(f float64) float64 { return f * 100 },
 }).ParseFS(files, "page.html.tmpl"))
 
@@ -194,90 +201,6 @@ func WriteJUnit(w io.Writer, r *battery.Result) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
-}
-
-// LegRow is what the battery showed of one leg of one surface: its faults
-// and oracles over every test that ran it, judged as one seed.
-type LegRow struct {
-	Surface string
-	Leg     string
-	Tests   []string
-	Armed   int
-	Fired   int
-	Oracles []string
-	Verdict verdict.Verdict
-	Reason  string
-}
-
-// LegRows reads the records in a fault directory and judges each
-// (surface, leg) the battery exercised. A battery is one seed, so a leg can
-// reach PASS-smoke here at most; mage contested runs the seed budget.
-func LegRows(faultDir string) ([]LegRow, error) {
-	files, err := filepath.Glob(filepath.Join(faultDir, "*.json"))
-	if err != nil {
-		return nil, err
-	}
-	type key struct{ surface, leg string }
-	runs := map[key]*verdict.Run{}
-	rows := map[key]*LegRow{}
-	for _, f := range files {
-		if filepath.Base(f) == faultrecord.ReportName {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		r, err := faultrecord.ParseRecord(b)
-		if err != nil {
-			continue // the gate reports unreadable files
-		}
-		k := key{r.Surface, r.Leg}
-		if rows[k] == nil {
-			rows[k] = &LegRow{Surface: r.Surface, Leg: r.Leg}
-			runs[k] = &verdict.Run{Seed: r.Seed, Attempted: true}
-		}
-		row, run := rows[k], runs[k]
-		row.Armed++
-		run.Armed++
-		if r.Fired {
-			row.Fired++
-			run.Fired++
-		}
-		if !slices.Contains(row.Tests, r.Test) {
-			row.Tests = append(row.Tests, r.Test)
-		}
-		run.Failed = run.Failed || r.TestFailed
-		for _, o := range r.Oracles {
-			row.Oracles = append(row.Oracles, fmt.Sprintf("%s %s (%d/%d ops)", o.Name, o.Result, o.OpsChecked, o.OpsProduced))
-			run.Oracles = append(run.Oracles, o)
-		}
-	}
-	var out []LegRow
-	for k, row := range rows {
-		row.Verdict, row.Reason = verdict.Assign([]verdict.Run{*runs[k]}, 3)
-		sort.Strings(row.Tests)
-		row.Oracles = dedupe(row.Oracles)
-		out = append(out, *row)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Surface != out[j].Surface {
-			return out[i].Surface < out[j].Surface
-		}
-		return out[i].Leg < out[j].Leg
-	})
-	return out, nil
-}
-
-func dedupe(xs []string) []string {
-	sort.Strings(xs)
-	var out []string
-	for i, x := range xs {
-		if i == 0 || xs[i-1] != x {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // Visualizations lists the linearizability visualizations under root, as

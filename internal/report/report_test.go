@@ -29,7 +29,12 @@ func samplePage() Page {
 			RecordingClasses: []string{"store", "mq-consumer"},
 			Unfired:          []faultrecord.Unfired{{Test: "TestConsumerContract/burst", Surface: "ledger.consumer", Leg: "burst", Replay: "CONTESTED_SEED=42 go test ./examples/ledger -run '^TestConsumerContract$/^burst$' -count=1"}},
 		},
-		Legs: []LegRow{{Surface: "ledger.store", Leg: "reset", Armed: 2, Fired: 2, Oracles: []string{"exactly-once held (20/20 ops)"}, Verdict: verdict.PassSmoke}},
+		Level: 1,
+		Surfaces: []*contract.Result{{Surface: "ledger.store", Contract: verdict.Inconclusive, Legs: []contract.LegResult{
+			{Lever: "reset", Verdict: verdict.PassSmoke, Armed: 2, Fired: 2, Oracles: []faultrecord.OracleRun{{Name: "exactly-once", Result: "held", OpsProduced: 20, OpsChecked: 20}}},
+			{Lever: "confirm-timeout", Verdict: verdict.PartialModel, Armed: 1, Fired: 1, Reason: "oracle linearizability checked 770 of 779 operations", Replay: "CONTESTED_SEED=7 go test ./examples/ledger"},
+			{Lever: "burst", Verdict: verdict.NotAtLevel, Reason: "runs only at levels 2, 3 (this run: level 1)"}}}},
+		Plain: []ladder.Plain{{Package: "example.com/m/faultlayer", Test: "TestProviders/containers", FirstLine: "layer_test.go:42: debootstrap is not installed", Owner: ladder.PlainOwner, Action: "not a contract test: run it alone"}},
 		Contracts: []*contract.Result{{Surface: "ledger.consumer", Contract: verdict.Red, Legs: []contract.LegResult{
 			{Lever: "burst", Verdict: verdict.FailReproducible, Reason: "seed 42 failed, and again on rerun", Replay: "CONTESTED_SEED=42 go test ./examples/ledger"}}}},
 		Ladder: []*ladder.Outcome{{Test: "TestConsumerContract/burst", Owner: ladder.Component, OwnerName: "ledger-team", Verdict: "FAIL-reproducible", Action: "fix ledger.consumer <now>"}},
@@ -56,6 +61,8 @@ func TestWriteHTMLShowsEveryPartAndEscapes(t *testing.T) {
 		">RED<", "REFUSED", "mq-consumer", "TestConsumerContract/burst", "CONTESTED_SEED=42",
 		"FAIL-reproducible", "ledger-team", "PASS-smoke", "exactly-once held", `href="../linearizability/TestStoreContract_reset.html"`,
 		"&lt;boom&gt; &amp; more", "fix ledger.consumer &lt;now&gt;", "undefined: x",
+		"Contract verdicts from this run (level 1)", "exactly-once held (20/20 ops)", "PARTIAL-model", "checked 770 of 779", "CONTESTED_SEED=7", "NOT-AT-LEVEL",
+		"Failures outside the contracts", "TestProviders/containers", "debootstrap is not installed", "test author / the package&#39;s maintainers",
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("the report lacks %q", want)

@@ -45,7 +45,8 @@ func FaultPreflight(ctx context.Context, required *bool) error {
 
 // Validate is the paired run: fault layer up, fault-preflight -required,
 // purge the old records and stamp, run the battery (go test ./...), verify
-// the six gate phases, and arbitrate each failing test.
+// the six gate phases, judge each registered surface by contested's rules,
+// and arbitrate each failing contract test (other failures are listed).
 func Validate(ctx context.Context) error {
 	return exit(command.Validate(ctx, command.ValidateOptions{Out: os.Stdout}))
 }
@@ -64,8 +65,10 @@ func ProgramGate(ctx context.Context) error {
 // Each leg gets one of ten verdicts (PASS-smoke, PASS-hardening,
 // FAIL-reproducible, FAIL-nondeterministic, INCONCLUSIVE-env,
 // INCONCLUSIVE-oracle-too-weak, INCONCLUSIVE-fault-not-proven,
-// PARTIAL-surface, PARTIAL-model, NOT-RUN) with its evidence; a RED leg
-// comes with its seed and replay command. CONTESTED_SEEDS sets the seed
+// PARTIAL-surface, PARTIAL-model, NOT-RUN) with its evidence, or
+// NOT-AT-LEVEL when the registry's levels key does not run it at this
+// CONTESTED_LEVEL (left out of the surface's verdict); a RED leg comes with
+// its seed and replay command. CONTESTED_SEEDS sets the seed
 // count (default: the surface's hardening budget), CONTESTED_SEED replays
 // one seed, CONTESTED_LEVEL sets the intensity (1 sunny, 2 stormy, 3
 // radioactive). Exit 0 GREEN, 1 RED or INCONCLUSIVE, 3 CANNOT RUN.
@@ -78,8 +81,8 @@ func Contested(ctx context.Context, surface string) error {
 
 // Arbitrate walks the arbitration ladder for a failing test id and ends
 // with an owner and an action: step 1 maps the test to its surface (a test
-// outside the registry is itself a finding: owner test author, register
-// it); step 2 runs fault-preflight -required (failure: CANNOT RUN, owner
+// no surface lists is not a contract test: exit 2, with the go test -run
+// command that reruns it, to fix like any unit test); step 2 runs fault-preflight -required (failure: CANNOT RUN, owner
 // fault layer, exit 3); step 3 reruns the test alone to tell flaky from
 // consistent and runs the surface's contract in isolation: RED → owner
 // component, with leg, seed and replay command; GREEN → owner test author

@@ -164,10 +164,10 @@ echo "contested-postgres: starting $("$bin/postgres" --version)"
 exec setpriv --reuid=postgres --regid=postgres --init-groups "$bin/postgres" -D "$PGDATA" -c listen_addresses='*' "$@"
 `
 
-// buildPostgres makes a Debian root filesystem with the postgresql package
+// buildDebootstrap makes a Debian root filesystem with the postgresql package
 // from the host's apt mirror (debootstrap, minbase variant), adds the
 // entrypoint and imports it as an image.
-func buildPostgres(ctx context.Context, d Docker, tag string, log io.Writer) error {
+func buildDebootstrap(ctx context.Context, d Docker, tag string, log io.Writer) error {
 	src, err := HostAptSource()
 	if err != nil {
 		return err
