@@ -143,7 +143,9 @@ func tally(ops []history.Op) (map[string]*attempts, []string, error) {
 // acknowledged transfer moved it exactly once if it was applied and never if it was
 // rejected, and that nothing was invented: every posting and decision belongs to a transfer a
 // client issued, with the content it issued, and at least one attempt of it may have taken
-// effect. It groups by the business transfer id, never by op id.
+// effect. On the queue's side it holds that one delivery decided each transfer the queue
+// carried and that every acknowledged row says what applying it did (see checkDeliveries).
+// It groups by the business transfer id, never by op id.
 func CheckExactlyOnce(ops []history.Op, final State) Verdict {
 	v := Verdict{Oracle: ExactlyOnce}
 	by, order, err := tally(ops)
