@@ -26,6 +26,7 @@ import (
 
 	"github.com/contested/contested/internal/images"
 	"github.com/contested/contested/internal/reap"
+	"github.com/contested/contested/internal/secret"
 )
 
 // embeddedDirPrefix names the temporary directories of embedded layers; the
@@ -78,7 +79,7 @@ func upEmbedded(ctx context.Context, cfg Config) (_ *Layer, err error) {
 	}
 	l.onClose(stop)
 	l.ToxiproxyURL = url
-	fmt.Fprintf(cfg.Log, "fault layer: up: Toxiproxy %s (in-process), Postgres %s\n", l.ToxiproxyURL, redact(l.PostgresDSN))
+	fmt.Fprintf(cfg.Log, "fault layer: up: Toxiproxy %s (in-process), Postgres %s\n", l.ToxiproxyURL, secret.ScrubString(l.PostgresDSN))
 	return l, nil
 }
 

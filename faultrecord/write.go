@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/contested/contested/internal/secret"
 )
 
 // Recorder writes the records of one test process. It holds the run id, the package under
@@ -127,7 +129,10 @@ func utc(t time.Time) time.Time {
 // writeAtomic writes data to dir/final through a temporary file matching pattern in dir: write,
 // fsync, chmod 0644, close, rename, fsync dir. Readers therefore see either no file or the whole
 // file. keepTempOnError leaves the temporary file behind when a step fails (see Recorder.Write).
+// Secrets in data are masked first (secret.Scrub), with the values this process registered or
+// carries in its environment: a record's evidence can quote a DSN or a driver error.
 func writeAtomic(dir, pattern, final string, data []byte, keepTempOnError bool) (err error) {
+	data = secret.Scrub(data)
 	f, err := os.CreateTemp(dir, pattern)
 	if err != nil {
 		return err

@@ -8,10 +8,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/contested/contested/internal/secret"
 )
 
-// Write writes data to path, creating its directory if needed.
+// Write writes data to path, creating its directory if needed. Every
+// secret in data is masked first (secret.Scrub): whatever an artifact
+// holds, a password never reaches the disk through here.
 func Write(path string, data []byte) error {
+	data = secret.Scrub(data)
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
