@@ -25,8 +25,10 @@ import (
 // status. Everything a target prints goes through secret.Writer, line by
 // line, so no password reaches the terminal or a CI log, whichever code
 // printed it; the error Mage prints ("Error: …") is scrubbed the same way.
-func run(cmd func(out io.Writer) error) error {
-	out := secret.NewWriter(os.Stdout)
+func run(cmd func(out io.Writer) error) error { return runTo(os.Stdout, cmd) }
+
+func runTo(w io.Writer, cmd func(out io.Writer) error) error {
+	out := secret.NewWriter(w)
 	err := cmd(out)
 	out.Flush()
 	return exit(err)
