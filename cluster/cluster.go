@@ -1,6 +1,6 @@
 // Package cluster runs the reference ledger service as several replicas
 // behind Toxiproxy, with Postgres, on a private network (or as local
-// processes when there is no Docker engine), and contests it with kill
+// processes when containers cannot come up here), and contests it with kill
 // legs: one replica killed mid-stream and restarted, every replica killed
 // at once and restarted, one replica partitioned from the database and
 // healed. It owns the whole lifecycle: sweep stale rigs, build, bring up,
@@ -61,8 +61,13 @@ type Options struct {
 	Replicas int
 	// Keep leaves the rig up for inspection; the next run's sweep reaps it.
 	Keep bool
-	// Local runs the replicas as local processes even when Docker answers.
+	// Local runs the replicas as local processes even when containers can
+	// come up.
 	Local bool
+	// RequireContainers makes the rig fail with ErrCannotRun when
+	// containers cannot come up here, instead of running the replicas as
+	// local processes. The tests of the containers mode set it.
+	RequireContainers bool
 	// Transfers is how many transfers each leg streams (default 240).
 	Transfers int
 	// RecordDir is the results root the legs' fault records go under (in
@@ -78,7 +83,8 @@ type Options struct {
 // Report is what one rig run did.
 type Report struct {
 	Run      string        `json:"run"`
-	Mode     string        `json:"mode"` // containers or local processes
+	Mode     string        `json:"mode"`   // containers or local processes
+	Reason   string        `json:"reason"` // why this mode
 	Replicas int           `json:"replicas"`
 	Legs     []LegResult   `json:"legs"`
 	Green    bool          `json:"green"`
@@ -115,24 +121,24 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 		fmt.Fprintf(out, "cluster: sweep: %v\n", err)
 	}
 
-	cli, derr := dockerenv.Connect(ctx)
-	kind := faultlayer.Containers
-	rep.Mode = "containers"
-	if opts.Local || derr != nil {
-		kind, rep.Mode = faultlayer.Embedded, "local processes"
-		if derr != nil {
-			fmt.Fprintf(out, "cluster: no Docker engine answers (%v): the replicas run as local processes\n", derr)
-		} else {
-			cli.Close()
-			cli = nil
-			fmt.Fprintf(out, "cluster: replicas run as local processes (asked for)\n")
-		}
+	kind, reason, err := replicaMode(ctx, opts, out)
+	if err != nil {
+		return rep, err
 	}
+	rep.Mode, rep.Reason = "local processes", reason
+	var cli *testcontainers.DockerClient
+	if kind == faultlayer.Containers {
+		rep.Mode = "containers"
+		if cli, err = dockerenv.Connect(ctx); err != nil {
+			return rep, fmt.Errorf("%w: %v", ErrCannotRun, err)
+		}
+		defer cli.Close()
+	}
+	fmt.Fprintf(out, "cluster: replicas run as %s: %s\n", rep.Mode, reason)
 
 	fmt.Fprintf(out, "cluster: building the ledger service\n")
 	var image, bin string
 	if kind == faultlayer.Containers {
-		defer cli.Close()
 		image, err = BuildImage(ctx, cli, opts.Dir, out)
 	} else {
 		var clean func()
@@ -145,7 +151,9 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 		return rep, fmt.Errorf("%w: build the service: %v", ErrCannotRun, err)
 	}
 
-	layer, err := faultlayer.Up(ctx, faultlayer.Config{Kind: kind, RunID: run, Log: out})
+	cfg := faultlayer.ConfigFor(kind)
+	cfg.RunID, cfg.Log = run, out
+	layer, err := faultlayer.Up(ctx, cfg)
 	if err != nil {
 		return rep, fmt.Errorf("%w: %v", ErrCannotRun, err)
 	}
@@ -172,11 +180,18 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 	}
 	fmt.Fprintf(out, "cluster: %d replicas up (%s), run %s\n", opts.Replicas, rep.Mode, run)
 
+	stalled := ""
 	for _, leg := range legs {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		res := rig.runLeg(ctx, leg, opts.Transfers)
+		res := LegResult{Name: leg.name, Lever: leg.lever, Error: "not run: the replicas stopped consuming in leg " + stalled}
+		if stalled == "" {
+			res = rig.runLeg(ctx, leg, opts.Transfers)
+			if res.stalled {
+				stalled = leg.name
+			}
+		}
 		rep.Legs = append(rep.Legs, res)
 		fmt.Fprintf(out, "cluster: leg %s: %s\n", leg.name, res.summary())
 	}
@@ -189,6 +204,33 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 		return rep, fmt.Errorf("%w: %s", ErrRed, failures(rep))
 	}
 	return rep, nil
+}
+
+// replicaMode decides where the replicas run: as local processes when
+// asked; as containers when they can come up here, by the same answer the
+// fault layer's own auto choice uses (faultlayer.ContainersCanRun); as
+// local processes otherwise, so the legs and their cluster records still
+// happen, unless the caller requires containers. The reason is printed and
+// kept in the report.
+func replicaMode(ctx context.Context, opts Options, out io.Writer) (faultlayer.Kind, string, error) {
+	if opts.Local && opts.RequireContainers {
+		return "", "", fmt.Errorf("%w: local processes and required containers contradict each other", ErrUsage)
+	}
+	if opts.Local {
+		return faultlayer.Embedded, "asked for", nil
+	}
+	cfg := faultlayer.ConfigFor(faultlayer.Containers)
+	cfg.Log = out
+	err := faultlayer.ContainersCanRun(ctx, cfg)
+	switch {
+	case err == nil:
+		return faultlayer.Containers, "a Docker engine answers and the images are at hand", nil
+	case ctx.Err() != nil:
+		return "", "", ctx.Err()
+	case opts.RequireContainers:
+		return "", "", fmt.Errorf("%w: containers are required: %v", ErrCannotRun, err)
+	}
+	return faultlayer.Embedded, err.Error() + "; the same legs run on local processes", nil
 }
 
 func failures(rep *Report) string {

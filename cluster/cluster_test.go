@@ -3,8 +3,8 @@ package cluster
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
-	"github.com/contested/contested/internal/testlog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,15 +13,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contested/contested/examples/ledger"
+	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/reap"
 	"github.com/contested/contested/internal/reexec"
+	"github.com/contested/contested/internal/testlog"
 )
 
 func TestMain(m *testing.M) {
 	reexec.Main(reexec.Roles{"rig": rigProcess})
-	os.Exit(m.Run())
+	faulttest.Main(m)
 }
 
 // moduleRoot is this repository's root, where the service is built from.
@@ -34,12 +38,12 @@ func moduleRoot(t testing.TB) string {
 	return dir
 }
 
-// rigProcess runs the rig as a separate process, for the tests that
-// interrupt or kill it. RIG_KEEP keeps it up.
+// rigProcess runs the rig on containers as a separate process, for the
+// tests that interrupt or kill it. RIG_KEEP keeps it up.
 func rigProcess() int {
 	_, err := Run(context.Background(), Options{
 		Dir: os.Getenv("RIG_DIR"), ResultsRoot: os.Getenv("RIG_RESULTS"),
-		Keep: os.Getenv("RIG_KEEP") != "", Transfers: 90, Out: os.Stdout,
+		Keep: os.Getenv("RIG_KEEP") != "", RequireContainers: true, Transfers: 90, Out: os.Stdout,
 	})
 	if err != nil {
 		fmt.Println("rig:", err)
@@ -48,13 +52,19 @@ func rigProcess() int {
 	return 0
 }
 
-// TestClusterRig is a green run of the rig on containers, with the legs'
-// records in the battery's results, so the gate counts the cluster class.
+// TestClusterRig is a green run of the rig, with the legs' records in the
+// battery's results, so the gate counts the cluster class. It follows the
+// fault layer: containers when they can come up here, local processes
+// otherwise (the same legs, the same records), and says which.
 func TestClusterRig(t *testing.T) {
-	dockerenv.Require(t)
 	root, err := faultrecord.ResultsDir()
 	if err != nil {
 		t.Fatal(err)
+	}
+	want := "containers"
+	if err := faultlayer.ContainersCanRun(context.Background(), faultlayer.ConfigFor(faultlayer.Containers)); err != nil {
+		want = "local processes"
+		t.Logf("the rig runs on local processes: %v", err)
 	}
 	artifacts := t.TempDir()
 	rep, err := Run(context.Background(), Options{Dir: moduleRoot(t), ResultsRoot: artifacts, RecordDir: root,
@@ -62,8 +72,8 @@ func TestClusterRig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a healthy rig is not green: %v", err)
 	}
-	if rep.Mode != "containers" || len(rep.Legs) != len(legs) {
-		t.Fatalf("mode %s, %d legs; want containers and %d legs", rep.Mode, len(rep.Legs), len(legs))
+	if rep.Mode != want || rep.Reason == "" || len(rep.Legs) != len(legs) {
+		t.Fatalf("mode %s (reason %q), %d legs; want %s, a reason, and %d legs", rep.Mode, rep.Reason, len(rep.Legs), want, len(legs))
 	}
 	for _, l := range rep.Legs {
 		if !l.Fired || l.Record == "" || len(l.Oracles) != 3 {
@@ -82,12 +92,69 @@ func TestClusterRig(t *testing.T) {
 			t.Errorf("logs.txt has no line of replica-%d", i)
 		}
 	}
+	if rep.Mode != "containers" {
+		if dirs := embeddedDirsOf(t, rep.Run); len(dirs) > 0 {
+			t.Errorf("the rig left the embedded layer's data directories %v after a normal run", dirs)
+		}
+		return
+	}
 	left, err := reap.Leftovers(context.Background(), dockerenv.Require(t), reap.Run(rep.Run))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !left.Empty() {
 		t.Errorf("the rig left %s after a normal run: %+v", left, left)
+	}
+}
+
+// embeddedDirsOf lists the data directories of embedded layers of run: the
+// fault layer names them contested-embedded-* in the temp directory, with
+// an owner file that names the run.
+func embeddedDirsOf(t *testing.T, run string) []string {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(os.TempDir(), "contested-embedded-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var of []string
+	for _, d := range dirs {
+		if b, err := os.ReadFile(filepath.Join(d, "owner")); err == nil && strings.Contains(string(b), run) {
+			of = append(of, d)
+		}
+	}
+	return of
+}
+
+// TestRigSaysWhereItsReplicasRun checks the mode choice on its own: with
+// containers made impossible (an image that exists nowhere), the rig
+// chooses local processes and says why, or refuses within seconds when
+// containers are required.
+func TestRigSaysWhereItsReplicasRun(t *testing.T) {
+	t.Setenv(faultlayer.EnvPostgresImage, "contested.local/does-not-exist:1")
+	tests := []struct {
+		name    string
+		opts    Options
+		want    faultlayer.Kind
+		wantErr error
+		says    string
+	}{
+		{"asked for local", Options{Local: true}, faultlayer.Embedded, nil, "asked for"},
+		{"containers cannot come up", Options{}, faultlayer.Embedded, nil, "does-not-exist"},
+		{"containers required", Options{RequireContainers: true}, "", ErrCannotRun, "does-not-exist"},
+		{"local and required", Options{Local: true, RequireContainers: true}, "", ErrUsage, "contradict"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			kind, reason, err := replicaMode(ctx, tt.opts, testlog.Writer(t))
+			if !errors.Is(err, tt.wantErr) || kind != tt.want {
+				t.Fatalf("replicaMode = %q, %q, %v; want %q and error %v", kind, reason, err, tt.want, tt.wantErr)
+			}
+			if got := reason + fmt.Sprint(err); !strings.Contains(got, tt.says) {
+				t.Errorf("replicaMode says %q, want it to say %q", got, tt.says)
+			}
+		})
 	}
 }
 
@@ -98,8 +165,8 @@ func TestClusterRigOnLocalProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("local rig: %v", err)
 	}
-	if rep.Mode != "local processes" {
-		t.Errorf("mode %q, want local processes", rep.Mode)
+	if rep.Mode != "local processes" || rep.Reason != "asked for" {
+		t.Errorf("mode %q (reason %q), want local processes, asked for", rep.Mode, rep.Reason)
 	}
 }
 
@@ -110,8 +177,9 @@ func TestTooFewReplicasIsAUsageError(t *testing.T) {
 	}
 }
 
-// startRig runs the rig in a child process and returns once its replicas
-// are up.
+// startRig runs the rig on containers in a child process and returns
+// once its replicas are up. When the child exits before that (its
+// bring-up failed), it fails the test at once with the child's output.
 func startRig(t *testing.T, env ...string) (*exec.Cmd, *strings.Builder) {
 	t.Helper()
 	cmd := reexec.Command(t, "rig", append([]string{"RIG_DIR=" + moduleRoot(t), "RIG_RESULTS=" + t.TempDir()}, env...)...)
@@ -121,7 +189,7 @@ func startRig(t *testing.T, env ...string) (*exec.Cmd, *strings.Builder) {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	up := make(chan struct{})
+	up := make(chan bool, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		once := false
@@ -129,23 +197,28 @@ func startRig(t *testing.T, env ...string) (*exec.Cmd, *strings.Builder) {
 			out.WriteString(sc.Text() + "\n")
 			if !once && strings.Contains(sc.Text(), "replicas up") {
 				once = true
-				close(up)
+				up <- true
 			}
 		}
 		if !once {
-			close(up)
+			up <- false // the child closed its output: it exited
 		}
 	}()
 	select {
-	case <-up:
+	case ok := <-up:
+		if !ok {
+			cmd.Wait()
+			t.Fatalf("the rig exited (%v) before its replicas came up:\n%s", cmd.ProcessState, out.String())
+		}
 	case <-time.After(5 * time.Minute):
 		cmd.Process.Kill()
-		t.Fatalf("the rig did not come up:\n%s", out.String())
+		t.Fatalf("the rig did not come up within 5 minutes and is still running:\n%s", out.String())
 	}
 	return cmd, &out
 }
 
 func TestSIGINTMidRunLeavesNothingLabelled(t *testing.T) {
+	faulttest.Containers(t)
 	cli := dockerenv.Require(t)
 	cmd, out := startRig(t)
 	cmd.Process.Signal(os.Interrupt)
@@ -170,6 +243,7 @@ func TestSIGINTMidRunLeavesNothingLabelled(t *testing.T) {
 }
 
 func TestSIGKILLedRigIsSweptByTheNextRun(t *testing.T) {
+	faulttest.Containers(t)
 	cli := dockerenv.Require(t)
 	cmd, _ := startRig(t)
 	cmd.Process.Signal(syscall.SIGKILL)
@@ -192,6 +266,7 @@ func TestSIGKILLedRigIsSweptByTheNextRun(t *testing.T) {
 }
 
 func TestAKeptRigStaysUpUntilTheNextSweep(t *testing.T) {
+	faulttest.Containers(t)
 	cli := dockerenv.Require(t)
 	cmd, out := startRig(t, "RIG_KEEP=1")
 	if err := cmd.Wait(); err != nil {
@@ -210,5 +285,46 @@ func TestAKeptRigStaysUpUntilTheNextSweep(t *testing.T) {
 	}
 	if left, _ = reap.Leftovers(ctx, cli, reap.OwnedBy(cmd.Process.Pid)); !left.Empty() {
 		t.Errorf("the next sweep did not reap the kept rig: %s", left)
+	}
+}
+
+// exitedReplicas are replicas that have all exited, as after a start-up
+// that failed once the rig's health wait was over.
+type exitedReplicas struct{ replicas }
+
+func (exitedReplicas) Names() []string                   { return []string{"replica-1", "replica-2", "replica-3"} }
+func (exitedReplicas) Running(context.Context, int) bool { return false }
+func (exitedReplicas) Logs(context.Context) string {
+	return "[replica-1] connect: connection refused\n"
+}
+
+// TestALegStopsWaitingWhenNoReplicaRuns: with every replica gone, nothing
+// will ever be acknowledged, and the leg says so at once, with the
+// replicas' last lines, instead of after its minute.
+func TestALegStopsWaitingWhenNoReplicaRuns(t *testing.T) {
+	l := faulttest.Layer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	db := "rig_stall_" + strings.ToLower(strings.ReplaceAll(faultrecord.NewRunID(time.Now()), "-", "_"))
+	if _, err := l.DB().Exec(ctx, "CREATE DATABASE "+db); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.DB().Exec(context.Background(), "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)") })
+	dsn, err := withHostDB(l.PostgresDSN, "", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := ledger.Connect(ctx, dsn, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if err := ledger.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{db: pool, replicas: exitedReplicas{}}
+	err = r.waitAcked(ctx, "kill-one-", 10)
+	if err == nil || !strings.Contains(err.Error(), "no replica is running") || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("waitAcked with every replica exited: %v; want it to say no replica is running, with their last lines", err)
 	}
 }

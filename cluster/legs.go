@@ -139,6 +139,9 @@ type LegResult struct {
 	Error    string         `json:"error,omitempty"`
 	Record   string         `json:"record,omitempty"`
 	Took     time.Duration  `json:"took_ns"`
+	// stalled: the replicas never consumed enough to reach the fault, so
+	// the legs after this one would only wait for the same nothing.
+	stalled bool
 }
 
 // OK reports whether the leg fired and every oracle held.
@@ -215,6 +218,7 @@ func (r *rig) runLeg(ctx context.Context, l leg, n int) (res LegResult) {
 	// Fault a third of the way into the stream, while the queue is busy.
 	if err := r.waitAcked(ctx, l.name+"-", n/3); err != nil {
 		res.Error = "before the fault: " + err.Error()
+		res.stalled = true
 		return res
 	}
 	f.mark = time.Now()
@@ -349,8 +353,20 @@ func (r *rig) waitAcked(ctx context.Context, prefix string, want int) error {
 		if n >= want {
 			return nil
 		}
+		// A rig whose replicas all exited will never acknowledge: say so
+		// now rather than after the minute.
+		running := 0
+		for i := range r.replicas.Names() {
+			if r.replicas.Running(ctx, i) {
+				running++
+			}
+		}
+		if running == 0 {
+			return fmt.Errorf("only %d of %d rows acknowledged and no replica is running; their last lines:\n%s", n, want, tail(r.replicas.Logs(ctx), 20))
+		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("only %d of %d rows acknowledged after a minute: the replicas are not consuming", n, want)
+			return fmt.Errorf("only %d of %d rows acknowledged after a minute: the replicas are not consuming (%d of %d running); their last lines:\n%s",
+				n, want, running, len(r.replicas.Names()), tail(r.replicas.Logs(ctx), 20))
 		}
 		select {
 		case <-ctx.Done():

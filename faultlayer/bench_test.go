@@ -15,13 +15,13 @@ import (
 // of each provider in the same run and reports the containers/embedded
 // ratio: what the isolation of containers costs over local binaries.
 func BenchmarkBringUp(b *testing.B) {
-	dockerenv.Require(b)
+	requireContainers(b)
 	if _, err := postgresBinaries(""); err != nil {
-		b.Skip(err)
+		dockerenv.SkipOrFail(b, err.Error())
 	}
 	ctx := context.Background()
 	// One untimed bring-up so image resolution is warm.
-	if l, err := Up(ctx, Config{Kind: Containers}); err != nil {
+	if l, err := Up(ctx, ConfigFor(Containers)); err != nil {
 		b.Fatal(err)
 	} else {
 		l.Close(ctx)
@@ -31,7 +31,7 @@ func BenchmarkBringUp(b *testing.B) {
 	for range b.N {
 		for _, k := range []Kind{Containers, Embedded} {
 			start := time.Now()
-			l, err := Up(ctx, Config{Kind: k})
+			l, err := Up(ctx, ConfigFor(k))
 			if err != nil {
 				b.Fatal(err)
 			}

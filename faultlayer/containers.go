@@ -35,14 +35,6 @@ const (
 	startupDeadline = 2 * time.Minute
 )
 
-func dockerAnswers(ctx context.Context) error {
-	cli, err := dockerenv.Connect(ctx)
-	if err != nil {
-		return err
-	}
-	return cli.Close()
-}
-
 // Sweep removes what killed runs left behind on this host: labelled layer
 // containers and networks whose owner process is gone, and data
 // directories of embedded layers whose owner is gone. It never touches

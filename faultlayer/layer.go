@@ -242,8 +242,8 @@ func start(ctx context.Context, cfg Config, kind Kind) (*Layer, error) {
 }
 
 // choose resolves Auto: coordinates in the environment mean external;
-// otherwise a Docker engine that answers means containers; otherwise local
-// binaries.
+// otherwise containers when they can come up here (ContainersCanRun);
+// otherwise local binaries.
 func choose(ctx context.Context, cfg Config) (Kind, string, error) {
 	if cfg.Kind != Auto {
 		return cfg.Kind, EnvLayer + "=" + string(cfg.Kind), nil
@@ -251,14 +251,18 @@ func choose(ctx context.Context, cfg Config) (Kind, string, error) {
 	if cfg.ToxiproxyURL != "" {
 		return External, EnvToxiproxyURL + " and " + EnvPostgresDSN + " are set", nil
 	}
-	derr := dockerAnswers(ctx)
-	if derr == nil {
-		return Containers, "a Docker engine answers", nil
+	cerr := ContainersCanRun(ctx, cfg)
+	if cerr == nil {
+		return Containers, "a Docker engine answers and the images are at hand", nil
 	}
+	if ctx.Err() != nil {
+		return "", "", cerr
+	}
+	why := firstLine(cerr.Error())
 	if _, err := postgresBinaries(cfg.PostgresBin); err != nil {
-		return "", "", fmt.Errorf("%w: no Docker engine answered (%v) and %v", ErrCannotRun, derr, err)
+		return "", "", fmt.Errorf("%w: %s, and %v", ErrCannotRun, why, err)
 	}
-	return Embedded, fmt.Sprintf("no Docker engine answered (%v); using local binaries", firstLine(derr.Error())), nil
+	return Embedded, why + "; using local binaries", nil
 }
 
 // connect opens the layer's pool and migrates the lease table.

@@ -2,6 +2,7 @@ package faultlayer
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"sync"
@@ -50,12 +51,24 @@ func (s *sharedLayer) get(t testing.TB) *Layer {
 		s.layer, s.err = Up(ctx, cfg)
 	})
 	if s.err != nil {
-		if dockerenv.InCI() {
-			t.Fatalf("bring up the fault layer: %v", s.err)
-		}
-		t.Skipf("no fault layer (%v): install docker.io, or postgresql for the embedded layer", s.err)
+		dockerenv.SkipOrFail(t, fmt.Sprintf("no fault layer (%v): install docker.io, or postgresql for the embedded layer", s.err))
 	}
 	return s.layer
+}
+
+// requireContainers is faulttest.Containers for this package's own tests,
+// which cannot import faulttest (it imports this package): the containers
+// configuration when ContainersCanRun says yes, else a skip (a failure
+// under CI) naming what is missing.
+func requireContainers(tb testing.TB) Config {
+	tb.Helper()
+	cfg := ConfigFor(Containers)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := ContainersCanRun(ctx, cfg); err != nil {
+		dockerenv.SkipOrFail(tb, fmt.Sprintf("this test needs the containers fault layer: %v", err))
+	}
+	return cfg
 }
 
 func (s *sharedLayer) close() {

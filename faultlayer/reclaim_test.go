@@ -5,13 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/contested/contested/internal/testlog"
 	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +21,7 @@ import (
 	"github.com/contested/contested/faultlayer/lease"
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/reap"
+	"github.com/contested/contested/internal/testlog"
 )
 
 func init() {
@@ -151,12 +152,15 @@ func toxicsOnPort(t *testing.T, l *Layer, port int) int {
 	return n
 }
 
-// bringUp brings up a containers layer and stays up until SIGINT, which it
-// handles the way the mage targets do: cancel, tear down, exit.
+// bringUp brings up a containers layer (with the images the environment
+// names) and stays up until SIGINT, which it handles the way the mage
+// targets do: cancel, tear down, exit.
 func bringUp() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	l, err := Up(ctx, Config{Kind: Containers, Log: os.Stdout})
+	cfg := ConfigFor(Containers)
+	cfg.Log = os.Stdout
+	l, err := Up(ctx, cfg)
 	if err != nil {
 		fmt.Println("up:", err)
 		return 3
@@ -167,47 +171,83 @@ func bringUp() int {
 	return 0
 }
 
+// child is a helper process whose output is collected and whose exit is
+// watched, so a test waiting for it to do something stops waiting the
+// moment it exits instead.
+type child struct {
+	cmd    *exec.Cmd
+	out    strings.Builder // guarded by mu
+	mu     sync.Mutex
+	exited chan struct{} // closed once the process has exited
+	err    error         // its exit status, valid after exited is closed
+}
+
+func (c *child) output() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.out.String()
+}
+
 // startBringUp starts the bring-up helper and returns once it has created
-// its first container, which is mid bring-up.
-func startBringUp(t *testing.T, cli client.APIClient) *exec.Cmd {
+// its first container, which is mid bring-up. It fails the test at once,
+// with the child's output, when the child exits before that: a bring-up
+// that failed will never create the container the test waits for.
+func startBringUp(t *testing.T, cli client.APIClient) *child {
 	t.Helper()
-	cmd := helperCmd(t, "bring-up")
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
+	c := &child{cmd: helperCmd(t, "bring-up"), exited: make(chan struct{})}
+	stdout, err := c.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.cmd.Stderr = c.cmd.Stdout
+	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			t.Log("child: " + sc.Text())
+			c.mu.Lock()
+			c.out.WriteString(sc.Text() + "\n")
+			c.mu.Unlock()
 		}
+		c.err = c.cmd.Wait()
+		close(c.exited)
 	}()
-	deadline := time.Now().Add(3 * time.Minute)
+	t.Cleanup(func() {
+		c.cmd.Process.Kill()
+		<-c.exited
+		t.Logf("child output:\n%s", c.output())
+	})
+	// The outer bound only guards against a child that hangs; the
+	// usual ways out are a container appearing or the child exiting.
+	deadline := time.After(3 * time.Minute)
 	for {
-		left, err := reap.Leftovers(context.Background(), cli, reap.OwnedBy(cmd.Process.Pid))
+		left, err := reap.Leftovers(context.Background(), cli, reap.OwnedBy(c.cmd.Process.Pid))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(left.Containers) > 0 {
-			return cmd
+			return c
 		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("the child created no container within 3 minutes")
+		select {
+		case <-c.exited:
+			t.Fatalf("the bring-up child exited (%v) before creating a container: its bring-up failed, so there is nothing to interrupt", c.err)
+		case <-deadline:
+			t.Fatal("the bring-up child created no container within 3 minutes and is still running")
+		case <-time.After(50 * time.Millisecond):
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
 func TestSIGKILLMidBringUpIsReapedByTheNextSweep(t *testing.T) {
+	requireContainers(t)
 	cli := dockerenv.Require(t)
-	cmd := startBringUp(t, cli)
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	c := startBringUp(t, cli)
+	c.cmd.Process.Signal(syscall.SIGKILL)
+	<-c.exited
 	ctx := context.Background()
 	time.Sleep(time.Second) // let a create the daemon had in flight land
-	left, err := reap.Leftovers(ctx, cli, reap.OwnedBy(cmd.Process.Pid))
+	left, err := reap.Leftovers(ctx, cli, reap.OwnedBy(c.cmd.Process.Pid))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +258,7 @@ func TestSIGKILLMidBringUpIsReapedByTheNextSweep(t *testing.T) {
 	if err := Sweep(ctx, testlog.Writer(t)); err != nil {
 		t.Fatalf("Sweep: %v", err)
 	}
-	left, err = reap.Leftovers(ctx, cli, reap.OwnedBy(cmd.Process.Pid))
+	left, err = reap.Leftovers(ctx, cli, reap.OwnedBy(c.cmd.Process.Pid))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,18 +268,16 @@ func TestSIGKILLMidBringUpIsReapedByTheNextSweep(t *testing.T) {
 }
 
 func TestSIGINTMidBringUpLeavesNothingRunning(t *testing.T) {
+	requireContainers(t)
 	cli := dockerenv.Require(t)
-	cmd := startBringUp(t, cli)
-	cmd.Process.Signal(os.Interrupt)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	c := startBringUp(t, cli)
+	c.cmd.Process.Signal(os.Interrupt)
 	select {
-	case <-done:
+	case <-c.exited:
 	case <-time.After(2 * time.Minute):
-		cmd.Process.Kill()
 		t.Fatal("the child did not exit within 2 minutes of SIGINT")
 	}
-	left, err := reap.Leftovers(context.Background(), cli, reap.OwnedBy(cmd.Process.Pid))
+	left, err := reap.Leftovers(context.Background(), cli, reap.OwnedBy(c.cmd.Process.Pid))
 	if err != nil {
 		t.Fatal(err)
 	}

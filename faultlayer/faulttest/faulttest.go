@@ -1,11 +1,13 @@
 // Package faulttest gives a test binary one fault layer, brought up on
 // first use and torn down when its tests end: the layer named by the
 // environment (CONTESTED_LAYER and the rest) when one is, otherwise the one
-// CONTESTED_LAYER=auto picks.
+// CONTESTED_LAYER=auto picks. Tests that need the containers provider
+// itself ask Containers, which follows faultlayer.ContainersCanRun.
 package faulttest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -39,12 +41,26 @@ func Layer(tb testing.TB) *faultlayer.Layer {
 		}
 	}
 	if err != nil {
-		if dockerenv.InCI() {
-			tb.Fatalf("bring up the fault layer: %v", err)
-		}
-		tb.Skipf("no fault layer (%v): install docker.io, or postgresql for CONTESTED_LAYER=embedded", err)
+		dockerenv.SkipOrFail(tb, fmt.Sprintf("no fault layer (%v): install docker.io, or postgresql for CONTESTED_LAYER=embedded", err))
 	}
 	return layer
+}
+
+// Containers returns the configuration of a containers layer with the
+// images the environment names, for a test that exercises the containers
+// provider itself. When containers cannot come up here
+// (faultlayer.ContainersCanRun) it fails the test under CI and skips it
+// elsewhere, with the reason: within seconds when the images cannot be
+// had, never after waiting for a bring-up that cannot happen.
+func Containers(tb testing.TB) faultlayer.Config {
+	tb.Helper()
+	cfg := faultlayer.ConfigFor(faultlayer.Containers)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := faultlayer.ContainersCanRun(ctx, cfg); err != nil {
+		dockerenv.SkipOrFail(tb, fmt.Sprintf("this test needs the containers fault layer: %v", err))
+	}
+	return cfg
 }
 
 // Close tears the shared layer down; call it after m.Run in TestMain.

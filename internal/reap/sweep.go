@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 
@@ -103,8 +105,10 @@ func Sweep(ctx context.Context, d Docker, sel Selector, w io.Writer) (Swept, err
 			name = c.Names[0]
 		}
 		if _, err := d.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !isNotFound(err) {
-			errs = append(errs, fmt.Errorf("remove container %s: %w", name, err))
-			continue
+			if !removedElsewhere(ctx, d, c.ID, err) {
+				errs = append(errs, fmt.Errorf("remove container %s: %w", name, err))
+				continue
+			}
 		}
 		fmt.Fprintf(w, "swept container %s (run %s, owner %s)\n", name, c.Labels[LabelRun], c.Labels[LabelOwner])
 		out.Containers = append(out.Containers, name)
@@ -185,3 +189,27 @@ func Leftovers(ctx context.Context, d Docker, sel Selector) (Swept, error) {
 }
 
 func isNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
+
+// removedElsewhere reports whether a removal that failed because another
+// sweep (a parallel test package, another run's bring-up) is already
+// removing the container has finished: it waits up to ten seconds for the
+// container to disappear. Without it, the second sweeper reports an error
+// and, worse, leaves the network that container still holds.
+func removedElsewhere(ctx context.Context, d Docker, id string, err error) bool {
+	if !strings.Contains(err.Error(), "already in progress") {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		cs, lerr := d.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("id", id)})
+		if lerr == nil && len(cs.Items) == 0 {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
