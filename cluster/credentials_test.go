@@ -38,7 +38,7 @@ func TestReplicasGetLeastPrivilegeAndNoPasswordOnTheirCommandLine(t *testing.T) 
 			cmdline := procFile(t, p.cmd.Process.Pid, "cmdline")
 			environ := procFile(t, p.cmd.Process.Pid, "environ")
 			if !strings.Contains(cmdline, "-dsn-file") {
-				t.Errorf("replica-%d's command line %q has no -dsn-file", i+1, cmdline)
+				t.Errorf("replica-%d's command line %q has no -dsn-file", i+1, secret.ScrubString(cmdline))
 			}
 			noPassword(t, fmt.Sprintf("replica-%d's command line", i+1), cmdline, r, layer)
 			noPassword(t, fmt.Sprintf("replica-%d's environment", i+1), environ, r, layer)
@@ -64,7 +64,7 @@ func TestReplicasGetLeastPrivilegeAndNoPasswordOnTheirCommandLine(t *testing.T) 
 			c := res.Container
 			seen := strings.Join(append(append(append([]string{c.Path}, c.Args...), c.Config.Cmd...), c.Config.Env...), " ")
 			if !strings.Contains(seen, "-dsn-file") {
-				t.Errorf("replica-%d's inspect %q has no -dsn-file", i+1, seen)
+				t.Errorf("replica-%d's inspect %q has no -dsn-file", i+1, secret.ScrubString(seen))
 			}
 			noPassword(t, fmt.Sprintf("replica-%d's docker inspect", i+1), seen, r, layer)
 			if pid := c.State.Pid; pid > 0 {
@@ -133,7 +133,7 @@ func noPassword(t *testing.T, what, seen string, r *rig, layer *faultlayer.Layer
 	}
 	for _, p := range passwords {
 		if strings.Contains(seen, p) {
-			t.Errorf("%s holds a password: %q", what, seen)
+			t.Errorf("%s holds a password: %q", what, secret.ScrubString(seen))
 		}
 	}
 }
