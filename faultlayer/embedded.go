@@ -22,6 +22,7 @@ import (
 	"time"
 
 	toxiproxyserver "github.com/Shopify/toxiproxy/v2"
+	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
 	"github.com/contested/contested/internal/images"
@@ -196,7 +197,7 @@ func startLocalPostgres(ctx context.Context, bin, run string) (*localPostgres, e
 		}
 		return nil, fmt.Errorf("postgres did not start: %w\n%s", err, pg.logTail())
 	}
-	if err := pg.exec(ctx, "CREATE DATABASE "+testPlaneDB); err != nil {
+	if err := pg.exec(ctx, "CREATE DATABASE "+pgx.Identifier{testPlaneDB}.Sanitize()); err != nil {
 		return nil, err
 	}
 	ok = true
