@@ -144,6 +144,8 @@ var registry = struct {
 	added   []string
 	envKey  string
 	fromEnv []string
+	// vs caches variants of added and fromEnv; nil when either changed.
+	vs []string
 }{}
 
 // Add registers secret values (a generated password) to be masked by
@@ -154,6 +156,7 @@ func Add(values ...string) {
 	for _, v := range values {
 		if v != "" && !slices.Contains(registry.added, v) {
 			registry.added = append(registry.added, v)
+			registry.vs = nil
 		}
 	}
 }
@@ -219,12 +222,31 @@ func unquoteKeyword(v string) string {
 // Known returns the values Scrub masks: the registered ones and the
 // passwords the environment carries now.
 func Known() []string {
+	registry.Lock()
+	defer registry.Unlock()
+	refreshEnv()
+	return append(append([]string(nil), registry.added...), registry.fromEnv...)
+}
+
+// knownVariants is variants(Known()), computed again only when a value
+// was added or the environment changed.
+func knownVariants() []string {
+	registry.Lock()
+	defer registry.Unlock()
+	refreshEnv()
+	if registry.vs == nil {
+		registry.vs = variants(append(append([]string(nil), registry.added...), registry.fromEnv...))
+	}
+	return registry.vs
+}
+
+// refreshEnv rereads the passwords of the environment when it changed;
+// registry must be locked.
+func refreshEnv() {
 	key := os.Getenv(EnvPassword)
 	for _, e := range EnvDSNs {
 		key += "\x00" + os.Getenv(e)
 	}
-	registry.Lock()
-	defer registry.Unlock()
 	if key != registry.envKey || registry.fromEnv == nil {
 		env := []string{}
 		if p := os.Getenv(EnvPassword); p != "" {
@@ -233,9 +255,8 @@ func Known() []string {
 		for _, e := range EnvDSNs {
 			env = append(env, Passwords(os.Getenv(e))...)
 		}
-		registry.envKey, registry.fromEnv = key, env
+		registry.envKey, registry.fromEnv, registry.vs = key, env, nil
 	}
-	return append(append([]string(nil), registry.added...), registry.fromEnv...)
 }
 
 // variants returns the strings to mask for the known values: each value as
@@ -256,13 +277,16 @@ func variants(known []string) []string {
 		}
 	}
 	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	if out == nil {
+		out = []string{} // cached as "none", not "not computed"
+	}
 	return out
 }
 
 // ScrubString masks the known values and every connection-string password
 // in s.
 func ScrubString(s string) string {
-	return scrubText(s, variants(Known()))
+	return scrubText(s, knownVariants())
 }
 
 func scrubText(s string, vs []string) string {
@@ -278,7 +302,7 @@ func scrubText(s string, vs []string) string {
 // b. When b is a JSON document the masking happens inside its string
 // literals, so the result is still valid JSON with the same structure.
 func Scrub(b []byte) []byte {
-	return scrub(b, variants(Known()))
+	return scrub(b, knownVariants())
 }
 
 func scrub(b []byte, vs []string) []byte {

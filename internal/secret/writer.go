@@ -62,7 +62,7 @@ func (s *Writer) Write(p []byte) (int, error) {
 // emit scrubs each line of b on its own (a JSON event stream stays one
 // valid document per line) and writes the result.
 func (s *Writer) emit(b []byte) {
-	vs := variants(Known())
+	vs := knownVariants()
 	var out []byte
 	for len(b) > 0 {
 		n := bytes.IndexByte(b, '\n') + 1
