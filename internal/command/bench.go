@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/contested/contested/internal/secret"
 )
 
 // BenchOptions configures Bench.
@@ -99,7 +101,7 @@ func Bench(ctx context.Context, opts BenchOptions) error {
 	pkg := ""
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
-		line := sc.Text()
+		line := secret.ScrubString(sc.Text()) // relayed child output: scrubbed before it is saved or printed
 		fmt.Fprintln(raw, line)
 		switch {
 		case strings.HasPrefix(line, "pkg: "):
