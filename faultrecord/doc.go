@@ -37,6 +37,12 @@
 // file that is still there when Verify runs means a writer died mid-write: its fault is missing
 // evidence, so Verify counts it as unreadable ("incomplete write") and the gate refuses.
 //
+// Nothing is read, written or deleted through a symbolic link: the results root must not be one,
+// and the fault directory and every file in it are opened with O_NOFOLLOW relative to their
+// parent (internal/atomicfile). Readers open non-blocking, take regular files only and cap their
+// size, so a FIFO or a link to /dev/zero among the records is listed as unreadable, never waited
+// on or read. [PrepareResultsDir] is the check a command makes once, before anything starts.
+//
 // Verify never deletes anything except the gate stamp, and only after a successful paired
 // verification (the stamp is single-use). A refused run leaves every file in place for triage.
 package faultrecord

@@ -8,15 +8,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/contested/contested/internal/atomicfile"
 )
 
 // Mode says which of the two verifications runs. The difference is all in phase 1 and in what
@@ -236,8 +236,13 @@ func Verify(ctx context.Context, opts Options) (*Report, error) {
 		close(invDone)
 	}
 
-	st := readStamp(dir)
-	sc := scan(ctx, dir, st, opts)
+	fd, dirMissing, dirErr := openFaultDir(dir)
+	if fd != nil {
+		defer fd.Close()
+	}
+	st := readStamp(fd)
+	sc := scan(ctx, fd, st, opts)
+	sc.dirMissing, sc.dirErr = dirMissing, dirErr
 	<-invDone
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("verify %s: %w", dir, err)
@@ -245,7 +250,7 @@ func Verify(ctx context.Context, opts Options) (*Report, error) {
 
 	rep := buildReport(dir, opts, st, sc, inv)
 	if rep.Certified && opts.Mode == Paired {
-		if err := os.Remove(filepath.Join(dir, StampName)); err != nil {
+		if err := fd.Remove(StampName); err != nil {
 			rep.Phases[0].OK = false
 			rep.Phases[0].Detail += fmt.Sprintf("; consume stamp: %v (a stamp that outlives a success would certify these records again)", err)
 			rep.Certified = false
@@ -287,25 +292,43 @@ type stampState struct {
 	err     error // the stamp exists but could not be examined
 }
 
-func readStamp(dir string) stampState {
-	path := filepath.Join(dir, StampName)
-	fi, err := os.Stat(path)
+// maxStampSize bounds the stamp read: its content is a few dozen bytes of JSON.
+const maxStampSize = 64 << 10
+
+// openFaultDir opens the fault directory dir under its results root, confined: neither may be
+// a symbolic link, and every file is read relative to the open directory (see atomicfile). A
+// missing root or fault directory is missing; anything else that stops the open is an error.
+func openFaultDir(dir string) (d *atomicfile.Dir, missing bool, err error) {
+	root, err := openResults(filepath.Dir(dir), false)
+	if err == nil {
+		d, err = root.OpenDir(FaultDirName)
+	}
 	switch {
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, true, nil
+	case err != nil:
+		return nil, false, err
+	}
+	return d, false, nil
+}
+
+func readStamp(d *atomicfile.Dir) stampState {
+	if d == nil {
+		return stampState{}
+	}
+	data, mtime, err := d.ReadFile(StampName, nil, maxStampSize)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return stampState{}
 	case err != nil:
 		return stampState{err: err}
-	case !fi.Mode().IsRegular():
-		return stampState{err: fmt.Errorf("%s is not a regular file", path)}
 	}
-	st := stampState{present: true, mtime: fi.ModTime()}
+	st := stampState{present: true, mtime: mtime}
 	// The content is informational: only the mtime is the reference, so a stamp whose content
 	// does not parse still works (validate's old stamp format, a touch by hand).
-	if data, err := os.ReadFile(path); err == nil {
-		var s stampFile
-		if json.Unmarshal(data, &s) == nil {
-			st.runID = s.RunID
-		}
+	var s stampFile
+	if json.Unmarshal(data, &s) == nil {
+		st.runID = s.RunID
 	}
 	return st
 }
@@ -347,24 +370,11 @@ func (t *tally) merge(o *tally) {
 
 // scan lists dir in batches and hands record files to a bounded pool of readers. Names are
 // classified by suffix and prefix only.
-func scan(ctx context.Context, dir string, st stampState, opts Options) scanResult {
+func scan(ctx context.Context, d *atomicfile.Dir, st stampState, opts Options) scanResult {
 	res := scanResult{tally: tally{byClass: map[string]ClassCount{}}}
-	d, err := os.Open(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		res.dirMissing = true
+	if d == nil {
 		return res
 	}
-	if err != nil {
-		res.dirErr = err
-		return res
-	}
-	defer d.Close()
-	h, err := openDir(dir)
-	if err != nil {
-		res.dirErr = err
-		return res
-	}
-	defer h.close()
 
 	var surfaces map[string]struct{}
 	if opts.Surfaces != nil {
@@ -384,7 +394,7 @@ func scan(ctx context.Context, dir string, st stampState, opts Options) scanResu
 	var wg sync.WaitGroup
 	for i := range workers {
 		tallies[i].byClass = map[string]ClassCount{}
-		r := &reader{dir: h, stamp: st, surfaces: surfaces, t: &tallies[i]}
+		r := &reader{dir: d, stamp: st, surfaces: surfaces, t: &tallies[i]}
 		wg.Go(func() {
 			for batch := range jobs {
 				if ctx.Err() != nil {
@@ -408,9 +418,11 @@ func scan(ctx context.Context, dir string, st stampState, opts Options) scanResu
 				res.unreadable = append(res.unreadable, Unreadable{File: name,
 					Reason: "incomplete write: a writer died before renaming this temporary record, so its fault has no evidence"})
 			case kindRecord:
-				if t := e.Type(); t&^fs.ModeSymlink != 0 { // directory, FIFO, socket, device: never opened
+				// A link, directory, FIFO, socket or device is never opened. (A file system
+				// that does not give types in listings gets the same refusals from the loader.)
+				if t := e.Type(); t != 0 {
 					res.records++
-					res.unreadable = append(res.unreadable, Unreadable{File: name, Reason: "not a regular file (" + t.String() + ")"})
+					res.unreadable = append(res.unreadable, Unreadable{File: name, Reason: notARecord(t)})
 					continue
 				}
 				batch = append(batch, name)
@@ -444,7 +456,7 @@ func scan(ctx context.Context, dir string, st stampState, opts Options) scanResu
 
 // reader reads record files for one worker, reusing its buffer and record value.
 type reader struct {
-	dir      dirHandle
+	dir      *atomicfile.Dir
 	stamp    stampState
 	surfaces map[string]struct{}
 	t        *tally
@@ -455,7 +467,7 @@ type reader struct {
 func (r *reader) read(name string) {
 	t := r.t
 	t.records++
-	data, mtime, err := r.dir.readFile(name, r.buf)
+	data, mtime, err := r.dir.ReadFile(name, r.buf, maxRecordSize)
 	r.buf = data[:0]
 	if err != nil {
 		t.unreadable = append(t.unreadable, Unreadable{File: name, Reason: err.Error()})
@@ -687,19 +699,41 @@ func phase6(rep *Report, opts Options, inv inventoryResult) Phase {
 	return p
 }
 
-// writeFile writes the report atomically to dir/fault-report.json.
+// writeFile writes the report atomically to dir/fault-report.json, never through a symbolic
+// link (see atomicfile).
 func (r *Report) writeFile(dir string) error {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("write fault report: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if !isFaultDir(dir) {
+		return fmt.Errorf("write fault report in %s: %w", dir, ErrNotFaultDir)
+	}
+	root, err := openResults(filepath.Dir(dir), true)
+	if err != nil {
 		return fmt.Errorf("write fault report: %w", err)
 	}
-	if err := writeAtomic(dir, reportTempPattern, ReportName, append(data, '\n'), false); err != nil {
+	if err := root.Write(FaultDirName+"/"+ReportName, append(data, '\n'), atomicfile.TempPattern(reportTempPattern)); err != nil {
 		return fmt.Errorf("write fault report: %w", err)
 	}
 	return nil
+}
+
+// notARecord says why a directory entry of type t (not a regular file) is not read.
+func notARecord(t fs.FileMode) string {
+	switch {
+	case t&fs.ModeSymlink != 0:
+		return "a symbolic link: never followed (a record is a regular file a leg wrote)"
+	case t&fs.ModeNamedPipe != 0:
+		return "not a regular file (FIFO): never opened"
+	case t&fs.ModeDevice != 0:
+		return "not a regular file (device): never opened"
+	case t&fs.ModeSocket != 0:
+		return "not a regular file (socket): never opened"
+	case t.IsDir():
+		return "not a regular file (directory)"
+	}
+	return "not a regular file (" + t.String() + ")"
 }
 
 func listSome(items []string) string {

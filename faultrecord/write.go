@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/contested/contested/internal/atomicfile"
 )
 
 // Recorder writes the records of one test process. It holds the run id, the package under
@@ -41,7 +43,10 @@ func WithRunID(id string) RecorderOption {
 
 // NewRecorder returns a Recorder for the package with import path pkg. By default the run id
 // comes from [RunID] and the results root from [ResultsDir] (so records from every package of
-// every module land in one directory); options override either.
+// every module land in one directory); options override either. A root that can never be a
+// results directory (`/`, a system directory, the home directory, the module root: see
+// [PrepareResultsDir]) is refused with [ErrBadResultsDir]. Records are written confined to the
+// root: never through a symbolic link.
 func NewRecorder(pkg string, opts ...RecorderOption) (*Recorder, error) {
 	var c recorderConfig
 	for _, o := range opts {
@@ -57,6 +62,13 @@ func NewRecorder(pkg string, opts ...RecorderOption) (*Recorder, error) {
 	root, err := filepath.Abs(c.root)
 	if err != nil {
 		return nil, fmt.Errorf("new recorder: %w", err)
+	}
+	mod := ""
+	if wd, err := os.Getwd(); err == nil {
+		mod, _ = ModuleRoot(wd)
+	}
+	if why := refusedPlace(root, mod); why != "" {
+		return nil, fmt.Errorf("new recorder: %w: %s %s; set %s to a directory of its own", ErrBadResultsDir, root, why, EnvResultsDir)
 	}
 	if c.runID == "" {
 		c.runID = RunID()
@@ -107,11 +119,13 @@ func (r *Recorder) Write(rec Record) (string, error) {
 		return "", fmt.Errorf("write record %s/%s: %w", rec.Test, rec.Leg, err)
 	}
 	data = append(data, '\n')
-	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+	name := recordFileName(rec.RunID, rec.Test, rec.Leg)
+	root, err := openResults(filepath.Dir(r.dir), true)
+	if err != nil {
 		return "", fmt.Errorf("write record %s/%s: %w", rec.Test, rec.Leg, err)
 	}
-	name := recordFileName(rec.RunID, rec.Test, rec.Leg)
-	if err := writeAtomic(r.dir, recordTempPrefix+"*"+tempExt, name, data, true); err != nil {
+	err = root.Write(FaultDirName+"/"+name, data, atomicfile.TempPattern(recordTempPrefix+"*"+tempExt), atomicfile.KeepTempOnError())
+	if err != nil {
 		return "", fmt.Errorf("write record %s/%s: %w", rec.Test, rec.Leg, err)
 	}
 	return filepath.Join(r.dir, name), nil
@@ -124,51 +138,16 @@ func utc(t time.Time) time.Time {
 	return t.UTC()
 }
 
-// writeAtomic writes data to dir/final through a temporary file matching pattern in dir: write,
-// fsync, chmod 0644, close, rename, fsync dir. Readers therefore see either no file or the whole
-// file. keepTempOnError leaves the temporary file behind when a step fails (see Recorder.Write).
-func writeAtomic(dir, pattern, final string, data []byte, keepTempOnError bool) (err error) {
-	f, err := os.CreateTemp(dir, pattern)
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			if !keepTempOnError {
-				_ = os.Remove(tmp)
-			}
+// openResults opens the results root holding a fault directory, confined (see atomicfile):
+// nothing under it is reached through a symbolic link, and it is not one itself. With create, a
+// missing root is made first (its ancestors are the caller's: they may be links).
+func openResults(root string, create bool) (*atomicfile.Root, error) {
+	if create {
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return nil, err
 		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
 	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, filepath.Join(dir, final)); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-// syncDir makes a rename in dir durable. Some file systems refuse fsync on a directory; that
-// only weakens durability against power loss, not atomicity, so EINVAL-like failures are
-// ignored.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	_ = d.Sync()
-	return d.Close()
+	return atomicfile.OpenRoot(root)
 }
 
 // stampFile is the content of the gate stamp. Only its mtime matters to phase 1; the run id is
@@ -182,20 +161,22 @@ type stampFile struct {
 const stampSchema = "contested/gatestamp@1"
 
 // WriteStamp writes dir/.gate-stamp atomically, creating dir if needed. dir must be a fault
-// directory ([FaultDir]). The stamp's mtime is the reference for phase 1: every record must be
-// strictly newer. Write it after [Purge] and before the battery starts.
+// directory ([FaultDir]), and neither it nor its results root may be a symbolic link: the stamp
+// is never written through one. The stamp's mtime is the reference for phase 1: every record
+// must be strictly newer. Write it after [Purge] and before the battery starts.
 func WriteStamp(dir, runID string) error {
 	if !isFaultDir(dir) {
 		return fmt.Errorf("write gate stamp in %s: %w", dir, ErrNotFaultDir)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("write gate stamp: %w", err)
 	}
 	data, err := json.Marshal(stampFile{Schema: stampSchema, RunID: runID, WrittenAt: time.Now().UTC()})
 	if err != nil {
 		return fmt.Errorf("write gate stamp: %w", err)
 	}
-	if err := writeAtomic(dir, stampTempPattern, StampName, append(data, '\n'), false); err != nil {
+	root, err := openResults(filepath.Dir(dir), true)
+	if err != nil {
+		return fmt.Errorf("write gate stamp: %w", err)
+	}
+	if err := root.Write(FaultDirName+"/"+StampName, append(data, '\n'), atomicfile.TempPattern(stampTempPattern)); err != nil {
 		return fmt.Errorf("write gate stamp: %w", err)
 	}
 	return nil
@@ -206,14 +187,30 @@ func WriteStamp(dir, runID string) error {
 // fault-report.json. It removes nothing else (the stamp itself is replaced by [WriteStamp];
 // unknown files and subdirectories stay) and refuses, with [ErrNotFaultDir], a directory whose
 // base name is not "fault". A missing directory is nothing to purge.
+//
+// It never acts through a symbolic link: a fault directory (or results root) that is one is
+// refused with an error wrapping [ErrResultsDir] and [atomicfile.ErrSymlink], and nothing is
+// deleted; a record name that is a link is unlinked, never followed.
 func Purge(dir string) error {
 	if !isFaultDir(dir) {
 		return fmt.Errorf("purge %s: %w", dir, ErrNotFaultDir)
 	}
-	entries, err := os.ReadDir(dir)
+	root, err := openResults(filepath.Dir(dir), false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
+	if err != nil {
+		return fmt.Errorf("purge %s: %w: %w", dir, ErrResultsDir, err)
+	}
+	d, err := root.OpenDir(FaultDirName)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("purge %s: %w: %w", dir, ErrResultsDir, err)
+	}
+	defer d.Close()
+	entries, err := d.ReadDir(-1)
 	if err != nil {
 		return fmt.Errorf("purge %s: %w: %w", dir, ErrResultsDir, err)
 	}
@@ -224,7 +221,7 @@ func Purge(dir string) error {
 		}
 		switch classify(e.Name()) {
 		case kindRecord, kindRecordTemp, kindOtherTemp, kindReport:
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := d.Remove(e.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, err)
 			}
 		}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/contested/contested/internal/atomicfile"
 )
 
 func sampleRecord() Record {
@@ -205,7 +207,12 @@ func TestWriteStamp(t *testing.T) {
 	if err := WriteStamp(dir, "run-7"); err != nil {
 		t.Fatal(err)
 	}
-	st := readStamp(dir)
+	d, _, err := openFaultDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := readStamp(d)
+	d.Close()
 	if !st.present || st.runID != "run-7" || st.err != nil {
 		t.Errorf("stamp read back = %+v", st)
 	}
@@ -277,6 +284,22 @@ func TestPurge(t *testing.T) {
 	t.Run("a missing directory is nothing to purge", func(t *testing.T) {
 		if err := Purge(FaultDir(t.TempDir())); err != nil {
 			t.Errorf("Purge of a missing dir: %v", err)
+		}
+	})
+	t.Run("a fault directory that is a symlink: refused, its target untouched", func(t *testing.T) {
+		decoy := t.TempDir()
+		setup(t, decoy)
+		before := dirNames(t, decoy)
+		dir := FaultDir(t.TempDir())
+		if err := os.Symlink(decoy, dir); err != nil {
+			t.Fatal(err)
+		}
+		err := Purge(dir)
+		if !errors.Is(err, atomicfile.ErrSymlink) || !strings.Contains(err.Error(), dir) {
+			t.Errorf("Purge through a symlink: err = %v, want ErrSymlink naming %s", err, dir)
+		}
+		if diff := cmp.Diff(before, dirNames(t, decoy)); diff != "" {
+			t.Errorf("Purge deleted through the link (-before +after):\n%s", diff)
 		}
 	})
 	t.Run("a fault path that is a file is reported", func(t *testing.T) {

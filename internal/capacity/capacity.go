@@ -20,6 +20,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/reap"
 )
 
@@ -278,9 +279,11 @@ func Analyze(samples []Sample) Report {
 	return r
 }
 
-// Load reads a saved report.
+// Load reads a saved report with the one loader of artifacts
+// (atomicfile.Load): never through a symbolic link, never waiting on a
+// FIFO, never more than atomicfile.MaxArtifact bytes.
 func Load(path string) (*Report, error) {
-	b, err := os.ReadFile(path)
+	b, err := atomicfile.Load(path, atomicfile.MaxArtifact)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/contested/contested/contested"
 	"github.com/contested/contested/faultlayer"
-	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/capacity"
 	"github.com/contested/contested/internal/contract"
 	"github.com/contested/contested/internal/ladder"
@@ -77,8 +76,8 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	}
 	fmt.Fprintln(out)
 	o.Write(out)
-	json, md := saveOutcome(root, o, out)
-	fmt.Fprintf(out, "\nsaved %s and %s (a fix: issue body)\n", json, md)
+	fmt.Fprintln(out)
+	saveOutcome(root, o, out)
 	if o.Owner == ladder.FaultLayer {
 		return fmt.Errorf("%w: owner %s: %s", ErrCannotRun, o.Owner, o.Action)
 	}
@@ -97,15 +96,21 @@ func arbitrateError(err error) error {
 // capacityFile is where validate keeps the battery's capacity samples.
 const capacityFile = "capacity.json"
 
-func saveOutcome(root string, o *ladder.Outcome, out io.Writer) (string, string) {
-	base := filepath.Join(root, "ladder", ladder.FileName(o.Test))
-	if err := saveJSON(base+".json", o); err != nil {
-		fmt.Fprintf(out, "ladder: could not save %s.json: %v\n", base, err)
+// saveOutcome saves ladder/<test>.json and ladder/<test>.md (a fix: issue
+// body) under the results directory and says which were saved and which
+// were not.
+func saveOutcome(root string, o *ladder.Outcome, out io.Writer) {
+	base := filepath.Join("ladder", ladder.FileName(o.Test))
+	if path, err := saveJSON(root, base+".json", o); err != nil {
+		notSaved(out, "ladder", path, err)
+	} else {
+		fmt.Fprintf(out, "ladder: saved %s\n", path)
 	}
-	if err := atomicfile.Write(base+".md", []byte(o.Issue())); err != nil {
-		fmt.Fprintf(out, "ladder: could not save %s.md: %v\n", base, err)
+	if path, err := saveArtifact(root, base+".md", []byte(o.Issue())); err != nil {
+		notSaved(out, "ladder", path, err)
+	} else {
+		fmt.Fprintf(out, "ladder: saved %s (a fix: issue body)\n", path)
 	}
-	return base + ".json", base + ".md"
 }
 
 // ladderBudget is how long validate spends arbitrating failing tests:

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/contested/contested/internal/secret"
 )
 
 // BenchOptions configures Bench.
@@ -64,7 +66,10 @@ func Bench(ctx context.Context, opts BenchOptions) error {
 	if opts.Filter == "" {
 		opts.Filter = "."
 	}
-	root := resultsRoot(dir)
+	root, err := resultsRoot(dir)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	var pkgs []string
 	for _, p := range benchPackages {
@@ -72,9 +77,9 @@ func Bench(ctx context.Context, opts BenchOptions) error {
 			pkgs = append(pkgs, p)
 		}
 	}
-	raw, err := createArtifact(root, "bench", "bench.txt")
+	raw, err := createArtifact(root, filepath.Join("bench", "bench.txt"))
 	if err != nil {
-		return err
+		return fmt.Errorf("create bench.txt: %w", err)
 	}
 	defer raw.Close()
 	args := append([]string{"test", "-run", "^$", "-bench", opts.Filter, "-benchtime", opts.Benchtime, "-timeout", "60m"}, pkgs...)
@@ -96,7 +101,7 @@ func Bench(ctx context.Context, opts BenchOptions) error {
 	pkg := ""
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
-		line := sc.Text()
+		line := secret.ScrubString(sc.Text()) // relayed child output: scrubbed before it is saved or printed
 		fmt.Fprintln(raw, line)
 		switch {
 		case strings.HasPrefix(line, "pkg: "):
@@ -113,8 +118,8 @@ func Bench(ctx context.Context, opts BenchOptions) error {
 	}
 	waitErr := cmd.Wait()
 	rep.Took = time.Since(start)
-	if err := saveJSON(filepath.Join(root, "bench", "bench.json"), rep); err != nil {
-		return err
+	if path, err := saveJSON(root, filepath.Join("bench", "bench.json"), rep); err != nil {
+		return fmt.Errorf("bench: NOT saved %s: %w", path, err)
 	}
 	writeBenchTable(opts.Out, rep)
 	fmt.Fprintf(opts.Out, "bench: %s, %s and %s\n", filepath.Join(root, "bench", "bench.json"), filepath.Join(root, "bench", "bench.txt"), rep.Took.Round(time.Second))

@@ -31,7 +31,10 @@ func ClusterTests(ctx context.Context, opts ClusterOptions) error {
 	if _, err := os.Stat(filepath.Join(dir, "examples", "ledger", "cmd", "ledger")); err != nil {
 		return fmt.Errorf("%w: the cluster rig runs the reference service (examples/ledger/cmd/ledger), which %s does not have", ErrUsage, dir)
 	}
-	root := resultsRoot(dir)
+	root, err := resultsRoot(dir)
+	if err != nil {
+		return err
+	}
 	rep, err := cluster.Run(ctx, cluster.Options{Dir: dir, ResultsRoot: root, Replicas: opts.Replicas, Keep: opts.Keep, Local: opts.Local, Out: opts.Out})
 	if rep != nil && len(rep.Legs) > 0 {
 		fmt.Fprintf(opts.Out, "\n%s (%s, %d replicas)\n", bold("cluster legs"), rep.Mode, rep.Replicas)

@@ -85,8 +85,8 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 			return err
 		}
 		results = append(results, res)
-		if err := saveJSON(filepath.Join(root, "contested", s.ID+".json"), res); err != nil {
-			fmt.Fprintf(out, "contested: could not save results: %v\n", err)
+		if path, err := saveJSON(root, filepath.Join("contested", s.ID+".json"), res); err != nil {
+			notSaved(out, "contested", path, err)
 		}
 	}
 

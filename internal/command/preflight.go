@@ -14,7 +14,6 @@ import (
 	"github.com/contested/contested/cluster"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultrecord"
-	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/images"
 )
@@ -35,6 +34,9 @@ type PreflightOptions struct {
 func FaultPreflight(ctx context.Context, opts PreflightOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
+	if _, err := preflightResults(); err != nil {
+		return err
+	}
 	cfg, err := layerConfig(opts.Out)
 	if err != nil {
 		return err
@@ -71,8 +73,8 @@ func Preflight(ctx context.Context, l *faultlayer.Layer, required bool, out io.W
 	fmt.Fprintf(out, "fault-preflight (%s): %s layer (%s)\n", mode, l.Kind, l.Reason)
 	p := faultlayer.RunPreflight(ctx, l)
 	p.Write(out)
-	if err := savePreflight(p); err != nil {
-		fmt.Fprintf(out, "  (could not save preflight.json: %v)\n", err)
+	if path, err := savePreflight(p); err != nil {
+		notSaved(out, "fault-preflight", path, err)
 	}
 	err := preflightVerdict(p, required)
 	failed := len(p.Failed())
@@ -105,12 +107,41 @@ func firstFailure(p faultlayer.Preflight) string {
 	return ""
 }
 
-func savePreflight(p faultlayer.Preflight) error {
+// preflightResults is the results directory preflight.json goes to:
+// CONTESTED_RESULTS_DIR resolved from the working directory's module, and
+// checked as every command checks it (see resultsRoot) before the layer
+// comes up. Outside a module, with a relative CONTESTED_RESULTS_DIR, there
+// is none ("", nil): preflight runs and says it saved nothing.
+func preflightResults() (string, error) {
 	root, err := faultrecord.ResultsDir()
-	if err != nil {
-		return err
+	if errors.Is(err, faultrecord.ErrNoModuleRoot) {
+		return "", nil
 	}
-	return atomicfile.WriteJSON(filepath.Join(root, "preflight.json"), p)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	mod := ""
+	if wd, err := os.Getwd(); err == nil {
+		mod, _ = faultrecord.ModuleRoot(wd)
+	}
+	root, err = faultrecord.PrepareResultsDir(root, mod)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	return root, nil
+}
+
+// savePreflight saves preflight.json under the results directory and
+// returns its path.
+func savePreflight(p faultlayer.Preflight) (string, error) {
+	root, err := preflightResults()
+	if err != nil {
+		return "preflight.json", err
+	}
+	if root == "" {
+		return "preflight.json", fmt.Errorf("no module root to anchor %s", faultrecord.EnvResultsDir)
+	}
+	return saveJSON(root, "preflight.json", p)
 }
 
 // Images makes sure both fault-layer images are in the engine, building

@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -139,9 +140,9 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	}
 	fmt.Fprintf(out, "validate: purged old records and wrote %s\n", filepath.Join(faultDir, faultrecord.StampName))
 
-	events, err := createArtifact(root, "battery", "go-test.json")
+	events, err := createArtifact(root, filepath.Join("battery", "go-test.json"))
 	if err != nil {
-		return err
+		return fmt.Errorf("create the battery's event log: %w", err)
 	}
 	env := append(l.Env(),
 		faultrecord.EnvResultsDir+"="+root,
@@ -152,8 +153,8 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	events.Close()
 	capRep := sampler.Stop()
 	rep.Capacity = &capRep
-	if err := saveJSON(filepath.Join(root, capacityFile), capRep); err != nil {
-		fmt.Fprintf(out, "validate: could not save %s: %v\n", capacityFile, err)
+	if path, err := saveJSON(root, capacityFile, capRep); err != nil {
+		notSaved(out, "validate", path, err)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrRed, err)
@@ -199,7 +200,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	rep.Surfaces = contract.Verdicts(judged)
 	gate.Surfaces = rep.Surfaces
 	if err := gate.Save(); err != nil {
-		fmt.Fprintf(out, "validate: could not add the surfaces to %s: %v\n", faultrecord.ReportName, err)
+		notSaved(out, "validate", filepath.Join(faultDir, faultrecord.ReportName), err)
 	}
 
 	// Contract tests walk the ladder; every other failure is plain.
@@ -243,8 +244,10 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	writeReports(root, report.Page{Title: "contested validate", RunID: rep.RunID, Layer: rep.Layer, Green: rep.Green,
 		Reasons: rep.Reasons, Gate: gate, Battery: res, Surfaces: judged, Level: level, Plain: rep.BatteryFailures,
 		Ladder: rep.Ladder, Contracts: contractList(contracts), Capacity: rep.Capacity}, out)
-	if err := saveJSON(filepath.Join(root, "validate.json"), rep); err != nil {
-		fmt.Fprintf(out, "validate: could not save validate.json: %v\n", err)
+	if path, err := saveJSON(root, "validate.json", rep); err != nil {
+		notSaved(out, "validate", path, err)
+	} else {
+		fmt.Fprintf(out, "validate: saved %s\n", path)
 	}
 	if rep.Green {
 		fmt.Fprintf(out, "\nvalidate: %s in %s\n", color.GreenString("GREEN"), rep.Took.Round(time.Second))
@@ -286,7 +289,7 @@ func ProgramGate(ctx context.Context, opts ProgramGateOptions) error {
 		return err
 	}
 	faultDir := faultrecord.FaultDir(root)
-	if _, err := os.Stat(filepath.Join(faultDir, faultrecord.StampName)); err != nil {
+	if _, err := os.Lstat(filepath.Join(faultDir, faultrecord.StampName)); err != nil {
 		fmt.Fprintf(out, "program-gate: no gate stamp in %s: the records on disk are not tied to a run; verifying them anyway (standalone)\n", faultDir)
 	}
 	gate, err := faultrecord.Verify(ctx, faultrecord.Options{
@@ -309,7 +312,7 @@ func ProgramGate(ctx context.Context, opts ProgramGateOptions) error {
 	judged := contract.JudgeBattery(contract.Battery{Registry: reg, Module: mod, Records: recs, Level: level})
 	gate.Surfaces = contract.Verdicts(judged)
 	if serr := gate.Save(); serr != nil {
-		fmt.Fprintf(out, "program-gate: could not add the surfaces to %s: %v\n", faultrecord.ReportName, serr)
+		notSaved(out, "program-gate", filepath.Join(faultDir, faultrecord.ReportName), serr)
 	}
 	fmt.Fprintln(out)
 	gate.WriteSummary(out)
@@ -364,10 +367,16 @@ func loadRegistryIn(dir string) (*registry.Registry, string, error) {
 	return reg, p, nil
 }
 
-// resultsRoot is the absolute results directory for a module: the
-// battery's packages all run in other directories, so it is passed to them
-// absolute.
-func resultsRoot(dir string) string {
+// resultsRoot is the results directory for the module in dir, checked and
+// readied once, before the command starts anything: CONTESTED_RESULTS_DIR
+// (default test-results), relative to dir, through
+// faultrecord.PrepareResultsDir. It comes back absolute with its ancestors'
+// links resolved, because the battery's packages all run in other
+// directories. A directory that can never hold artifacts (/, a system
+// directory, the home directory, the module root, a file, a link,
+// read-only, one that holds a link) is bad input: exit 2, saying what to
+// set.
+func resultsRoot(dir string) (string, error) {
 	v := os.Getenv(faultrecord.EnvResultsDir)
 	if v == "" {
 		v = faultrecord.DefaultResultsDir
@@ -375,7 +384,11 @@ func resultsRoot(dir string) string {
 	if !filepath.IsAbs(v) {
 		v = filepath.Join(dir, v)
 	}
-	return filepath.Clean(v)
+	root, err := faultrecord.PrepareResultsDir(filepath.Clean(v), dir)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	return root, nil
 }
 
 // workspace is the module a command runs on: its root, its registry and
@@ -388,7 +401,7 @@ type workspace struct {
 }
 
 // openWorkspace checks dir is a module root (default: the working
-// directory) and loads its registry.
+// directory), loads its registry and checks its results directory.
 func openWorkspace(dir string) (*workspace, error) {
 	dir, err := moduleDir(dir)
 	if err != nil {
@@ -398,7 +411,11 @@ func openWorkspace(dir string) (*workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &workspace{dir: dir, reg: reg, regPath: regPath, root: resultsRoot(dir)}, nil
+	root, err := resultsRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &workspace{dir: dir, reg: reg, regPath: regPath, root: root}, nil
 }
 
 // layerConfig reads the fault layer's configuration from the environment,
@@ -420,15 +437,44 @@ func cachedInventory(dir string) func(context.Context) ([]string, error) {
 	}
 }
 
-func createArtifact(root string, parts ...string) (*os.File, error) {
-	p := filepath.Join(append([]string{root}, parts...)...)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+// createArtifact creates rel under the results directory root for
+// streaming, never through a symbolic link (atomicfile.Root.Create).
+func createArtifact(root, rel string) (*os.File, error) {
+	r, err := atomicfile.OpenRoot(root)
+	if err != nil {
 		return nil, err
 	}
-	return os.Create(p)
+	return r.Create(rel)
 }
 
-func saveJSON(path string, v any) error { return atomicfile.WriteJSON(path, v) }
+// saveArtifact writes rel under the results directory root atomically,
+// never through a symbolic link, and returns its path.
+func saveArtifact(root, rel string, data []byte) (string, error) {
+	r, err := atomicfile.OpenRoot(root)
+	if err != nil {
+		return filepath.Join(root, rel), err
+	}
+	return r.Join(rel), r.Write(rel, data)
+}
+
+// saveJSON is saveArtifact for v as indented JSON.
+func saveJSON(root, rel string, v any) (string, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return filepath.Join(root, rel), err
+	}
+	return saveArtifact(root, rel, append(b, '\n'))
+}
+
+// notSaved says, in one line, that an artifact was not saved and why:
+// never "saved" after a failed write.
+func notSaved(out io.Writer, who, path string, err error) {
+	if strings.Contains(err.Error(), path) {
+		fmt.Fprintf(out, "%s: %s: %v\n", who, color.RedString("NOT saved"), err)
+		return
+	}
+	fmt.Fprintf(out, "%s: %s %s: %v\n", who, color.RedString("NOT saved"), path, err)
+}
 
 func failedPhases(r *faultrecord.Report) string {
 	var parts []string
@@ -615,29 +661,35 @@ func writeLadderSummary(out io.Writer, rep *ValidateReport) {
 }
 
 // writeReports writes the run for people (fault/fault-report.html) and for
-// CI systems (battery/junit.xml, when a battery ran).
+// CI systems (battery/junit.xml, when a battery ran), and names what it
+// saved and, apart, what it could not save.
 func writeReports(root string, p report.Page, out io.Writer) {
-	fault := faultrecord.FaultDir(root)
 	p.Visualizations = report.Visualizations(root)
 	var html strings.Builder
 	if err := report.WriteHTML(&html, p); err != nil {
 		fmt.Fprintf(out, "report: %v\n", err)
 		return
 	}
-	paths := []string{filepath.Join(fault, "fault-report.html")}
-	if err := atomicfile.Write(paths[0], []byte(html.String())); err != nil {
-		fmt.Fprintf(out, "report: %v\n", err)
+	var saved []string
+	path, err := saveArtifact(root, filepath.Join(faultrecord.FaultDirName, "fault-report.html"), []byte(html.String()))
+	if err != nil {
+		notSaved(out, "report", path, err)
+	} else {
+		saved = append(saved, path)
 	}
 	if p.Battery != nil {
 		var x strings.Builder
-		if err := report.WriteJUnit(&x, p.Battery); err == nil {
-			path := filepath.Join(root, "battery", "junit.xml")
-			if err := atomicfile.Write(path, []byte(x.String())); err == nil {
-				paths = append(paths, path)
-			}
+		if err := report.WriteJUnit(&x, p.Battery); err != nil {
+			fmt.Fprintf(out, "report: junit: %v\n", err)
+		} else if path, err := saveArtifact(root, filepath.Join("battery", "junit.xml"), []byte(x.String())); err != nil {
+			notSaved(out, "report", path, err)
+		} else {
+			saved = append(saved, path)
 		}
 	}
-	fmt.Fprintf(out, "reports: %s\n", strings.Join(paths, ", "))
+	if len(saved) > 0 {
+		fmt.Fprintf(out, "reports: %s\n", strings.Join(saved, ", "))
+	}
 }
 
 func contractList(m map[string]*contract.Result) []*contract.Result {

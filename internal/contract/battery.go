@@ -15,6 +15,7 @@ import (
 	"github.com/contested/contested/contested"
 	"github.com/contested/contested/contested/verdict"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/registry"
 )
@@ -197,8 +198,11 @@ func RerunFailures(ctx context.Context, b Battery, opts RerunOptions) (map[strin
 				break
 			}
 		}
-		dir := filepath.Join(opts.Root, faultrecord.SafeName(t.ID()))
-		if err := os.RemoveAll(dir); err != nil {
+		name := faultrecord.SafeFileName(t.ID())
+		dir := filepath.Join(opts.Root, name)
+		// opts.Root is <results>/reruns: made and emptied from the results
+		// directory, so that reruns/ itself is never reached through a link.
+		if err := atomicfile.EmptyDir(filepath.Dir(opts.Root), filepath.Join(filepath.Base(opts.Root), name)); err != nil {
 			return out, fmt.Errorf("rerun %s: %w", t.ID(), err)
 		}
 		env := append(append([]string(nil), opts.Env...), faultrecord.EnvResultsDir+"="+dir)

@@ -11,7 +11,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/contested/contested/contested"
 	"github.com/contested/contested/contested/verdict"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/registry"
 )
@@ -178,11 +178,9 @@ func runSeed(ctx context.Context, s registry.Surface, seed int64, opts Options, 
 	if suffix != "" {
 		name += "-" + suffix
 	}
-	dir := filepath.Join(opts.ResultsRoot, "contested", s.ID, name)
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	rel := filepath.Join("contested", s.ID, name)
+	dir := filepath.Join(opts.ResultsRoot, rel)
+	if err := atomicfile.EmptyDir(opts.ResultsRoot, rel); err != nil {
 		return nil, err
 	}
 	pkg := s.Package
@@ -227,40 +225,24 @@ func runSeed(ctx context.Context, s registry.Surface, seed int64, opts Options, 
 }
 
 // ReadRecords reads the valid records of a fault directory, oldest armed
-// first, skipping files that are not records: the gate reports those.
+// first, skipping files that are not records: the gate reports those. It
+// reads with the gate's loader (faultrecord.ReadRecords): no symbolic link
+// followed, no FIFO waited on, no file over the record cap read.
 func ReadRecords(dir string) ([]faultrecord.Record, error) { return readRecords(dir, false) }
 
 // readRecords reads a fault directory's records; strict makes a file that
-// does not parse an error (a contract run's private directory holds only
-// what its tests wrote).
+// is not a valid record an error naming it (a contract run's private
+// directory holds only what its tests wrote).
 func readRecords(dir string, strict bool) ([]faultrecord.Record, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	recs, unreadable, err := faultrecord.ReadRecords(dir)
 	if err != nil {
 		return nil, err
 	}
-	var out []faultrecord.Record
-	for _, f := range files {
-		if filepath.Base(f) == faultrecord.ReportName {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			if !strict {
-				continue
-			}
-			return nil, err
-		}
-		r, err := faultrecord.ParseRecord(b)
-		if err != nil {
-			if !strict {
-				continue
-			}
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		out = append(out, r)
+	if strict && len(unreadable) > 0 {
+		u := unreadable[0]
+		return nil, fmt.Errorf("%s: %s (%d unreadable record files)", filepath.Join(dir, u.File), u.Reason, len(unreadable))
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ArmedAt.Before(out[j].ArmedAt) })
-	return out, nil
+	return recs, nil
 }
 
 // indent prefixes every line written through it.

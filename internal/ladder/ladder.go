@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/contested/contested/contested/verdict"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/capacity"
 	"github.com/contested/contested/internal/contract"
@@ -229,8 +229,14 @@ func rerun(ctx context.Context, name, pkg string, opts Options) Reruns {
 	}
 	r := Reruns{Class: "not rerun"}
 	for i := range opts.Reruns {
-		dir := filepath.Join(opts.ResultsRoot, "ladder", "reruns", faultrecord.SafeName(name), fmt.Sprintf("run-%d", i+1))
-		os.RemoveAll(dir)
+		rel := filepath.Join("ladder", "reruns", FileName(name), fmt.Sprintf("run-%d", i+1))
+		dir := filepath.Join(opts.ResultsRoot, rel)
+		if err := atomicfile.EmptyDir(opts.ResultsRoot, rel); err != nil {
+			if opts.Out != nil {
+				fmt.Fprintf(opts.Out, "ladder: not rerunning %s: %v\n", name, err)
+			}
+			break
+		}
 		env := append(append([]string(nil), opts.LayerEnv...),
 			faultrecord.EnvResultsDir+"="+dir, registry.EnvPath+"="+opts.RegistryPath)
 		res, err := battery.Run(ctx, battery.Options{Dir: opts.Dir, Patterns: []string{pkg}, Args: []string{"-run", contested.RunPattern(name)}, Env: env})
@@ -307,5 +313,7 @@ func isTestName(s string) bool {
 }
 
 // FileName is the artifact name of a test's ladder outcome (without
-// extension), under the results directory's ladder/.
-func FileName(test string) string { return faultrecord.SafeName(test) }
+// extension), under the results directory's ladder/: at most 120 bytes,
+// and two tests never share one (TestA/b and TestA_b differ; see
+// faultrecord.SafeFileName).
+func FileName(test string) string { return faultrecord.SafeFileName(test) }

@@ -191,3 +191,24 @@ func TestSplitID(t *testing.T) {
 		}
 	}
 }
+
+func TestFileNameIsCollisionFreeAndBounded(t *testing.T) {
+	long := "example.com/m/store.TestStoreContract/" + strings.Repeat("a_very_long_subtest_name_", 20)
+	pairs := [][2]string{
+		{"TestA/b", "TestA_b"},
+		{"example.com/m/a.TestX", "example.com/m/a_TestX"},
+		{long + "1", long + "2"},
+	}
+	for _, p := range pairs {
+		a, b := FileName(p[0]), FileName(p[1])
+		if a == b {
+			t.Errorf("FileName(%q) = FileName(%q) = %q", p[0], p[1], a)
+		}
+		for _, n := range []string{a, b} {
+			// ladder/<name>.json and its temporary ".<name>.json.tmp-<suffix>" must fit in 255 bytes.
+			if len("."+n+".json.tmp-")+13 > 255 || strings.ContainsAny(n, "/\\") || strings.HasPrefix(n, ".") {
+				t.Errorf("FileName = %q (%d bytes): not a safe, bounded file name", n, len(n))
+			}
+		}
+	}
+}

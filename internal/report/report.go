@@ -11,12 +11,12 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/capacity"
 	"github.com/contested/contested/internal/contract"
@@ -204,15 +204,30 @@ func WriteJUnit(w io.Writer, r *battery.Result) error {
 }
 
 // Visualizations lists the linearizability visualizations under root, as
-// paths relative to the fault directory where the report lives.
+// paths relative to the fault directory where the report lives: the
+// regular *.html files of root/linearizability, which is never reached
+// through a symbolic link (a link in it is not listed either).
 func Visualizations(root string) []string {
-	files, _ := filepath.Glob(filepath.Join(root, "linearizability", "*.html"))
+	r, err := atomicfile.OpenRoot(root)
+	if err != nil {
+		return nil
+	}
+	d, err := r.OpenDir(visualizationDir)
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	entries, _ := d.ReadDir(-1)
 	var out []string
-	for _, f := range files {
-		if rel, err := filepath.Rel(faultrecord.FaultDir(root), f); err == nil {
-			out = append(out, filepath.ToSlash(rel))
+	for _, e := range entries {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".html") {
+			out = append(out, "../"+visualizationDir+"/"+e.Name())
 		}
 	}
 	sort.Strings(out)
 	return out
 }
+
+// visualizationDir is where contested/history saves visualizations, under
+// the results directory.
+const visualizationDir = "linearizability"

@@ -12,20 +12,35 @@ package targets
 
 import (
 	"context"
+	"io"
 	"os"
 
 	"github.com/magefile/mage/mg"
 
 	"github.com/contested/contested/internal/command"
+	"github.com/contested/contested/internal/secret"
 )
 
-// exit turns a command's error into Mage's exit status. Mage prints the
-// message as "Error: …".
+// run gives a command its output writer and maps its error to Mage's exit
+// status. Everything a target prints goes through secret.Writer, line by
+// line, so no password reaches the terminal or a CI log, whichever code
+// printed it; the error Mage prints ("Error: …") is scrubbed the same way.
+func run(cmd func(out io.Writer) error) error { return runTo(os.Stdout, cmd) }
+
+func runTo(w io.Writer, cmd func(out io.Writer) error) error {
+	out := secret.NewWriter(w)
+	err := cmd(out)
+	out.Flush()
+	return exit(err)
+}
+
+// exit turns a command's error into Mage's exit status, with its message
+// scrubbed of secrets.
 func exit(err error) error {
 	if err == nil {
 		return nil
 	}
-	return mg.Fatal(command.ExitCode(err), err.Error())
+	return mg.Fatal(command.ExitCode(err), secret.ScrubString(err.Error()))
 }
 
 // FaultPreflight (fault-preflight) checks the fault layer: Toxiproxy answers /version, its
@@ -40,7 +55,9 @@ func exit(err error) error {
 //	go tool mage fault-preflight
 //	go tool mage fault-preflight -required
 func FaultPreflight(ctx context.Context, required *bool) error {
-	return exit(command.FaultPreflight(ctx, command.PreflightOptions{Required: required != nil && *required, Out: os.Stdout}))
+	return run(func(out io.Writer) error {
+		return command.FaultPreflight(ctx, command.PreflightOptions{Required: required != nil && *required, Out: out})
+	})
 }
 
 // Validate is the paired run: fault layer up, fault-preflight -required,
@@ -48,14 +65,14 @@ func FaultPreflight(ctx context.Context, required *bool) error {
 // the six gate phases, judge each registered surface by contested's rules,
 // and arbitrate each failing contract test (other failures are listed).
 func Validate(ctx context.Context) error {
-	return exit(command.Validate(ctx, command.ValidateOptions{Out: os.Stdout}))
+	return run(func(out io.Writer) error { return command.Validate(ctx, command.ValidateOptions{Out: out}) })
 }
 
 // ProgramGate (program-gate) runs fault-preflight -required, then the six verification
 // phases over whatever fault records are on disk. For triage after a
 // battery; never a substitute for validate.
 func ProgramGate(ctx context.Context) error {
-	return exit(command.ProgramGate(ctx, command.ProgramGateOptions{Out: os.Stdout}))
+	return run(func(out io.Writer) error { return command.ProgramGate(ctx, command.ProgramGateOptions{Out: out}) })
 }
 
 // Contested runs a surface's fault legs in isolation over its seed budget
@@ -76,7 +93,9 @@ func ProgramGate(ctx context.Context) error {
 //	go tool mage contested ledger.store
 //	CONTESTED_SEEDS=5 go tool mage contested all
 func Contested(ctx context.Context, surface string) error {
-	return exit(command.Contested(ctx, command.ContestedOptions{Surface: surface, Out: os.Stdout}))
+	return run(func(out io.Writer) error {
+		return command.Contested(ctx, command.ContestedOptions{Surface: surface, Out: out})
+	})
 }
 
 // Arbitrate walks the arbitration ladder for a failing test id and ends
@@ -92,7 +111,9 @@ func Contested(ctx context.Context, surface string) error {
 //
 //	go tool mage arbitrate TestConsumerContract/burst
 func Arbitrate(ctx context.Context, test string) error {
-	return exit(command.Arbitrate(ctx, command.ArbitrateOptions{Test: test, Out: os.Stdout}))
+	return run(func(out io.Writer) error {
+		return command.Arbitrate(ctx, command.ArbitrateOptions{Test: test, Out: out})
+	})
 }
 
 // ClusterTests (cluster-tests) runs the reference service as several
@@ -109,11 +130,11 @@ func Arbitrate(ctx context.Context, test string) error {
 //	go tool mage cluster-tests -replicas=5 -keep    # keep the rig up; the next run reaps it
 //	go tool mage cluster-tests -local               # replicas as local processes
 func ClusterTests(ctx context.Context, replicas *int, keep *bool, local *bool) error {
-	opts := command.ClusterOptions{Out: os.Stdout, Keep: keep != nil && *keep, Local: local != nil && *local}
+	opts := command.ClusterOptions{Keep: keep != nil && *keep, Local: local != nil && *local}
 	if replicas != nil {
 		opts.Replicas = *replicas
 	}
-	return exit(command.ClusterTests(ctx, opts))
+	return run(func(out io.Writer) error { opts.Out = out; return command.ClusterTests(ctx, opts) })
 }
 
 // Images makes sure the fault layer's images are in the Docker engine,
@@ -121,14 +142,14 @@ func ClusterTests(ctx context.Context, replicas *int, keep *bool, local *bool) e
 // module on scratch, Postgres from the host's Debian mirror (debootstrap,
 // needs root). Run it once on an air-gapped CI machine before the battery.
 func Images(ctx context.Context) error {
-	return exit(command.Images(ctx, os.Stdout))
+	return run(func(out io.Writer) error { return command.Images(ctx, out) })
 }
 
 // Sweep removes what killed runs left behind on this host: containers,
 // networks and volumes labelled by contested whose owner process is gone,
 // and embedded layers' data directories. Nothing unlabelled is touched.
 func Sweep(ctx context.Context) error {
-	return exit(command.Sweep(ctx, os.Stdout))
+	return run(func(out io.Writer) error { return command.Sweep(ctx, out) })
 }
 
 // Bench runs the project's benchmarks and writes a table and
@@ -141,12 +162,12 @@ func Sweep(ctx context.Context) error {
 //	go tool mage bench
 //	go tool mage bench -benchtime=10x -filter=Verify
 func Bench(ctx context.Context, benchtime *string, filter *string) error {
-	opts := command.BenchOptions{Out: os.Stdout}
+	var opts command.BenchOptions
 	if benchtime != nil {
 		opts.Benchtime = *benchtime
 	}
 	if filter != nil {
 		opts.Filter = *filter
 	}
-	return exit(command.Bench(ctx, opts))
+	return run(func(out io.Writer) error { opts.Out = out; return command.Bench(ctx, opts) })
 }
