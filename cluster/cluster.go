@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/testcontainers/testcontainers-go"
 
@@ -290,6 +291,7 @@ type rig struct {
 	replicas replicas
 	proxies  []string // proxy name per replica
 	ledger   string   // the ledger database's DSN as this process reaches it
+	service  string   // the service role's password, which only the replicas' DSN files hold
 	db       *pgxpool.Pool
 	run      string
 	opening  int64
@@ -304,7 +306,7 @@ const ledgerDB = "ledger_rig"
 
 func newRig(ctx context.Context, layer *faultlayer.Layer, opts Options, run, image, bin string, cli *testcontainers.DockerClient) (*rig, error) {
 	r := &rig{layer: layer, run: run, accounts: ledger.AccountNames(8), hist: oracle.NewRecorder()}
-	if _, err := layer.DB().Exec(ctx, "CREATE DATABASE "+ledgerDB); err != nil {
+	if _, err := layer.DB().Exec(ctx, "CREATE DATABASE "+pgx.Identifier{ledgerDB}.Sanitize()); err != nil {
 		return nil, fmt.Errorf("create the ledger database: %w", err)
 	}
 	var err error
@@ -342,14 +344,20 @@ func newRig(ctx context.Context, layer *faultlayer.Layer, opts Options, run, ima
 
 	// One proxy per replica between it and the database: the partition
 	// leg disables one of them.
+	// The replicas connect as the service role, never as the test plane's
+	// superuser, and get their DSN in a file, never on their command line.
+	password, err := serviceCredentials(ctx, layer.DB(), r.db)
+	if err != nil {
+		return nil, err
+	}
+	r.service = password
 	upstreamDSN := func(i int) string {
 		_, port, _ := net.SplitHostPort(layer.Ports[i].Listen)
 		host := "127.0.0.1"
 		if image != "" {
 			host = "toxiproxy" // its name on the rig's network
 		}
-		dsn, _ := withHostDB(layer.PostgresDSN, net.JoinHostPort(host, port), ledgerDB)
-		return dsn
+		return serviceDSN(net.JoinHostPort(host, port), password)
 	}
 	for i := range opts.Replicas {
 		name := fmt.Sprintf("rig-replica-%d", i+1)
@@ -358,13 +366,13 @@ func newRig(ctx context.Context, layer *faultlayer.Layer, opts Options, run, ima
 		}
 		r.proxies = append(r.proxies, name)
 	}
-	args := func(i int) []string {
-		return []string{"work", "-dsn", upstreamDSN(i), "-name", fmt.Sprintf("replica-%d", i+1), "-consumers", "2", "-batch", "5", "-poll", "20ms"}
+	args := func(i int, dsnFile string) []string {
+		return []string{"work", "-dsn-file", dsnFile, "-name", fmt.Sprintf("replica-%d", i+1), "-consumers", "2", "-batch", "5", "-poll", "20ms"}
 	}
 	if image != "" {
-		r.replicas, err = newDockerReplicas(ctx, cli, image, layer.Network, run, opts.Replicas, args)
+		r.replicas, err = newDockerReplicas(ctx, cli, image, layer.Network, run, opts.Replicas, args, upstreamDSN)
 	} else {
-		r.replicas, err = newLocalReplicas(ctx, bin, opts.Replicas, args)
+		r.replicas, err = newLocalReplicas(ctx, bin, opts.Replicas, args, upstreamDSN)
 	}
 	if r.replicas == nil {
 		return nil, err

@@ -51,17 +51,22 @@ type dockerReplicas struct {
 	image   string
 	network string
 	run     string
-	args    func(i int) []string
 	names   []string
 	ids     []string
 }
 
-func newDockerReplicas(ctx context.Context, cli client.APIClient, image, network, run string, n int, args func(i int) []string) (*dockerReplicas, error) {
-	d := &dockerReplicas{cli: cli, image: image, network: network, run: run, args: args}
+// newDockerReplicas starts n containers running args(i, file), where file
+// is replica i's DSN, dsn(i), copied into the container (mode 0600) before
+// it starts: the password is on no command line and in no environment.
+func newDockerReplicas(ctx context.Context, cli client.APIClient, image, network, run string, n int, args func(i int, dsnFile string) []string, dsn func(i int) string) (*dockerReplicas, error) {
+	d := &dockerReplicas{cli: cli, image: image, network: network, run: run}
 	for i := range n {
 		name := fmt.Sprintf("replica-%d", i+1)
 		ctr, err := testcontainers.Run(ctx, image,
-			testcontainers.WithCmd(args(i)...),
+			testcontainers.WithCmd(args(i, dsnFileInContainer)...),
+			testcontainers.WithFiles(testcontainers.ContainerFile{
+				Reader: strings.NewReader(dsn(i) + "\n"), ContainerFilePath: dsnFileInContainer, FileMode: 0o600,
+			}),
 			testcontainers.WithName(fmt.Sprintf("contested-%s-%s", run, name)),
 			testcontainers.WithLabels(reap.Labels(run, replicaRole)),
 			tcnetwork.WithNetworkName([]string{name}, network),
@@ -152,12 +157,16 @@ func (d *dockerReplicas) PS(ctx context.Context) string {
 func (d *dockerReplicas) Close(context.Context) error { return nil }
 
 // localReplicas are processes of the service's binary on this machine.
+// Each reads its DSN from a file of mode 0600 (-dsn-file) and inherits no
+// credential from this process's environment (replicaEnv).
 type localReplicas struct {
-	bin   string
-	args  func(i int) []string
-	names []string
-	mu    sync.Mutex
-	procs []*localProc
+	bin     string
+	args    func(i int, dsnFile string) []string
+	dsnDir  string
+	dsnFile []string
+	names   []string
+	mu      sync.Mutex
+	procs   []*localProc
 }
 
 type localProc struct {
@@ -167,8 +176,16 @@ type localProc struct {
 	starts int
 }
 
-func newLocalReplicas(ctx context.Context, bin string, n int, args func(i int) []string) (*localReplicas, error) {
+func newLocalReplicas(ctx context.Context, bin string, n int, args func(i int, dsnFile string) []string, dsn func(i int) string) (*localReplicas, error) {
 	l := &localReplicas{bin: bin, args: args}
+	dsns := make([]string, n)
+	for i := range dsns {
+		dsns[i] = dsn(i)
+	}
+	var err error
+	if l.dsnDir, l.dsnFile, err = dsnFiles(dsns); err != nil {
+		return l, fmt.Errorf("write the replicas' DSN files: %w", err)
+	}
 	for i := range n {
 		l.names = append(l.names, fmt.Sprintf("replica-%d", i+1))
 		l.procs = append(l.procs, &localProc{out: &syncBuffer{}})
@@ -187,7 +204,8 @@ func (l *localReplicas) Start(ctx context.Context, i int) error {
 	p := l.procs[i]
 	// Not CommandContext: the process must outlive a cancelled leg until
 	// the rig's teardown stops it.
-	cmd := exec.Command(l.bin, l.args(i)...)
+	cmd := exec.Command(l.bin, l.args(i, l.dsnFile[i])...)
+	cmd.Env = replicaEnv()
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -266,7 +284,7 @@ func (l *localReplicas) PS(ctx context.Context) string {
 	return b.String()
 }
 
-// Close kills every replica still running.
+// Close kills every replica still running and removes their DSN files.
 func (l *localReplicas) Close(ctx context.Context) error {
 	var errs []error
 	for i := range l.procs {
@@ -275,6 +293,9 @@ func (l *localReplicas) Close(ctx context.Context) error {
 				errs = append(errs, err)
 			}
 		}
+	}
+	if err := os.RemoveAll(l.dsnDir); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -490,7 +490,7 @@ func (l *Leg) backends(ctx context.Context) int {
 		return -1
 	}
 	var n int
-	if err := l.layer.DB().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1`, l.victim.Database).Scan(&n); err != nil {
+	if err := l.layer.DB().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1`, l.victim.Database()).Scan(&n); err != nil {
 		return -1
 	}
 	return n

@@ -7,19 +7,32 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/contested/contested/internal/secret"
 )
 
 // ErrCanonicalDB reports that PgFaultArmer refused to arm against a
 // database the harness did not create, or one the registry names canonical.
 var ErrCanonicalDB = errors.New("refusing to arm against a canonical database")
 
+// ErrNotVictim reports a Victim that CreateVictim of this armer did not
+// return (a zero Victim, a forged one, one of another armer): nothing is
+// dropped for it.
+var ErrNotVictim = errors.New("not a victim this armer created")
+
 // harnessTable lists the databases the harness created; only those may be
 // armed against.
 const harnessTable = "contested_harness_databases"
+
+// victimName is the shape of every name CreateVictim generates; DropVictim
+// refuses any other, whatever the harness table says.
+var victimName = regexp.MustCompile(`^cv_[0-9a-f]{10}$`)
 
 // builtinCanonical are never armed against, whatever the registry says.
 var builtinCanonical = []string{"postgres", "template0", "template1"}
@@ -28,6 +41,12 @@ var builtinCanonical = []string{"postgres", "template0", "template1"}
 // databases it created itself, and refuses every other database: anything
 // not in its harness table counts as canonical, as does every name in the
 // registry's [guard] canonical_databases and the test plane's own database.
+//
+// Invariant: every statement it sends that names a database or a role
+// names one that passed Guard (or, in CreateVictim, a freshly generated
+// name that is not canonical), quoted with pgx.Identifier; values go as
+// bind parameters, or, where Postgres takes none (a role's password), as
+// a literal Postgres itself quoted.
 type PgFaultArmer struct {
 	admin     *pgxpool.Pool
 	canonical map[string]bool
@@ -41,11 +60,12 @@ func NewPgFaultArmer(ctx context.Context, admin *pgxpool.Pool, canonical []strin
 		a.canonical[n] = true
 	}
 	a.canonical[admin.Config().ConnConfig.Database] = true
-	if _, err := admin.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+harnessTable+` (
+	table := pgx.Identifier{harnessTable}.Sanitize()
+	if _, err := admin.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
 		name text PRIMARY KEY, role text NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), holder text)`); err != nil {
 		var exists bool
 		// Two processes creating it at once: the loser sees a duplicate type.
-		if qerr := admin.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, harnessTable).Scan(&exists); qerr != nil || !exists {
+		if qerr := admin.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, table).Scan(&exists); qerr != nil || !exists {
 			return nil, fmt.Errorf("create %s: %w", harnessTable, err)
 		}
 	}
@@ -53,18 +73,26 @@ func NewPgFaultArmer(ctx context.Context, admin *pgxpool.Pool, canonical []strin
 }
 
 // Victim is a database and a login role created by the harness for one
-// leg. The role is not a superuser, so connection limits apply to it.
+// leg. The role is not a superuser, so connection limits apply to it. Only
+// CreateVictim makes one: its fields are unexported, so no caller can point
+// DropVictim at a database of its choosing.
 type Victim struct {
-	Database string
-	Role     string
-	Password string
-	admin    *pgxpool.Pool
+	database string
+	role     string
+	password string
+	armer    *PgFaultArmer
 }
+
+// Database is the victim database's name.
+func (v *Victim) Database() string { return v.database }
+
+// Role is the victim's login role.
+func (v *Victim) Role() string { return v.role }
 
 // DSN returns the victim's DSN at host:port (the proxy, or Postgres
 // directly).
 func (v *Victim) DSN(hostport string) string {
-	u := url.URL{Scheme: "postgres", User: url.UserPassword(v.Role, v.Password), Host: hostport, Path: "/" + v.Database, RawQuery: "sslmode=disable"}
+	u := url.URL{Scheme: "postgres", User: url.UserPassword(v.role, v.password), Host: hostport, Path: "/" + v.database, RawQuery: "sslmode=disable"}
 	return u.String()
 }
 
@@ -72,36 +100,94 @@ func (v *Victim) DSN(hostport string) string {
 // in the harness table.
 func (a *PgFaultArmer) CreateVictim(ctx context.Context, holder string) (*Victim, error) {
 	var b [5]byte
-	_, _ = rand.Read(b[:])
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("create victim: %w", err)
+	}
 	id := "cv_" + hex.EncodeToString(b[:])
-	v := &Victim{Database: id, Role: id, Password: hex.EncodeToString(b[:]) + "-pw", admin: a.admin}
-	if _, err := a.admin.Exec(ctx, fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD '%s'`, id, v.Password)); err != nil {
+	var pw [16]byte
+	if _, err := rand.Read(pw[:]); err != nil {
+		return nil, fmt.Errorf("create victim: %w", err)
+	}
+	v := &Victim{database: id, role: id, password: hex.EncodeToString(pw[:]), armer: a}
+	secret.Add(v.password)
+	if !victimName.MatchString(id) || a.canonical[id] {
+		return nil, fmt.Errorf("%w: generated name %q", ErrCanonicalDB, id)
+	}
+	name := pgx.Identifier{id}.Sanitize()
+	// CREATE ROLE takes no bind parameters: Postgres quotes the literal.
+	var password string
+	if err := a.admin.QueryRow(ctx, `SELECT quote_literal($1::text)`, v.password).Scan(&password); err != nil {
 		return nil, fmt.Errorf("create victim role: %w", err)
 	}
-	if _, err := a.admin.Exec(ctx, fmt.Sprintf(`CREATE DATABASE %s OWNER %s`, id, id)); err != nil {
-		a.admin.Exec(context.WithoutCancel(ctx), `DROP ROLE IF EXISTS `+id)
+	if _, err := a.admin.Exec(ctx, `CREATE ROLE `+name+` LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD `+password); err != nil {
+		return nil, fmt.Errorf("create victim role: %w", err)
+	}
+	if _, err := a.admin.Exec(ctx, `CREATE DATABASE `+name+` OWNER `+name); err != nil {
+		a.admin.Exec(context.WithoutCancel(ctx), `DROP ROLE IF EXISTS `+name)
 		return nil, fmt.Errorf("create victim database: %w", err)
 	}
-	if _, err := a.admin.Exec(ctx, `INSERT INTO `+harnessTable+` (name, role, holder) VALUES ($1, $2, $3)`, id, id, holder); err != nil {
+	if _, err := a.admin.Exec(ctx, `INSERT INTO `+pgx.Identifier{harnessTable}.Sanitize()+` (name, role, holder) VALUES ($1, $2, $3)`, id, id, holder); err != nil {
 		return nil, fmt.Errorf("register victim database: %w", err)
 	}
 	return v, nil
 }
 
 // DropVictim removes a victim database and its role, terminating whatever
-// is still connected.
+// is still connected. It drops only what this armer's CreateVictim made:
+// the victim must come from this armer, its database must pass Guard, and
+// its role must be the one the harness table registered for it and no
+// superuser. Anything else is refused (ErrNotVictim, ErrCanonicalDB) and
+// nothing is dropped.
 func (a *PgFaultArmer) DropVictim(ctx context.Context, v *Victim) error {
-	var errs []error
-	if _, err := a.admin.Exec(ctx, `DROP DATABASE IF EXISTS `+v.Database+` WITH (FORCE)`); err != nil {
-		errs = append(errs, fmt.Errorf("drop victim database %s: %w", v.Database, err))
+	if v == nil || v.armer != a || !victimName.MatchString(v.database) || !victimName.MatchString(v.role) {
+		name := "<nil>"
+		if v != nil {
+			name = fmt.Sprintf("%q", v.database)
+		}
+		return fmt.Errorf("drop victim %s: %w", name, ErrNotVictim)
 	}
-	if _, err := a.admin.Exec(ctx, `DROP ROLE IF EXISTS `+v.Role); err != nil {
-		errs = append(errs, fmt.Errorf("drop victim role %s: %w", v.Role, err))
+	if err := a.Guard(ctx, v.database); err != nil {
+		return fmt.Errorf("drop victim: %w", err)
+	}
+	if err := a.guardRole(ctx, v.database, v.role); err != nil {
+		return fmt.Errorf("drop victim: %w", err)
+	}
+	var errs []error
+	if _, err := a.admin.Exec(ctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{v.database}.Sanitize()+` WITH (FORCE)`); err != nil {
+		errs = append(errs, fmt.Errorf("drop victim database %s: %w", v.database, err))
+	}
+	if _, err := a.admin.Exec(ctx, `DROP ROLE IF EXISTS `+pgx.Identifier{v.role}.Sanitize()); err != nil {
+		errs = append(errs, fmt.Errorf("drop victim role %s: %w", v.role, err))
 	}
 	if len(errs) == 0 {
-		a.admin.Exec(ctx, `DELETE FROM `+harnessTable+` WHERE name = $1`, v.Database)
+		a.admin.Exec(ctx, `DELETE FROM `+pgx.Identifier{harnessTable}.Sanitize()+` WHERE name = $1`, v.database)
 	}
 	return errors.Join(errs...)
+}
+
+// guardRole returns nil only when role is the one the harness table
+// registered for database, is not the admin's own role and is no
+// superuser.
+func (a *PgFaultArmer) guardRole(ctx context.Context, database, role string) error {
+	if role == a.admin.Config().ConnConfig.User {
+		return fmt.Errorf("%w: role %q is the test plane's own", ErrCanonicalDB, role)
+	}
+	var registered string
+	if err := a.admin.QueryRow(ctx, `SELECT role FROM `+pgx.Identifier{harnessTable}.Sanitize()+` WHERE name = $1`, database).Scan(&registered); err != nil {
+		return fmt.Errorf("check the role of harness database %q: %w", database, err)
+	}
+	if registered != role {
+		return fmt.Errorf("%w: role %q is not the one the harness created for %q", ErrCanonicalDB, role, database)
+	}
+	var super bool
+	err := a.admin.QueryRow(ctx, `SELECT rolsuper FROM pg_roles WHERE rolname = $1`, role).Scan(&super)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("check role %q: %w", role, err)
+	}
+	if super {
+		return fmt.Errorf("%w: role %q is a superuser", ErrCanonicalDB, role)
+	}
+	return nil
 }
 
 // Guard returns nil only for a database the harness created and nobody
@@ -112,7 +198,7 @@ func (a *PgFaultArmer) Guard(ctx context.Context, database string) error {
 		return fmt.Errorf("%w: %q is canonical (built in, the test plane's own database, or listed in [guard] canonical_databases)", ErrCanonicalDB, database)
 	}
 	var n int
-	if err := a.admin.QueryRow(ctx, `SELECT count(*) FROM `+harnessTable+` WHERE name = $1`, database).Scan(&n); err != nil {
+	if err := a.admin.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{harnessTable}.Sanitize()+` WHERE name = $1`, database).Scan(&n); err != nil {
 		return fmt.Errorf("check harness databases: %w", err)
 	}
 	if n == 0 {
@@ -129,7 +215,8 @@ type Exhaustion struct {
 	Held     int // connections the armer holds
 	Observed int // backends of the database seen in pg_stat_activity when armed
 	conns    []*pgx.Conn
-	admin    *pgxpool.Pool
+	db       string // the guarded name Release acts on, whatever Database says by then
+	armer    *PgFaultArmer
 }
 
 // Exhaust sets the connection limit of the database in dsn to its current
@@ -155,8 +242,9 @@ func (a *PgFaultArmer) Exhaust(ctx context.Context, dsn string, hold int) (*Exha
 	if err != nil {
 		return nil, fmt.Errorf("exhaust: count backends: %w", err)
 	}
-	e := &Exhaustion{Database: db, Limit: current + hold, admin: a.admin}
-	if _, err := a.admin.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %s CONNECTION LIMIT %d`, pgx.Identifier{db}.Sanitize(), e.Limit)); err != nil {
+	e := &Exhaustion{Database: db, Limit: current + hold, db: db, armer: a}
+	// ALTER DATABASE takes no bind parameters; the limit is an int.
+	if _, err := a.admin.Exec(ctx, `ALTER DATABASE `+pgx.Identifier{db}.Sanitize()+` CONNECTION LIMIT `+strconv.Itoa(e.Limit)); err != nil {
 		return nil, fmt.Errorf("exhaust: set connection limit: %w", err)
 	}
 	for attempt := 0; attempt < e.Limit+hold; attempt++ {
@@ -193,15 +281,23 @@ func (a *PgFaultArmer) clientBackends(ctx context.Context, db string) (int, erro
 // armed: the injector-side proof that the pool has nowhere to grow.
 func (e *Exhaustion) Full() bool { return e.Observed >= e.Limit }
 
-// Release closes the held connections and lifts the limit.
+// Release closes the held connections and lifts the limit. Only an
+// Exhaustion that Exhaust returned touches a database, and only the one
+// that passed the guard there (checked again).
 func (e *Exhaustion) Release(ctx context.Context) error {
 	for _, c := range e.conns {
 		c.Close(ctx)
 	}
 	e.conns = nil
+	if e.armer == nil {
+		return fmt.Errorf("release %q: %w", e.Database, ErrNotVictim)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_, err := e.admin.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %s CONNECTION LIMIT -1`, pgx.Identifier{e.Database}.Sanitize()))
+	if err := e.armer.Guard(ctx, e.db); err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
+	_, err := e.armer.admin.Exec(ctx, `ALTER DATABASE `+pgx.Identifier{e.db}.Sanitize()+` CONNECTION LIMIT -1`)
 	return err
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/images"
 	"github.com/contested/contested/internal/reap"
+	"github.com/contested/contested/internal/secret"
 )
 
 // Container-side facts of the containers provider.
@@ -185,7 +186,7 @@ func upContainers(ctx context.Context, cfg Config) (_ *Layer, err error) {
 		ports[i].Dial = net.JoinHostPort("127.0.0.1", strconv.Itoa(hp))
 	}
 	l.Ports = ports
-	fmt.Fprintf(cfg.Log, "fault layer: up: Toxiproxy %s, Postgres %s\n", l.ToxiproxyURL, redact(l.PostgresDSN))
+	fmt.Fprintf(cfg.Log, "fault layer: up: Toxiproxy %s, Postgres %s\n", l.ToxiproxyURL, secret.ScrubString(l.PostgresDSN))
 	return l, nil
 }
 

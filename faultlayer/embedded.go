@@ -22,10 +22,12 @@ import (
 	"time"
 
 	toxiproxyserver "github.com/Shopify/toxiproxy/v2"
+	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
 	"github.com/contested/contested/internal/images"
 	"github.com/contested/contested/internal/reap"
+	"github.com/contested/contested/internal/secret"
 )
 
 // embeddedDirPrefix names the temporary directories of embedded layers; the
@@ -78,7 +80,7 @@ func upEmbedded(ctx context.Context, cfg Config) (_ *Layer, err error) {
 	}
 	l.onClose(stop)
 	l.ToxiproxyURL = url
-	fmt.Fprintf(cfg.Log, "fault layer: up: Toxiproxy %s (in-process), Postgres %s\n", l.ToxiproxyURL, redact(l.PostgresDSN))
+	fmt.Fprintf(cfg.Log, "fault layer: up: Toxiproxy %s (in-process), Postgres %s\n", l.ToxiproxyURL, secret.ScrubString(l.PostgresDSN))
 	return l, nil
 }
 
@@ -195,7 +197,7 @@ func startLocalPostgres(ctx context.Context, bin, run string) (*localPostgres, e
 		}
 		return nil, fmt.Errorf("postgres did not start: %w\n%s", err, pg.logTail())
 	}
-	if err := pg.exec(ctx, "CREATE DATABASE "+testPlaneDB); err != nil {
+	if err := pg.exec(ctx, "CREATE DATABASE "+pgx.Identifier{testPlaneDB}.Sanitize()); err != nil {
 		return nil, err
 	}
 	ok = true

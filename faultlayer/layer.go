@@ -26,6 +26,7 @@ import (
 	"github.com/contested/contested/faultlayer/lease"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/images"
+	"github.com/contested/contested/internal/secret"
 )
 
 // Kind names a provider of the fault layer.
@@ -170,7 +171,8 @@ func (c *Config) validate() error {
 	}
 	if c.PostgresDSN != "" {
 		if _, err := pgxpool.ParseConfig(c.PostgresDSN); err != nil {
-			return fmt.Errorf("%w: %s does not parse: %v", ErrConfig, EnvPostgresDSN, err)
+			// pgx echoes the string it could not parse; its own masking is best effort.
+			return fmt.Errorf("%w: %s does not parse: %s", ErrConfig, EnvPostgresDSN, secret.ScrubString(err.Error()))
 		}
 	}
 	if c.ProxyPorts != "" {
@@ -294,6 +296,9 @@ func Up(ctx context.Context, cfg Config) (_ *Layer, err error) {
 		return nil, err
 	}
 	l.Kind, l.Reason, l.RunID, l.log = kind, reason, cfg.RunID, cfg.Log
+	// The password the layer generated (or was given) is masked in
+	// everything this process prints or saves from now on.
+	secret.AddDSN(l.PostgresDSN)
 	defer func() {
 		if err != nil {
 			l.Close(context.WithoutCancel(ctx))
@@ -376,13 +381,13 @@ func choose(ctx context.Context, cfg Config) (Kind, string, error) {
 func (l *Layer) open() error {
 	cfg, err := pgxpool.ParseConfig(l.PostgresDSN)
 	if err != nil {
-		return fmt.Errorf("%w: parse the test-plane DSN: %v", ErrConfig, err)
+		return fmt.Errorf("%w: parse the test-plane DSN: %s", ErrConfig, secret.ScrubString(err.Error()))
 	}
 	cfg.MaxConns = 8
 	cfg.ConnConfig.ConnectTimeout = 10 * time.Second
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
-		return fmt.Errorf("%w: connect to the test-plane Postgres: %v", ErrCannotRun, err)
+		return fmt.Errorf("%w: connect to the test-plane Postgres: %s", ErrCannotRun, secret.ScrubString(err.Error()))
 	}
 	l.pool = pool
 	l.onClose(func(context.Context) error { pool.Close(); return nil })
@@ -477,18 +482,6 @@ func (l *Layer) Env() []string {
 		EnvPostgresUpstream + "=" + l.PostgresUpstream,
 		EnvRunID + "=" + l.RunID,
 	}
-}
-
-// redact hides the password of a DSN for messages.
-func redact(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil || u.User == nil {
-		return dsn
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
 }
 
 func firstLine(s string) string {

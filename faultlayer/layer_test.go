@@ -210,13 +210,21 @@ func TestExternalPostgresThatRefusesUsCannotRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := "postgres://postgres:wrong-password@" + cfg.Host + ":" + itoa(int(cfg.Port)) + "/contested?sslmode=disable"
-	_, err = Up(context.Background(), Config{Kind: External, ToxiproxyURL: l.ToxiproxyURL, PostgresDSN: bad,
-		ProxyPorts: FormatProxyPorts(l.Ports), ProxyListenHost: l.ProxyListenHost, PostgresUpstream: l.PostgresUpstream})
-	if !errors.Is(err, ErrCannotRun) || !strings.Contains(err.Error(), "refused us") {
-		t.Fatalf("Up with a wrong password: err = %v, want ErrCannotRun saying Postgres refused us", err)
-	}
-	if strings.Contains(err.Error(), "wrong-password") {
-		t.Errorf("the error leaks the password: %v", err)
+	// The same refusal for every DSN form pgx accepts: the message quotes
+	// the DSN, never its password.
+	for _, bad := range []string{
+		"postgres://postgres:wrong-password@" + cfg.Host + ":" + itoa(int(cfg.Port)) + "/contested?sslmode=disable",
+		"postgres://postgres@" + cfg.Host + ":" + itoa(int(cfg.Port)) + "/contested?sslmode=disable&password=wrong-password",
+		"host=" + cfg.Host + " port=" + itoa(int(cfg.Port)) + " user=postgres password=wrong-password dbname=contested sslmode=disable",
+		"host=" + cfg.Host + " port=" + itoa(int(cfg.Port)) + " user=postgres password='wrong password' dbname=contested sslmode=disable",
+	} {
+		_, err = Up(context.Background(), Config{Kind: External, ToxiproxyURL: l.ToxiproxyURL, PostgresDSN: bad,
+			ProxyPorts: FormatProxyPorts(l.Ports), ProxyListenHost: l.ProxyListenHost, PostgresUpstream: l.PostgresUpstream})
+		if !errors.Is(err, ErrCannotRun) || !strings.Contains(err.Error(), "refused us") {
+			t.Fatalf("Up with a wrong password: err = %v, want ErrCannotRun saying Postgres refused us", err)
+		}
+		if strings.Contains(err.Error(), "wrong-password") || strings.Contains(err.Error(), "wrong password") {
+			t.Errorf("the error leaks the password: %v", err)
+		}
 	}
 }

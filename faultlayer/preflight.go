@@ -20,6 +20,7 @@ import (
 
 	"github.com/contested/contested/faultlayer/lease"
 	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/secret"
 )
 
 // Check is the result of one preflight check.
@@ -451,7 +452,7 @@ func checkPostgres(ctx context.Context, l *Layer) Check {
 	defer cancel()
 	var version string
 	if err := l.DB().QueryRow(ctx, `SHOW server_version`).Scan(&version); err != nil {
-		c.Detail = fmt.Sprintf("the test-plane Postgres at %s refused us: %v", redact(l.PostgresDSN), err)
+		c.Detail = fmt.Sprintf("the test-plane Postgres at %s refused us: %s", secret.ScrubString(l.PostgresDSN), secret.ScrubString(err.Error()))
 		c.Fix = "check " + EnvPostgresDSN + " (host, port, user, password, database) and that Postgres is up"
 		return c
 	}

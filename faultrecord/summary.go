@@ -136,6 +136,14 @@ func (r *Report) WriteSummary(w io.Writer, opts ...SummaryOption) error {
 // autoColor decides colour for w when the caller did not: only for a terminal, never when the
 // user opted out, never for a writer that is not a file.
 func autoColor(w io.Writer) bool {
+	// A filter in front of the file (the targets' secret scrubber) says what it wraps.
+	for {
+		u, ok := w.(interface{ Unwrap() io.Writer })
+		if !ok {
+			break
+		}
+		w = u.Unwrap()
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

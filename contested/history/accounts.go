@@ -23,7 +23,8 @@ type Transfer struct {
 // Accounts is the model of a ledger: a map from account to balance, where an account never
 // written holds 0. Its ops (key = the account):
 //
-//	read      output: the balance (a JSON integer)
+//	read      output: the balance (a JSON integer); one that failed or timed out observed
+//	          nothing and is legal in every state
 //	write     input: the new balance; output: null or "ok"
 //	deposit   input: the amount added; output: null or "ok"
 //	transfer  input: Transfer; output: "ok" (moved) or "rejected" (From held less than Amount)
@@ -84,14 +85,18 @@ func (a *Accounts) Translate(op Op) (Translated, error) {
 		if op.Key == "" {
 			return Translated{}, fmt.Errorf("%w: op %d (read) has no key", ErrInvalidHistory, op.ID)
 		}
-		if op.Timeout || op.Error != "" {
-			return Translated{Drop: true}, nil
+		in.kind = accRead
+		switch {
+		case op.Timeout:
+			// No answer came: it observed nothing, and is legal in every state.
+			return Translated{Input: in, Output: accOut{res: resUnknown}}, nil
+		case op.Error != "":
+			return Translated{Input: in, Output: accOut{res: resFailed}}, nil
 		}
 		var v int64
 		if err := json.Unmarshal(op.Output, &v); err != nil || len(op.Output) == 0 {
 			return Translated{}, badOutput(op, "the balance, an integer")
 		}
-		in.kind = accRead
 		return Translated{Input: in, Output: accOut{res: resOK, value: v}}, nil
 	case TypeWrite, TypeDeposit:
 		if op.Key == "" {
@@ -187,8 +192,8 @@ type accChange struct {
 // step moves one ledger on one op; see family.step.
 func (a *Accounts) step(ctx context.Context, s *accState, input, output any, emit func(*accState)) {
 	in, out := input.(accIn), output.(accOut)
-	if out.res == resFailed {
-		emit(s) // a definite failure changed nothing
+	if out.res == resFailed || (in.kind == accRead && out.res == resUnknown) {
+		emit(s) // a definite failure changed nothing; an unanswered read observed nothing
 		return
 	}
 	var changes []accChange
@@ -272,6 +277,9 @@ func describeAccountsOp(input, output any) string {
 	switch in.kind {
 	case accRead:
 		s = fmt.Sprintf("read(%s) → %d", in.key, out.value)
+		if out.res != resOK {
+			s = fmt.Sprintf("read(%s) → no answer (%s)", in.key, out.res)
+		}
 	case accWrite:
 		s = fmt.Sprintf("write(%s, %d) → %s", in.key, in.amount, out.res)
 	case accDeposit:

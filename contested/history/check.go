@@ -57,14 +57,17 @@ type Options struct {
 type Result struct {
 	Model   string
 	Verdict Verdict
-	// OpsProduced is the number of ops in the history. OpsChecked is the number porcupine was
-	// given; it must equal OpsProduced - DroppedReads, and Green is false otherwise.
-	OpsProduced  int
-	OpsChecked   int
-	DroppedReads int // failed or timed-out reads, which carry no information
-	Ambiguous    int // ops checked with an unknown outcome (Return = math.MaxInt64)
-	Partitions   int // independent sub-histories porcupine checked
-	Took         time.Duration
+	// OpsProduced is the number of ops in the history. OpsChecked is the number porcupine's
+	// partitions held; it must equal OpsProduced, and Green is false otherwise: every op is
+	// checked, none is left out.
+	OpsProduced int
+	OpsChecked  int
+	// Unanswered counts the reads among them that got no answer (failed or timed out). They
+	// are checked like every op; having observed nothing, each is legal in every state.
+	Unanswered int
+	Ambiguous  int // ops checked with an unknown outcome (Return = math.MaxInt64)
+	Partitions int // independent sub-histories porcupine checked
+	Took       time.Duration
 	// Visualization is the path of the HTML visualization, or "" if none was written.
 	Visualization string
 	// Clients maps porcupine's client ids, as shown in the visualization, to the history's
@@ -74,15 +77,15 @@ type Result struct {
 }
 
 // Green reports whether the result is a pass: the verdict is Ok, at least one op was checked,
-// and every op that was not a dropped read was checked. Unknown is never green.
+// and every op of the history was checked. Unknown is never green.
 func (r Result) Green() bool {
-	return r.Verdict == Ok && r.OpsChecked > 0 && r.OpsChecked == r.OpsProduced-r.DroppedReads
+	return r.Verdict == Ok && r.OpsChecked > 0 && r.OpsChecked == r.OpsProduced
 }
 
 // String is the one-line evidence: verdict and counts.
 func (r Result) String() string {
-	s := fmt.Sprintf("linearizability (%s): %s; %d ops produced, %d checked, %d failed reads dropped, %d ambiguous, %d partitions, took %s",
-		r.Model, r.Verdict, r.OpsProduced, r.OpsChecked, r.DroppedReads, r.Ambiguous, r.Partitions, r.Took.Round(time.Millisecond))
+	s := fmt.Sprintf("linearizability (%s): %s; %d ops produced, %d checked (%d unanswered reads among them), %d ambiguous, %d partitions, took %s",
+		r.Model, r.Verdict, r.OpsProduced, r.OpsChecked, r.Unanswered, r.Ambiguous, r.Partitions, r.Took.Round(time.Millisecond))
 	if r.Verdict == Ok && !r.Green() {
 		s += "; NOT green: no ops or not every op checked"
 	}
@@ -122,8 +125,9 @@ func describeMeta(info any) string {
 // Check holds ops against m and says whether they are linearizable.
 //
 // It validates the history first (see Validate); a history that breaks the record's rules is
-// returned as an error wrapping ErrInvalidHistory with verdict Unknown. Failed and timed-out
-// reads are dropped; every other op is checked. An ambiguous op (timeout) gets Return =
+// returned as an error wrapping ErrInvalidHistory with verdict Unknown. Every op is checked,
+// failed and timed-out reads included (they observed nothing, so the models accept them in
+// every state, but they are part of the history and the count). An ambiguous op (timeout) gets Return =
 // math.MaxInt64: it may take effect at any time after its invoke, or never, which is exactly
 // what is known about it.
 //
@@ -218,12 +222,8 @@ func convert(m Model, ops []Op, res *Result) ([]porcupine.Operation, []string, e
 		if err != nil {
 			return nil, nil, err
 		}
-		if t.Drop {
-			if op.Type != TypeRead || !(op.Timeout || op.Error != "") {
-				return nil, nil, fmt.Errorf("%w: the %s model dropped op %d (%s), but only failed reads may be dropped", ErrInvalidHistory, m.Name(), op.ID, op.Type)
-			}
-			res.DroppedReads++
-			continue
+		if op.Type == TypeRead && (op.Timeout || op.Error != "") {
+			res.Unanswered++
 		}
 		id, ok := lane[op.Process]
 		if !ok || fresh[op.Process] {

@@ -50,9 +50,10 @@
 // The checker gives it a return time of math.MaxInt64, so porcupine may place it anywhere
 // after its invoke, including after every other op (which is the same as "it never
 // happened"). Treating it as failed would hide lost writes that did land; treating it as
-// succeeded would invent effects. Failed and timed-out reads carry no information and are
-// dropped before checking; failed writes are kept, because "it did not happen" is a claim the
-// model can refute.
+// succeeded would invent effects. Failed and timed-out reads carry no information: they are
+// checked all the same, as reads the model accepts in every state, so that every op of the
+// history is in the check and in its count. Failed writes constrain the check, because "it
+// did not happen" is a claim the model can refute.
 //
 // The models also fork on an ambiguous op: their state is the set of states the service may
 // be in, and the op maps each to "applied" and "not applied" (as etcd's robustness model

@@ -18,9 +18,10 @@ type Model interface {
 	Name() string
 	// Translate turns one recorded op into the porcupine input and output the model steps
 	// on. It sees every op, including failed and timed-out ones (see Op.Failed and
-	// Op.Ambiguous), and returns Drop for an op that carries no information, which may only
-	// be a read that failed or timed out. An op the model cannot understand is an error
-	// wrapping ErrInvalidHistory.
+	// Op.Ambiguous), and every op it translates is checked: none is left out, so that a
+	// check's count always equals the history's. An op that observed nothing (a read that
+	// failed or timed out) translates to one the model accepts in every state. An op the
+	// model cannot understand is an error wrapping ErrInvalidHistory.
 	Translate(op Op) (Translated, error)
 	// Porcupine returns the porcupine model. Its Partition function, if any, must put every
 	// op in exactly one partition (Check verifies the count) and must only split the history
@@ -31,9 +32,6 @@ type Model interface {
 // Translated is one op as a model sees it.
 type Translated struct {
 	Input, Output any
-	// Drop leaves the op out of the check. Only failed or timed-out reads may be dropped:
-	// they neither changed state nor observed it.
-	Drop bool
 }
 
 // Outcome words recorded in an op's output.

@@ -47,11 +47,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "produce":
 		count := fs.Int("count", 100, "transfers to enqueue")
 		accounts := fs.Int("accounts", 8, "accounts to move money between")
-		maxAmount := fs.Int64("max-amount", 50, "largest amount of a transfer")
+		maxAmount := fs.Int64("max-amount", 50, "largest amount of an ordinary transfer")
+		balance := fs.Int64("balance", 1000, "opening balance the accounts were migrated with: one transfer in ten drains its source as that balance predicts (0: none)")
 		seed := fs.Uint64("seed", 1, "seed of the generated transfers")
 		prefix := fs.String("prefix", "t", "transfer id prefix")
 		run = func(ctx context.Context) error {
-			return produce(ctx, *dsn, Generate(*seed, *count, AccountNames(*accounts), *maxAmount, *prefix), stdout)
+			mix := Mix{Accounts: AccountNames(*accounts), MaxAmount: *maxAmount, Opening: *balance}
+			return produce(ctx, *dsn, mix.Generate(*seed, *count, *prefix), stdout)
 		}
 	case "work":
 		w := &Worker{Name: "worker"}

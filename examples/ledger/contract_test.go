@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os/exec"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,8 +61,8 @@ func storeReset(t *testing.T, level int) {
 	r := newRig(t, leg.DirectDSN(), 4, 100, leg)
 	seen := sight(leg)
 	load := &storeLoad{
-		store: ledger.NewStore(r.victimPool(leg, 6)), rec: r.rec, accounts: r.accounts, clients: 4,
-		timeout: 2 * time.Second, maxAmount: 40, seed: uint64(leg.Seed()), prefix: "store", observe: seen.observe,
+		store: ledger.NewStore(r.victimPool(leg, 6)), rec: r.rec, mix: r.mix(40), clients: 4,
+		timeout: 2 * time.Second, seed: uint64(leg.Seed()), prefix: "store", observe: seen.observe,
 	}
 	r.monitor()
 	runCtx, stop := context.WithCancel(ctx)
@@ -83,8 +82,8 @@ func storeConfirmTimeout(t *testing.T, level int) {
 	leg := contested.Start(t, "ledger.store", contested.ConfirmTimeout)
 	r := newRig(t, leg.DirectDSN(), 4, 100, leg)
 	load := &storeLoad{
-		store: ledger.NewStore(r.victimPool(leg, 6)), rec: r.rec, accounts: r.accounts, clients: 4,
-		timeout: 400 * time.Millisecond, maxAmount: 40, seed: uint64(leg.Seed()), prefix: "store", observe: leg.Observe,
+		store: ledger.NewStore(r.victimPool(leg, 6)), rec: r.rec, mix: r.mix(40), clients: 4,
+		timeout: 400 * time.Millisecond, seed: uint64(leg.Seed()), prefix: "store", observe: leg.Observe,
 	}
 	r.monitor()
 	runCtx, stop := context.WithCancel(ctx)
@@ -137,20 +136,21 @@ func TestConsumerContract(t *testing.T) {
 func consumerBurst(t *testing.T, level int) {
 	ctx := context.Background()
 	leg := contested.Start(t, "ledger.consumer", contested.Burst)
-	r := newRig(t, leg.DirectDSN(), 6, 1000, leg)
+	r := newRig(t, leg.DirectDSN(), 6, 100, leg)
 	r.monitor()
 	w := &ledger.Worker{Pool: r.directPool(6), Name: "burst", Consumers: 3, BatchSize: 8, Poll: 10 * time.Millisecond}
-	burst(ctx, t, r, leg, w, 60*level, leg.Observe)
+	burst(ctx, t, r, leg, w, 90*level, leg.Observe, nil)
 	r.judge(checks{})
 }
 
 // burst runs a burst of n transfers through w's queue while w's consumers drain it, and
 // waits until the queue is empty. Each delivery is one enqueue (so a duplicate delivery is a
 // second row with the same transfer id); each perturbed delivery a consumer acknowledged is
-// reported to the leg.
-func burst(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, w *ledger.Worker, n int, observe func(error) bool) {
+// reported to the leg. When until is not nil, the consumers keep running (and claiming,
+// through whatever fault is armed) until it is closed, however early the queue drains.
+func burst(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, w *ledger.Worker, n int, observe func(error) bool, until <-chan struct{}) {
 	t.Helper()
-	transfers := ledger.Generate(uint64(leg.Seed()), n, r.accounts, 50, "burst")
+	transfers := r.mix(50).Generate(uint64(leg.Seed()), n, "burst")
 	// delivery maps a queue row to the delivery it carries. The producer holds mu from before
 	// its INSERT until the row is mapped, so a consumer that acknowledges the row first waits.
 	var mu sync.Mutex
@@ -189,6 +189,9 @@ func burst(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, w *led
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+	if until != nil {
+		<-until
+	}
 	if err := r.drained(ctx, 30*time.Second); err != nil {
 		t.Error(err)
 	}
@@ -202,10 +205,10 @@ func burst(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, w *led
 func consumerCrash(t *testing.T, level int) {
 	ctx := context.Background()
 	leg := contested.Start(t, "ledger.consumer", contested.CrashAndResume)
-	r := newRig(t, leg.DirectDSN(), 8, 1000, leg)
+	r := newRig(t, leg.DirectDSN(), 8, 200, leg)
 	pool := r.directPool(4)
 	const n = 1200
-	transfers := ledger.Generate(uint64(leg.Seed()), n, r.accounts, 50, "crash")
+	transfers := r.mix(50).Generate(uint64(leg.Seed()), n, "crash")
 	p := &producer{queue: ledger.NewQueue(pool), rec: r.rec, timeout: 5 * time.Second}
 	var wg sync.WaitGroup
 	for i := range 4 {
@@ -305,28 +308,25 @@ func consumerStorm(t *testing.T, level int) {
 	ctx := context.Background()
 	reset := contested.Start(t, "ledger.consumer", contested.Reset)
 	flood := contested.Start(t, "ledger.consumer", contested.Burst)
-	r := newRig(t, reset.DirectDSN(), 6, 1000, reset, flood)
+	r := newRig(t, reset.DirectDSN(), 6, 100, reset, flood)
 	r.monitor()
 	pool := r.victimPool(reset, 6)
 	seen := sight(reset)
 	w := &ledger.Worker{Pool: pool, Name: "storm", Consumers: 3, BatchSize: 8, Poll: 10 * time.Millisecond,
 		OnError: func(err error) { seen.observe(err) }}
-	var stormed atomic.Bool
+	// The windows open while the burst is under way; the consumers keep claiming until the
+	// last one closed (an idle consumer still polls, so a window that opens after the queue
+	// drained lands on its next claim).
+	stormed := make(chan struct{})
 	go func() {
+		defer close(stormed)
 		time.Sleep(200 * time.Millisecond)
 		for range 2 * level {
 			r.window(ctx, seen, "reset", 150*time.Millisecond, 5*time.Second)
 			time.Sleep(250 * time.Millisecond)
 		}
-		stormed.Store(true)
 	}()
-	burst(ctx, t, r, flood, w, 150*level, seen.observe)
-	for !stormed.Load() {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err := r.drained(ctx, 30*time.Second); err != nil {
-		t.Error(err)
-	}
+	burst(ctx, t, r, flood, w, 150*level, seen.observe, stormed)
 	r.judge(checks{})
 }
 
@@ -340,42 +340,61 @@ func TestPoolContract(t *testing.T) {
 	})
 }
 
-// poolLoad is the pool contract's workload: consumers and a producer, each through a pool of
-// its own that opens its connections through the fault.
+// poolLoad is the pool contract's workload: consumers and producers, each side through a pool
+// of its own that opens its connections through the fault.
 type poolLoad struct {
-	stop    context.CancelFunc
-	done    chan error
-	prod    sync.WaitGroup
-	pools   []*pgxpool.Pool
-	workers *ledger.Worker
+	stop      context.CancelFunc
+	done      chan error
+	prod      sync.WaitGroup
+	producing chan struct{}
+	pools     []*pgxpool.Pool
+	workers   *ledger.Worker
 }
 
-// startPoolLoad starts three consumers and a producer of transfers on fresh pools.
-func startPoolLoad(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, seen *sightings, transfers []ledger.Transfer) *poolLoad {
-	l := &poolLoad{done: make(chan error, 1)}
+// poolProducers is how many producers enqueue at once in the pool contract, so that several
+// enqueues are in flight whenever the fault lands.
+const poolProducers = 3
+
+// startPoolLoad starts three consumers and three producers on fresh pools. The producers
+// enqueue the rig's mix one transfer after another (each its own seeded source, prefix
+// prefix-p<n>) until stopProducing, so that they are busy while the fault is armed and
+// after it is healed.
+func startPoolLoad(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, seen *sightings, seed uint64, prefix string) *poolLoad {
+	l := &poolLoad{done: make(chan error, 1), producing: make(chan struct{})}
 	var runCtx context.Context
 	runCtx, l.stop = context.WithCancel(ctx)
-	consumers, producers := r.victimPool(leg, 3), r.victimPool(leg, 2)
+	consumers, producers := r.victimPool(leg, 3), r.victimPool(leg, poolProducers)
 	l.pools = []*pgxpool.Pool{consumers, producers}
 	l.workers = &ledger.Worker{Pool: consumers, Name: "pool", Consumers: 3, BatchSize: 10, Poll: 20 * time.Millisecond,
 		OnError: func(err error) { seen.observe(err) }}
 	go func() { l.done <- l.workers.Run(runCtx) }()
-	p := &producer{queue: ledger.NewQueue(producers), rec: r.rec, timeout: time.Second, pace: 4 * time.Millisecond, observe: seen.observe}
-	l.prod.Add(1)
-	go func() {
-		defer l.prod.Done()
-		pctx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		if err := p.run(pctx, "producer", transfers); err != nil {
-			t.Error(err)
-		}
-	}()
+	p := &producer{queue: ledger.NewQueue(producers), rec: r.rec, timeout: time.Second, pace: time.Millisecond, observe: seen.observe}
+	for i := range poolProducers {
+		src := r.mix(50).Source(seed+uint64(i), fmt.Sprintf("%s-p%d", prefix, i))
+		l.prod.Add(1)
+		go func() {
+			defer l.prod.Done()
+			pctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			if err := p.runUntil(pctx, fmt.Sprintf("producer-%d", i), src, l.producing, 20); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
 	return l
 }
 
-// finish waits for the producer, gives the consumers 15s to drain the queue (the surface's
-// promise once the fault is healed), then stops them and closes the pools.
+// stopProducing lets each producer finish the transfer it is enqueuing and stop.
+func (l *poolLoad) stopProducing() { close(l.producing) }
+
+// finish stops the producers and waits for them, gives the consumers 15s to drain the queue
+// (the surface's promise once the fault is healed), then stops them and closes the pools.
 func (l *poolLoad) finish(ctx context.Context, t *testing.T, r *rig) {
+	select {
+	case <-l.producing:
+	default:
+		l.stopProducing()
+	}
 	l.prod.Wait()
 	if err := r.drained(ctx, 15*time.Second); err != nil {
 		t.Errorf("after the fault was healed: %v", err)
@@ -390,7 +409,7 @@ func (l *poolLoad) finish(ctx context.Context, t *testing.T, r *rig) {
 // preload fills the queue directly before the fault, so consumers have work from the start.
 func preload(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg) {
 	setup := r.directPool(2)
-	pre := ledger.Generate(uint64(leg.Seed()), 150, r.accounts, 50, "pre")
+	pre := r.mix(50).Generate(uint64(leg.Seed()), 150, "pre")
 	if err := (&producer{queue: ledger.NewQueue(setup), rec: r.rec, timeout: 5 * time.Second}).run(ctx, "preload", pre); err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +457,7 @@ func faultCycles(level int) int {
 func poolExhaustion(t *testing.T, level int) {
 	ctx := context.Background()
 	leg := contested.Start(t, "ledger.pool", contested.PoolExhaustion)
-	r := newRig(t, leg.DirectDSN(), 6, 1000, leg)
+	r := newRig(t, leg.DirectDSN(), 6, 150, leg)
 	preload(ctx, t, r, leg)
 	r.monitor()
 	seen := sight(leg)
@@ -448,12 +467,13 @@ func poolExhaustion(t *testing.T, level int) {
 		heal := r.fault(ctx, leg, "pool-exhaustion")
 		release()
 		// Fresh pools: every connection they need is opened with the database already full.
-		load := startPoolLoad(ctx, t, r, leg, seen, ledger.Generate(uint64(leg.Seed())+uint64(i)+1, 150, r.accounts, 50, fmt.Sprintf("live%d", i)))
+		load := startPoolLoad(ctx, t, r, leg, seen, uint64(leg.Seed())+uint64(i*poolProducers)+1, fmt.Sprintf("live%d", i))
 		time.Sleep(500 * time.Millisecond)
 		for start := time.Now(); seen.n.Load() == before && time.Since(start) < 5*time.Second; {
 			time.Sleep(10 * time.Millisecond)
 		}
 		heal()
+		time.Sleep(300 * time.Millisecond) // the producers go on once connections are granted
 		load.finish(ctx, t, r)
 	}
 	r.judge(checks{})
@@ -462,13 +482,15 @@ func poolExhaustion(t *testing.T, level int) {
 func poolDisconnect(t *testing.T, level int) {
 	ctx := context.Background()
 	leg := contested.Start(t, "ledger.pool", contested.Disconnect)
-	r := newRig(t, leg.DirectDSN(), 6, 1000, leg)
+	r := newRig(t, leg.DirectDSN(), 6, 150, leg)
 	preload(ctx, t, r, leg)
 	r.monitor()
 	seen := sight(leg)
-	load := startPoolLoad(ctx, t, r, leg, seen, ledger.Generate(uint64(leg.Seed())+1, 150*faultCycles(level), r.accounts, 50, "live"))
+	load := startPoolLoad(ctx, t, r, leg, seen, uint64(leg.Seed())+1, "live")
 	time.Sleep(200 * time.Millisecond)
-	for range faultCycles(level) {
+	// Two windows per cycle: each cuts the connections in flight once, in whatever phase the
+	// producers' and consumers' requests are.
+	for range 2 * faultCycles(level) {
 		r.window(ctx, seen, "disconnect", 400*time.Millisecond, 5*time.Second)
 		time.Sleep(200 * time.Millisecond)
 	}

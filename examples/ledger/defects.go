@@ -14,4 +14,12 @@ var (
 	// ackBeforeApply commits a batch's acknowledgement before applying it
 	// (contested_defect_ackbeforeapply): no-lost-ack must go RED when a worker is killed.
 	ackBeforeApply bool
+	// lockLost reads the balances without FOR UPDATE, decides in Go and writes the balances
+	// it computed (contested_defect_lostlock): a check-then-act race that loses concurrent
+	// updates; conservation, the journal and linearizability must go RED under reset.
+	lockLost bool
+	// rejectedAsApplied answers Applied to the client for a transfer the ledger rejected
+	// (contested_defect_rejectedasapplied): no-lost-ack and linearizability must go RED as
+	// soon as the workload reaches insufficient funds.
+	rejectedAsApplied bool
 )

@@ -59,6 +59,30 @@ func TestPlantedDefectsAreCaught(t *testing.T) {
 			oracle: oracle.Linearizability, artifact: true,
 		},
 		{
+			name: "reading the balance without FOR UPDATE and then writing it loses concurrent transfers",
+			tag:  "contested_defect_lostlock", pkg: "./examples/ledger",
+			run: "^TestStoreContract$/^reset$", test: "TestStoreContract/reset", lever: "reset",
+			oracle: oracle.Journal,
+		},
+		{
+			name: "a check-then-act race decides on a balance another transfer already changed",
+			tag:  "contested_defect_lostlock", pkg: "./examples/ledger",
+			run: "^TestStoreContract$/^reset$", test: "TestStoreContract/reset", lever: "reset",
+			oracle: oracle.Linearizability, artifact: true,
+		},
+		{
+			name: "a rejected transfer reported to the client as applied is a lost acknowledgement",
+			tag:  "contested_defect_rejectedasapplied", pkg: "./examples/ledger",
+			run: "^TestStoreContract$/^confirm-timeout$", test: "TestStoreContract/confirm-timeout", lever: "confirm-timeout",
+			oracle: oracle.NoLostAck,
+		},
+		{
+			name: "a rejected transfer reported to the client as applied is not linearizable",
+			tag:  "contested_defect_rejectedasapplied", pkg: "./examples/ledger",
+			run: "^TestStoreContract$/^confirm-timeout$", test: "TestStoreContract/confirm-timeout", lever: "confirm-timeout",
+			oracle: oracle.Linearizability, artifact: true,
+		},
+		{
 			name: "releasing a lease without the epoch fence breaks the Lease model",
 			tag:  "contested_defect_unfencedrelease", pkg: "./examples/leasetable",
 			run: "^TestLeaseContract$/^reset$", test: "TestLeaseContract/reset", lever: "reset",

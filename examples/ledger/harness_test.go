@@ -1,10 +1,12 @@
 package ledger_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,6 +29,7 @@ type rig struct {
 	direct   string
 	accounts []string
 	opening  map[string]int64
+	balance  int64 // every account's opening balance
 	rec      *oracle.Recorder
 	legs     []*contested.Leg
 	start    time.Time
@@ -43,7 +46,7 @@ func newRig(t *testing.T, direct string, n int, balance int64, legs ...*conteste
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r := &rig{t: t, direct: direct, accounts: ledger.AccountNames(n), opening: map[string]int64{}, rec: oracle.NewRecorder(), legs: legs, start: time.Now()}
+	r := &rig{t: t, direct: direct, accounts: ledger.AccountNames(n), balance: balance, opening: map[string]int64{}, rec: oracle.NewRecorder(), legs: legs, start: time.Now()}
 	for _, a := range r.accounts {
 		r.opening[a] = balance
 	}
@@ -59,6 +62,12 @@ func newRig(t *testing.T, direct string, n int, balance int64, legs ...*conteste
 		t.Fatal(err)
 	}
 	return r
+}
+
+// mix is the rig's workload shape: its accounts (hot ones first), amounts up to maxAmount,
+// and drains aimed at its opening balances (see ledger.Mix).
+func (r *rig) mix(maxAmount int64) ledger.Mix {
+	return ledger.Mix{Accounts: r.accounts, MaxAmount: maxAmount, Opening: r.balance}
 }
 
 // directPool opens a pool that bypasses the faults, closed at the end of the test.
@@ -219,6 +228,10 @@ func (r *rig) judge(c checks) {
 		oracle.CheckJournal(r.opening, final),
 		oracle.CheckExactlyOnce(ops, final),
 		oracle.CheckNoLostAck(ops, final),
+		oracle.CheckDecisions(r.opening, final),
+	}
+	if len(final.Queue) > 0 {
+		verdicts = append(verdicts, oracle.CheckBatchOrder(final))
 	}
 	if missed > 0 {
 		verdicts[0].Evidence += fmt.Sprintf("; %d samples could not be read", missed)
@@ -234,9 +247,19 @@ func (r *rig) judge(c checks) {
 				r.t.Name(), time.Minute, history.TypeTransfer, history.TypeRead))
 		}
 	}
+	// Failed verdicts first: a summary that quotes the first line of a failed test's output
+	// then quotes the oracle that failed.
+	slices.SortStableFunc(verdicts, func(a, b oracle.Verdict) int { return cmp.Compare(b2i(a.Held()), b2i(b.Held())) })
 	for _, v := range verdicts {
 		report(r.t, v, r.legs...)
 	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // report prints v, hands it to the legs and fails the test when it is not a pass.
@@ -256,20 +279,22 @@ func report(t *testing.T, v oracle.Verdict, legs ...*contested.Leg) {
 	t.Error(v.String())
 }
 
-// storeLoad is the store contract's workload: clients that transfer between random accounts
-// and read balances through the fault, each a sequential process of the history. A client
-// whose transfer ended ambiguously retries it with the same id until it gets an answer (the
+// storeLoad is the store contract's workload: clients that transfer and read balances
+// through the fault, each a sequential process of the history, over the rig's mix (hot
+// accounts, so the clients keep transferring over the same rows at once; amounts that run
+// sources dry, so transfers are rejected). One transfer in eight is a drain: the client reads
+// the source's balance and asks for exactly that, the edge of the funds rule. A client whose
+// transfer ended ambiguously retries it with the same id until it gets an answer (the
 // ledger's retry protocol); a definite failure is not retried, so a posting for it would be
 // invented.
 type storeLoad struct {
-	store     *ledger.Store
-	rec       *oracle.Recorder
-	accounts  []string
-	clients   int
-	timeout   time.Duration // per op
-	maxAmount int64
-	seed      uint64
-	prefix    string
+	store   *ledger.Store
+	rec     *oracle.Recorder
+	mix     ledger.Mix
+	clients int
+	timeout time.Duration // per op
+	seed    uint64
+	prefix  string
 	// transfersOnly makes clients issue only transfers while set (a confirm-timeout window
 	// needs writes in flight to prove a commit whose answer was lost).
 	transfersOnly atomic.Bool
@@ -291,10 +316,11 @@ func (l *storeLoad) run(ctx context.Context) *sync.WaitGroup {
 
 func (l *storeLoad) client(ctx context.Context, c int) {
 	r := rand.New(rand.NewPCG(l.seed, uint64(c)))
+	src := l.mix.Source(l.seed^uint64(c+1)<<32, fmt.Sprintf("%s-c%d", l.prefix, c))
 	proc := fmt.Sprintf("client-%d", c)
 	var pending *ledger.Transfer
 	settle := time.Time{}
-	for k := 0; ; k++ {
+	for {
 		if ctx.Err() != nil {
 			// Settle the pending retry after the run, with a deadline of its own.
 			if pending == nil {
@@ -307,7 +333,7 @@ func (l *storeLoad) client(ctx context.Context, c int) {
 				return
 			}
 		}
-		switch {
+		switch only := l.transfersOnly.Load(); {
 		case pending != nil:
 			// Only an answer settles an ambiguous transfer: a retry that failed definitely
 			// says nothing about the attempt before it.
@@ -316,24 +342,34 @@ func (l *storeLoad) client(ctx context.Context, c int) {
 			} else {
 				time.Sleep(20 * time.Millisecond)
 			}
-		case l.transfersOnly.Load() || r.IntN(4) > 0:
-			from := r.IntN(len(l.accounts))
-			to := (from + 1 + r.IntN(len(l.accounts)-1)) % len(l.accounts)
-			t := ledger.Transfer{ID: fmt.Sprintf("%s-c%d-%05d", l.prefix, c, k), From: l.accounts[from], To: l.accounts[to], Amount: 1 + r.Int64N(l.maxAmount)}
+		case only || r.IntN(4) > 0:
+			t := src.Next()
+			if !only && r.IntN(8) == 0 {
+				if b, err := l.read(proc, t.From); err == nil && b > 0 {
+					t.Amount = b
+				}
+			}
 			if err := l.transfer(proc, t); err != nil && !ledger.Definite(err) {
 				pending = &t
 			}
 		default:
-			acct := l.accounts[r.IntN(len(l.accounts))]
-			_, err := l.rec.Read(proc, acct, func() (int64, error) {
-				ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
-				defer cancel()
-				return l.store.Balance(ctx, acct)
-			})
-			l.observe(err)
+			l.read(proc, src.Account())
 		}
 		time.Sleep(time.Duration(1+r.IntN(3)) * time.Millisecond)
 	}
+}
+
+// read makes one recorded read of account's balance.
+func (l *storeLoad) read(proc, account string) (int64, error) {
+	b, err := l.rec.Read(proc, account, func() (int64, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+		defer cancel()
+		return l.store.Balance(ctx, account)
+	})
+	if err != nil {
+		l.observe(err)
+	}
+	return b, err
 }
 
 // transfer makes one recorded attempt.
@@ -384,6 +420,23 @@ func (p *producer) run(ctx context.Context, proc string, transfers []ledger.Tran
 		}
 	}
 	return nil
+}
+
+// runUntil enqueues src's transfers one after another, like run, until stop is closed and at
+// least min of them are acknowledged.
+func (p *producer) runUntil(ctx context.Context, proc string, src *ledger.Source, stop <-chan struct{}, min int) error {
+	for n := 0; ; n++ {
+		if n >= min {
+			select {
+			case <-stop:
+				return nil
+			default:
+			}
+		}
+		if err := p.run(ctx, proc, []ledger.Transfer{src.Next()}); err != nil {
+			return err
+		}
+	}
 }
 
 // drained waits until nothing is pending in the queue, polling over a direct connection.

@@ -115,7 +115,7 @@ func TestCommandRunsTheServiceAsProcesses(t *testing.T) {
 		{"stray argument", []string{"status", "-dsn", dsn, "extra"}, 2, "unexpected arguments"},
 		{"migrate", []string{"migrate", "-dsn", dsn, "-accounts", "5", "-balance", "200"}, 0, ""},
 		{"migrate again changes nothing", []string{"migrate", "-dsn", dsn, "-accounts", "5", "-balance", "999"}, 0, ""},
-		{"produce", []string{"produce", "-dsn", dsn, "-count", "80", "-accounts", "5", "-seed", "3"}, 0, "enqueued 80 transfers"},
+		{"produce", []string{"produce", "-dsn", dsn, "-count", "80", "-accounts", "5", "-balance", "200", "-seed", "3"}, 0, "enqueued 80 transfers"},
 		{"work until empty", []string{"work", "-dsn", dsn, "-consumers", "3", "-exit-when-empty"}, 0, "80 rows acknowledged"},
 		{"status", []string{"status", "-dsn", dsn}, 0, "pending 0\ndecided 80\ntotal 1000\n"},
 	}
@@ -165,5 +165,64 @@ func TestGenerateIsAPureFunctionOfTheSeed(t *testing.T) {
 		if err := tr.Validate(); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestMixReachesTheEdges holds the generated workload to what the contracts need of it:
+// a few hot accounts take part in most transfers, a good share of transfers is refused for
+// insufficient funds, and many ask for exactly what their source holds. It applies the
+// transfers in order, as one consumer would.
+func TestMixReachesTheEdges(t *testing.T) {
+	accounts := ledger.AccountNames(6)
+	tests := []struct {
+		name string
+		mix  ledger.Mix
+		n    int
+	}{
+		{"a burst", ledger.Mix{Accounts: accounts, MaxAmount: 50, Opening: 100}, 90},
+		{"a long queue", ledger.Mix{Accounts: ledger.AccountNames(8), MaxAmount: 50, Opening: 200}, 1200},
+		{"no drains", ledger.Mix{Accounts: accounts, MaxAmount: 40, Opening: 0}, 300},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for seed := uint64(1); seed <= 5; seed++ {
+				opening := tt.mix.Opening
+				if opening == 0 {
+					opening = 100
+				}
+				balance := map[string]int64{}
+				for _, a := range tt.mix.Accounts {
+					balance[a] = opening
+				}
+				var hot, rejected, exact int
+				for _, tr := range tt.mix.Generate(seed, tt.n, "m") {
+					if err := tr.Validate(); err != nil {
+						t.Fatal(err)
+					}
+					if tr.From == tt.mix.Accounts[0] || tr.From == tt.mix.Accounts[1] || tr.To == tt.mix.Accounts[0] || tr.To == tt.mix.Accounts[1] {
+						hot++
+					}
+					switch b := balance[tr.From]; {
+					case b < tr.Amount:
+						rejected++
+						continue
+					case b == tr.Amount:
+						exact++
+					}
+					balance[tr.From] -= tr.Amount
+					balance[tr.To] += tr.Amount
+				}
+				if hot*10 < tt.n*7 {
+					t.Errorf("seed %d: the two hot accounts take part in %d of %d transfers, want at least 70%%", seed, hot, tt.n)
+				}
+				if rejected*20 < tt.n || rejected*10 > tt.n*6 {
+					t.Errorf("seed %d: %d of %d transfers lack the funds, want 5%% to 60%%", seed, rejected, tt.n)
+				}
+				if exact == 0 {
+					t.Errorf("seed %d: no transfer asks for exactly its source's balance", seed)
+				}
+				t.Logf("seed %d: %d transfers, %d touch a hot account, %d rejected, %d for the exact balance", seed, tt.n, hot, rejected, exact)
+			}
+		})
 	}
 }

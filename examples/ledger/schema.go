@@ -35,15 +35,18 @@ CREATE TABLE IF NOT EXISTS transfer_queue (
 	enqueued_at  timestamptz NOT NULL DEFAULT clock_timestamp(),
 	acked_at     timestamptz,
 	outcome      text,
-	worker       text
+	worker       text,
+	batch        bigint
 );
 CREATE INDEX IF NOT EXISTS transfer_queue_pending ON transfer_queue (seq) WHERE acked_at IS NULL;
+CREATE SEQUENCE IF NOT EXISTS decision_turns;
 CREATE TABLE IF NOT EXISTS applied_transfers (
 	transfer_id  text PRIMARY KEY,
 	from_account text NOT NULL,
 	to_account   text NOT NULL,
 	amount       bigint NOT NULL,
 	outcome      text NOT NULL CHECK (outcome IN ('applied', 'rejected')),
+	turn         bigint NOT NULL UNIQUE,
 	decided_at   timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 CREATE TABLE IF NOT EXISTS postings (

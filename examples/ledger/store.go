@@ -60,8 +60,12 @@ func NewStore(db DB) *Store { return &Store{db: db} }
 //
 //   - locked takes both account rows FOR UPDATE in id order, so that two transfers between
 //     the same accounts in opposite directions queue instead of deadlocking;
-//   - decided records the transfer id with its outcome; ON CONFLICT DO NOTHING makes a second
-//     attempt insert nothing, which is how a duplicate is recognized;
+//   - turn draws the decision's place in the ledger's serial order once both rows are locked
+//     (it aggregates over locked, so it cannot run before the locks are held): two decisions
+//     that touch one account get their turns in the order they held its lock, which is what
+//     lets an auditor replay every decision in turn order and check each one;
+//   - decided records the transfer id with its outcome and turn; ON CONFLICT DO NOTHING makes
+//     a second attempt insert nothing, which is how a duplicate is recognized;
 //   - moved and posted change the balances and write the journal only when decided inserted
 //     an "applied" row.
 //
@@ -69,12 +73,15 @@ func NewStore(db DB) *Store { return &Store{db: db} }
 const transferSQL = `
 WITH locked AS (
 	SELECT id, balance FROM accounts WHERE id IN ($2::text, $3::text) ORDER BY id FOR UPDATE
+), turn AS (
+	SELECT nextval('decision_turns') AS n FROM (SELECT count(*) FROM locked) AS held
 ), decided AS (
-	INSERT INTO applied_transfers (transfer_id, from_account, to_account, amount, outcome)
+	INSERT INTO applied_transfers (transfer_id, from_account, to_account, amount, outcome, turn)
 	SELECT $1::text, $2::text, $3::text, $4::bigint,
 		CASE WHEN (SELECT count(*) FROM locked) = 2
 			AND (SELECT balance FROM locked WHERE id = $2::text) >= $4::bigint
-		THEN 'applied' ELSE 'rejected' END
+		THEN 'applied' ELSE 'rejected' END, turn.n
+	FROM turn
 	ON CONFLICT (transfer_id) DO %s
 	RETURNING outcome
 ), moved AS (
@@ -110,12 +117,19 @@ func (s *Store) Transfer(ctx context.Context, t Transfer) (Outcome, error) {
 	if err := t.Validate(); err != nil {
 		return "", err
 	}
-	return apply(ctx, s.db, t)
+	o, err := apply(ctx, s.db, t)
+	if err == nil && rejectedAsApplied && o == Rejected {
+		o = Applied // planted defect: the client hears applied, nothing moved
+	}
+	return o, err
 }
 
 // apply runs the transfer statement on db: a pool, a connection (autocommit) or a worker's
 // batch transaction.
 func apply(ctx context.Context, db DB, t Transfer) (Outcome, error) {
+	if lockLost {
+		return applyUnlocked(ctx, db, t)
+	}
 	var o Outcome
 	if err := db.QueryRow(ctx, statement(), t.ID, t.From, t.To, t.Amount).Scan(&o); err != nil {
 		return "", fmt.Errorf("apply transfer %s: %w", t.ID, err)
@@ -124,6 +138,65 @@ func apply(ctx context.Context, db DB, t Transfer) (Outcome, error) {
 		if _, err := db.Exec(ctx, creditSQL, t.To, t.Amount); err != nil {
 			return "", fmt.Errorf("credit transfer %s: %w", t.ID, err)
 		}
+	}
+	return o, nil
+}
+
+// applyUnlocked is the planted check-then-act race (contested_defect_lostlock; never used
+// otherwise): it reads both balances without FOR UPDATE, decides in Go, and writes the
+// balances it computed from what it read. A transfer that commits between the read and the
+// write is overwritten.
+func applyUnlocked(ctx context.Context, db DB, t Transfer) (Outcome, error) {
+	beginner, ok := db.(interface {
+		Begin(context.Context) (pgx.Tx, error)
+	})
+	if !ok {
+		return "", fmt.Errorf("apply transfer %s: %T cannot begin a transaction", t.ID, db)
+	}
+	tx, err := beginner.Begin(ctx)
+	if err != nil {
+		return "", fmt.Errorf("apply transfer %s: %w", t.ID, err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	rows, err := tx.Query(ctx, `SELECT id, balance FROM accounts WHERE id IN ($1::text, $2::text)`, t.From, t.To)
+	if err != nil {
+		return "", fmt.Errorf("apply transfer %s: %w", t.ID, err)
+	}
+	balance := map[string]int64{}
+	var id string
+	var b int64
+	if _, err := pgx.ForEachRow(rows, []any{&id, &b}, func() error { balance[id] = b; return nil }); err != nil {
+		return "", fmt.Errorf("apply transfer %s: %w", t.ID, err)
+	}
+	o := Rejected
+	if len(balance) == 2 && balance[t.From] >= t.Amount {
+		o = Applied
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO applied_transfers (transfer_id, from_account, to_account, amount, outcome, turn)
+		VALUES ($1::text, $2::text, $3::text, $4::bigint, $5::text, nextval('decision_turns')) ON CONFLICT (transfer_id) DO NOTHING`,
+		t.ID, t.From, t.To, t.Amount, string(o))
+	if err != nil {
+		return "", fmt.Errorf("apply transfer %s: %w", t.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		o = Duplicate
+	}
+	if o == Applied {
+		for _, w := range []struct {
+			id string
+			b  int64
+		}{{t.From, balance[t.From] - t.Amount}, {t.To, balance[t.To] + t.Amount}} {
+			if _, err := tx.Exec(ctx, `UPDATE accounts SET balance = $2::bigint WHERE id = $1::text`, w.id, w.b); err != nil {
+				return "", fmt.Errorf("apply transfer %s: %w", t.ID, err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO postings (transfer_id, from_account, to_account, amount) VALUES ($1::text, $2::text, $3::text, $4::bigint)`,
+			t.ID, t.From, t.To, t.Amount); err != nil {
+			return "", fmt.Errorf("apply transfer %s: %w", t.ID, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return "", fmt.Errorf("apply transfer %s: %w", t.ID, err)
 	}
 	return o, nil
 }

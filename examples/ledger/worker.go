@@ -119,7 +119,11 @@ func (w *Worker) consume(ctx context.Context, name string) error {
 const claimSQL = `SELECT seq, transfer_id, from_account, to_account, amount FROM transfer_queue
 	WHERE acked_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`
 
-const ackSQL = `UPDATE transfer_queue q SET acked_at = clock_timestamp(), outcome = a.outcome, worker = $3::text
+// ackSQL acknowledges rows with their outcomes, the consumer's name and the batch: the id of
+// the transaction that applied them, so that an auditor can tell which rows one batch
+// decided (and check it decided them in enqueue order).
+const ackSQL = `UPDATE transfer_queue q SET acked_at = clock_timestamp(), outcome = a.outcome, worker = $3::text,
+		batch = pg_current_xact_id()::text::bigint
 	FROM unnest($1::bigint[], $2::text[]) AS a(seq, outcome) WHERE q.seq = a.seq`
 
 // batch claims, applies and acknowledges one batch in one transaction.

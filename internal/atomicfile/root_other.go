@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/contested/contested/internal/secret"
 )
 
 // The portable path: os.Root keeps every operation inside the root (it
@@ -86,8 +88,10 @@ func (r *Root) MkdirAll(rel string) error {
 	return root.Close()
 }
 
-// Write writes data to rel atomically, creating missing directories.
+// Write writes data to rel atomically, creating missing directories. Every
+// secret in data is masked first (secret.Scrub).
 func (r *Root) Write(rel string, data []byte, opts ...WriteOption) (err error) {
+	data = secret.Scrub(data)
 	c := writeConfig{pattern: "." + filepath.Base(rel) + ".tmp-*"}
 	for _, o := range opts {
 		o(&c)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/contested/contested/internal/secret"
 )
 
 // dirFlags open a directory component: never through a symbolic link.
@@ -130,8 +132,11 @@ func (r *Root) MkdirAll(rel string) error {
 }
 
 // Write writes data to rel atomically (temporary file, fsync, rename, fsync
-// of the directory), creating missing directories. The file is 0644.
+// of the directory), creating missing directories. The file is 0644. Every
+// secret in data is masked first (secret.Scrub): whatever an artifact
+// holds, a password never reaches the disk through here.
 func (r *Root) Write(rel string, data []byte, opts ...WriteOption) error {
+	data = secret.Scrub(data)
 	base := ""
 	if parts, _ := split(rel); len(parts) > 0 {
 		base = parts[len(parts)-1]

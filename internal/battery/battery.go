@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/contested/contested/internal/interrupt"
+	"github.com/contested/contested/internal/secret"
 )
 
 // Event is one line of `go test -json` (cmd/test2json), plus the build
@@ -165,7 +166,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
-		line := sc.Bytes()
+		// Every line is scrubbed before anything reads it: the event log,
+		// the progress lines and the failures' output (which reach
+		// validate.json, the ladder and issue bodies) never see a secret.
+		line := secret.Scrub(sc.Bytes())
 		if opts.Events != nil {
 			opts.Events.Write(append(line, '\n'))
 		}
@@ -192,7 +196,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	if res.ExitCode != 0 && len(res.Failed()) == 0 && len(res.FailedPackages()) == 0 {
 		// go test failed before any package reported: flags, patterns, go.mod.
-		msg := strings.TrimSpace(stderr.String() + f.strayOutput())
+		msg := strings.TrimSpace(secret.ScrubString(stderr.String()) + f.strayOutput())
 		res.Packages = append(res.Packages, Package{Name: "(go test)", Action: "fail", Output: msg})
 	}
 	f.summarize(res)
@@ -207,7 +211,7 @@ func countPackages(ctx context.Context, dir string, env []string, patterns []str
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return 0, fmt.Errorf("go list %s: %v: %s", strings.Join(patterns, " "), err, strings.TrimSpace(stderr.String()))
+		return 0, fmt.Errorf("go list %s: %v: %s", strings.Join(patterns, " "), err, strings.TrimSpace(secret.ScrubString(stderr.String())))
 	}
 	return len(strings.Fields(string(out))), nil
 }

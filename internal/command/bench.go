@@ -14,6 +14,7 @@ import (
 
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/interrupt"
+	"github.com/contested/contested/internal/secret"
 )
 
 // BenchOptions configures Bench.
@@ -107,7 +108,7 @@ func Bench(ctx context.Context, opts BenchOptions) error {
 	pkg := ""
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
-		line := sc.Text()
+		line := secret.ScrubString(sc.Text()) // relayed child output: scrubbed before it is saved or printed
 		fmt.Fprintln(raw, line)
 		switch {
 		case strings.HasPrefix(line, "pkg: "):

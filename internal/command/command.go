@@ -25,6 +25,7 @@ import (
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/internal/contract"
 	"github.com/contested/contested/internal/interrupt"
+	"github.com/contested/contested/internal/secret"
 	"github.com/contested/contested/internal/supervise"
 	"github.com/contested/contested/registry"
 )
@@ -59,6 +60,8 @@ func ExitCode(err error) int {
 		return ExitGreen
 	case errors.Is(err, ErrInterrupted):
 		return ExitRed
+	case exitStatus(err) >= 0:
+		return exitStatus(err)
 	case errors.Is(err, ErrUsage), errors.Is(err, faultlayer.ErrConfig), errors.Is(err, registry.ErrInvalid), errors.Is(err, cluster.ErrUsage):
 		return ExitUsage
 	case errors.Is(err, ErrCannotRun), errors.Is(err, faultlayer.ErrCannotRun), errors.Is(err, cluster.ErrCannotRun):
@@ -66,6 +69,16 @@ func ExitCode(err error) int {
 	default:
 		return ExitRed
 	}
+}
+
+// exitStatus is the status an error carries itself (Mage's mg.Fatal, as
+// the targets' run returns it), -1 when it carries none.
+func exitStatus(err error) int {
+	var st interface{ ExitStatus() int }
+	if errors.As(err, &st) {
+		return st.ExitStatus()
+	}
+	return -1
 }
 
 // NotBuilt answers for a target whose command does not exist yet: a usage
@@ -166,7 +179,7 @@ func Serve(targets map[string]Target) {
 	err := interrupted(t(ctx, os.Args[1:]))
 	stop()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		fmt.Fprintf(os.Stderr, "Error: %s\n", secret.ScrubString(err.Error()))
 	}
 	code := ExitCode(err)
 	supervise.Report(code)

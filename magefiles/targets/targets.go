@@ -19,10 +19,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 
+	"github.com/magefile/mage/mg"
+
 	"github.com/contested/contested/internal/command"
+	"github.com/contested/contested/internal/secret"
 )
 
 // A worker process runs its target here, before Mage's main: see workers.
@@ -33,19 +37,25 @@ func init() { command.Serve(workers) }
 var workers = map[string]command.Target{
 	"fault-preflight": func(ctx context.Context, args []string) error {
 		required := flagBool(args, "required")
-		return command.FaultPreflight(ctx, command.PreflightOptions{Required: required, Out: os.Stdout})
+		return run(func(out io.Writer) error {
+			return command.FaultPreflight(ctx, command.PreflightOptions{Required: required, Out: out})
+		})
 	},
 	"validate": func(ctx context.Context, _ []string) error {
-		return command.Validate(ctx, command.ValidateOptions{Out: os.Stdout})
+		return run(func(out io.Writer) error { return command.Validate(ctx, command.ValidateOptions{Out: out}) })
 	},
 	"program-gate": func(ctx context.Context, _ []string) error {
-		return command.ProgramGate(ctx, command.ProgramGateOptions{Out: os.Stdout})
+		return run(func(out io.Writer) error { return command.ProgramGate(ctx, command.ProgramGateOptions{Out: out}) })
 	},
 	"contested": func(ctx context.Context, args []string) error {
-		return command.Contested(ctx, command.ContestedOptions{Surface: arg(args, 0), Out: os.Stdout})
+		return run(func(out io.Writer) error {
+			return command.Contested(ctx, command.ContestedOptions{Surface: arg(args, 0), Out: out})
+		})
 	},
 	"arbitrate": func(ctx context.Context, args []string) error {
-		return command.Arbitrate(ctx, command.ArbitrateOptions{Test: arg(args, 0), Out: os.Stdout})
+		return run(func(out io.Writer) error {
+			return command.Arbitrate(ctx, command.ArbitrateOptions{Test: arg(args, 0), Out: out})
+		})
 	},
 	"cluster-tests": func(ctx context.Context, args []string) error {
 		fs := flag.NewFlagSet("cluster-tests", flag.ContinueOnError)
@@ -55,10 +65,15 @@ var workers = map[string]command.Target{
 		if err := fs.Parse(args); err != nil {
 			return fmt.Errorf("%w: %v", command.ErrUsage, err)
 		}
-		return command.ClusterTests(ctx, command.ClusterOptions{Out: os.Stdout, Replicas: *replicas, Keep: *keep, Local: *local})
+		opts := command.ClusterOptions{Replicas: *replicas, Keep: *keep, Local: *local}
+		return run(func(out io.Writer) error { opts.Out = out; return command.ClusterTests(ctx, opts) })
 	},
-	"images": func(ctx context.Context, _ []string) error { return command.Images(ctx, os.Stdout) },
-	"sweep":  func(ctx context.Context, _ []string) error { return command.Sweep(ctx, os.Stdout) },
+	"images": func(ctx context.Context, _ []string) error {
+		return run(func(out io.Writer) error { return command.Images(ctx, out) })
+	},
+	"sweep": func(ctx context.Context, _ []string) error {
+		return run(func(out io.Writer) error { return command.Sweep(ctx, out) })
+	},
 	"bench": func(ctx context.Context, args []string) error {
 		fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 		benchtime := fs.String("benchtime", "", "")
@@ -66,8 +81,32 @@ var workers = map[string]command.Target{
 		if err := fs.Parse(args); err != nil {
 			return fmt.Errorf("%w: %v", command.ErrUsage, err)
 		}
-		return command.Bench(ctx, command.BenchOptions{Out: os.Stdout, Benchtime: *benchtime, Filter: *filter})
+		opts := command.BenchOptions{Benchtime: *benchtime, Filter: *filter}
+		return run(func(out io.Writer) error { opts.Out = out; return command.Bench(ctx, opts) })
 	},
+}
+
+// run gives a command its output writer and maps its error to an exit
+// status. Everything a target prints goes through secret.Writer, line by
+// line, so no password reaches the terminal or a CI log, whichever code
+// printed it; the error the worker prints ("Error: …") is scrubbed the
+// same way.
+func run(cmd func(out io.Writer) error) error { return runTo(os.Stdout, cmd) }
+
+func runTo(w io.Writer, cmd func(out io.Writer) error) error {
+	out := secret.NewWriter(w)
+	err := cmd(out)
+	out.Flush()
+	return exit(err)
+}
+
+// exit turns a command's error into an exit status (command.ExitCode),
+// with its message scrubbed of secrets.
+func exit(err error) error {
+	if err == nil {
+		return nil
+	}
+	return mg.Fatal(command.ExitCode(err), secret.ScrubString(err.Error()))
 }
 
 func arg(args []string, i int) string {

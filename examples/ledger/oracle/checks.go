@@ -1,6 +1,7 @@
 package oracle
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -79,6 +80,7 @@ type attempts struct {
 	acked     []int64
 	ambiguous int
 	failed    int // definite failures
+	direct    int // transfer ops (Store.Transfer), as opposed to enqueues
 }
 
 // maybeEffective: some attempt may have taken effect.
@@ -108,6 +110,9 @@ func tally(ops []history.Op) (map[string]*attempts, []string, error) {
 			a.conflict = fmt.Sprintf("op %d carries %+v, an earlier attempt %+v", op.ID, t, a.transfer)
 		}
 		a.ops++
+		if op.Type == history.TypeTransfer {
+			a.direct++
+		}
 		var word string
 		_ = json.Unmarshal(op.Output, &word)
 		switch {
@@ -138,7 +143,9 @@ func tally(ops []history.Op) (map[string]*attempts, []string, error) {
 // acknowledged transfer moved it exactly once if it was applied and never if it was
 // rejected, and that nothing was invented: every posting and decision belongs to a transfer a
 // client issued, with the content it issued, and at least one attempt of it may have taken
-// effect. It groups by the business transfer id, never by op id.
+// effect. On the queue's side it holds that one delivery decided each transfer the queue
+// carried and that every acknowledged row says what applying it did (see checkDeliveries).
+// It groups by the business transfer id, never by op id.
 func CheckExactlyOnce(ops []history.Op, final State) Verdict {
 	v := Verdict{Oracle: ExactlyOnce}
 	by, order, err := tally(ops)
@@ -193,6 +200,7 @@ func CheckExactlyOnce(ops []history.Op, final State) Verdict {
 			v.violate("transfer %s has %d postings but no decision: it escaped the idempotency key", id, n)
 		}
 	}
+	checkDeliveries(&v, by, order, final)
 	for _, id := range slices.Sorted(maps.Keys(final.Decided)) {
 		if by[id] == nil {
 			v.Checked++
@@ -207,6 +215,144 @@ func CheckExactlyOnce(ops []history.Op, final State) Verdict {
 	}
 	v.Evidence = fmt.Sprintf("%d transfer ids from %d ops, grouped by transfer id, against %d postings and %d decisions",
 		len(order), countTyped(ops), len(final.Postings), len(final.Decided))
+	return v
+}
+
+// checkDeliveries holds the queue's side of exactly-once: every acknowledged row says what
+// applying it did (applied, rejected or duplicate), at most one delivery of a transfer id
+// decided it, that delivery's acknowledgement carries the decision the ledger recorded, and a
+// transfer that only the queue carried was decided by one of its deliveries.
+func checkDeliveries(v *Verdict, by map[string]*attempts, order []string, final State) {
+	deciding := map[string][]QueueRow{}
+	acked := map[string]int{}
+	for _, q := range final.Queue {
+		if !q.Acked {
+			continue
+		}
+		acked[q.TransferID]++
+		switch ledger.Outcome(q.Outcome) {
+		case ledger.Applied, ledger.Rejected:
+			deciding[q.TransferID] = append(deciding[q.TransferID], q)
+		case ledger.Duplicate:
+		default:
+			v.violate("queue row %d (transfer %s) was acknowledged as %q, which is not an outcome of applying a transfer", q.Seq, q.TransferID, q.Outcome)
+		}
+	}
+	for _, id := range order {
+		if acked[id] == 0 {
+			continue
+		}
+		rows := deciding[id]
+		d, decided := final.Decided[id]
+		if len(rows) > 1 {
+			seqs := make([]int64, len(rows))
+			for i, r := range rows {
+				seqs[i] = r.Seq
+			}
+			v.violate("transfer %s was decided by %d deliveries (rows %v): a redelivery must answer duplicate", id, len(rows), seqs)
+		}
+		for _, r := range rows {
+			switch {
+			case !decided:
+				v.violate("queue row %d acknowledged transfer %s as %s, but the ledger has no decision for it", r.Seq, id, r.Outcome)
+			case ledger.Outcome(r.Outcome) != d.Outcome:
+				v.violate("queue row %d acknowledged transfer %s as %s, but the ledger decided it %s", r.Seq, id, r.Outcome, d.Outcome)
+			}
+		}
+		if decided && len(rows) == 0 && by[id].direct == 0 {
+			v.violate("transfer %s was decided (%s), but none of its %d acknowledged deliveries says so", id, d.Outcome, acked[id])
+		}
+	}
+}
+
+// CheckDecisions replays every decision the ledger recorded, in its serial order (the turns
+// drawn while each decision held its accounts' locks), from the opening balances. It holds
+// that each decision is the one the rule dictates (applied exactly when both accounts exist
+// and the source held at least the amount at its turn, rejected otherwise) and that the
+// replay ends at the balances the ledger holds. It judges every decision however it was made,
+// a client's transfer or a consumer's batch, so a wrong rejection rule or a decision taken on
+// a stale balance is caught on every leg, with or without a linearizability check.
+func CheckDecisions(opening map[string]int64, final State) Verdict {
+	v := Verdict{Oracle: Decisions, Produced: len(final.Decided)}
+	ids := slices.SortedFunc(maps.Keys(final.Decided), func(a, b string) int {
+		return cmp.Compare(final.Decided[a].Turn, final.Decided[b].Turn)
+	})
+	balance := maps.Clone(opening)
+	exists := func(a string) bool {
+		_, open := opening[a]
+		_, held := final.Balances[a]
+		return open || held
+	}
+	var applied, rejected, exact int
+	for i, id := range ids {
+		d := final.Decided[id]
+		v.Checked++
+		if i > 0 && final.Decided[ids[i-1]].Turn == d.Turn {
+			v.violate("transfers %s and %s share turn %d: the decisions have no serial order", ids[i-1], id, d.Turn)
+		}
+		held := balance[d.From]
+		funds := exists(d.From) && exists(d.To) && held >= d.Amount
+		if held == d.Amount {
+			exact++
+		}
+		switch d.Outcome {
+		case ledger.Applied:
+			applied++
+			if !funds {
+				v.violate("transfer %s (%s→%s %d) was applied at turn %d while %s held %d", id, d.From, d.To, d.Amount, d.Turn, d.From, held)
+			}
+			balance[d.From] -= d.Amount
+			balance[d.To] += d.Amount
+		case ledger.Rejected:
+			rejected++
+			if funds {
+				v.violate("transfer %s (%s→%s %d) was rejected at turn %d while %s held %d, enough for it", id, d.From, d.To, d.Amount, d.Turn, d.From, held)
+			}
+		default:
+			v.violate("transfer %s was decided %q, which is neither applied nor rejected", id, d.Outcome)
+		}
+	}
+	for _, a := range slices.Sorted(maps.Keys(balance)) {
+		if got, ok := final.Balances[a]; ok && got != balance[a] {
+			v.violate("replaying the decisions in turn order leaves %s at %d, but it holds %d (%+d)", a, balance[a], got, got-balance[a])
+		}
+	}
+	v.Evidence = fmt.Sprintf("%d decisions replayed in turn order: %d applied, %d rejected; %d asked for exactly the source's balance",
+		len(ids), applied, rejected, exact)
+	return v
+}
+
+// CheckBatchOrder holds that every batch applied its rows in enqueue order: among the rows
+// one transaction acknowledged with a decision (applied or rejected), the decisions' turns
+// rise with the rows' sequence numbers. Rows whose transfer has no decision are left to
+// exactly-once and no-lost-ack.
+func CheckBatchOrder(final State) Verdict {
+	v := Verdict{Oracle: BatchOrder}
+	batches := map[int64][]QueueRow{}
+	for _, q := range final.Queue {
+		if _, ok := final.Decided[q.TransferID]; !ok || !q.Acked || q.Batch == 0 {
+			continue
+		}
+		if o := ledger.Outcome(q.Outcome); o == ledger.Applied || o == ledger.Rejected {
+			batches[q.Batch] = append(batches[q.Batch], q)
+		}
+	}
+	for _, b := range slices.Sorted(maps.Keys(batches)) {
+		rows := batches[b] // final.Queue is in seq order
+		v.Produced += len(rows)
+		for i, r := range rows {
+			v.Checked++
+			if i == 0 {
+				continue
+			}
+			p := rows[i-1]
+			if pt, rt := final.Decided[p.TransferID].Turn, final.Decided[r.TransferID].Turn; rt <= pt {
+				v.violate("batch %d (%s) decided row %d (transfer %s) at turn %d, before row %d (transfer %s) at turn %d, though it was enqueued after it",
+					b, r.Worker, r.Seq, r.TransferID, rt, p.Seq, p.TransferID, pt)
+			}
+		}
+	}
+	v.Evidence = fmt.Sprintf("%d deciding rows in %d batches", v.Checked, len(batches))
 	return v
 }
 

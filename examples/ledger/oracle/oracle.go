@@ -1,6 +1,6 @@
 // Package oracle gives the ledger's machine checks (conservation, journal, exactly-once, no
-// lost ack and linearizability) over what a contested contract recorded: the client-side
-// history and the ledger's tables read at quiescence.
+// lost ack, decisions, batch order and linearizability) over what a contested contract
+// recorded: the client-side history and the ledger's tables read at quiescence.
 //
 // Every check returns a [Verdict] that cites its evidence (how much it checked) and lists
 // each violation it found, so a RED run says which transfer broke which promise. Ambiguous
@@ -21,6 +21,8 @@ const (
 	ExactlyOnce     = "exactly-once"
 	NoLostAck       = "no-lost-ack"
 	Linearizability = "linearizability"
+	Decisions       = "decisions"
+	BatchOrder      = "batch-order"
 )
 
 // Sentinel errors a Verdict's Err wraps.

@@ -169,6 +169,40 @@ func TestExactlyOnce(t *testing.T) {
 			fails: true, want: "answered rejected but posted 1 times",
 		},
 		{
+			name: "one delivery decided, the redelivery answered duplicate",
+			ops:  []history.Op{op(1, TypeEnqueue, tA, "ack:1", 0, 1), op(2, TypeEnqueue, tA, "ack:2", 2, 3)},
+			final: State{Decided: map[string]Decision{tA.ID: decided(tA, ledger.Rejected)},
+				Queue: []QueueRow{{Seq: 1, TransferID: tA.ID, Acked: true, Outcome: "rejected"}, {Seq: 2, TransferID: tA.ID, Acked: true, Outcome: "duplicate"}}},
+		},
+		{
+			name: "two deliveries decided one transfer",
+			ops:  []history.Op{op(1, TypeEnqueue, tA, "ack:1", 0, 1), op(2, TypeEnqueue, tA, "ack:2", 2, 3)},
+			final: State{Postings: []Posting{post(tA)}, Decided: map[string]Decision{tA.ID: decided(tA, ledger.Applied)},
+				Queue: []QueueRow{{Seq: 1, TransferID: tA.ID, Acked: true, Outcome: "applied"}, {Seq: 2, TransferID: tA.ID, Acked: true, Outcome: "applied"}}},
+			fails: true, want: "transfer t-a was decided by 2 deliveries (rows [1 2])",
+		},
+		{
+			name: "a delivery acknowledged with another outcome than the ledger decided",
+			ops:  []history.Op{op(1, TypeEnqueue, tA, "ack:1", 0, 1)},
+			final: State{Decided: map[string]Decision{tA.ID: decided(tA, ledger.Rejected)},
+				Queue: []QueueRow{{Seq: 1, TransferID: tA.ID, Acked: true, Outcome: "applied"}}},
+			fails: true, want: "queue row 1 acknowledged transfer t-a as applied, but the ledger decided it rejected",
+		},
+		{
+			name: "a delivery acknowledged with no outcome of applying",
+			ops:  []history.Op{op(1, TypeEnqueue, tA, "ack:1", 0, 1)},
+			final: State{Postings: []Posting{post(tA)}, Decided: map[string]Decision{tA.ID: decided(tA, ledger.Applied)},
+				Queue: []QueueRow{{Seq: 1, TransferID: tA.ID, Acked: true, Outcome: "claimed"}}},
+			fails: true, want: `queue row 1 (transfer t-a) was acknowledged as "claimed"`,
+		},
+		{
+			name: "a queued transfer decided but none of its deliveries says so",
+			ops:  []history.Op{op(1, TypeEnqueue, tA, "ack:1", 0, 1)},
+			final: State{Postings: []Posting{post(tA)}, Decided: map[string]Decision{tA.ID: decided(tA, ledger.Applied)},
+				Queue: []QueueRow{{Seq: 1, TransferID: tA.ID, Acked: true, Outcome: "duplicate"}}},
+			fails: true, want: "none of its 1 acknowledged deliveries says so",
+		},
+		{
 			name:  "a posting that escaped the idempotency key",
 			ops:   []history.Op{op(1, history.TypeTransfer, tA, "unknown", 0, 0)},
 			final: State{Postings: []Posting{post(tA)}, Decided: map[string]Decision{}},
@@ -234,6 +268,109 @@ func TestNoLostAck(t *testing.T) {
 	}
 }
 
+// turn is decided with a turn in the ledger's serial order.
+func turn(t ledger.Transfer, o ledger.Outcome, n int64) Decision {
+	d := decided(t, o)
+	d.Turn = n
+	return d
+}
+
+func TestDecisions(t *testing.T) {
+	opening := map[string]int64{"x": 10, "y": 0}
+	tC := ledger.Transfer{ID: "t-c", From: "x", To: "y", Amount: 1}
+	tests := []struct {
+		name     string
+		decided  map[string]Decision
+		balances map[string]int64
+		fails    bool
+		want     string
+	}{
+		{
+			name:     "the exact balance applied, then a transfer from the emptied account rejected",
+			decided:  map[string]Decision{tA.ID: turn(tA, ledger.Applied, 1), tC.ID: turn(tC, ledger.Rejected, 2)},
+			balances: map[string]int64{"x": 0, "y": 10},
+		},
+		{
+			name:     "the turns decide, not the ids: a rejection before the funds arrived",
+			decided:  map[string]Decision{tB.ID: turn(tB, ledger.Rejected, 1), tA.ID: turn(tA, ledger.Applied, 2)},
+			balances: map[string]int64{"x": 0, "y": 10},
+		},
+		{
+			name:     "the exact balance rejected",
+			decided:  map[string]Decision{tA.ID: turn(tA, ledger.Rejected, 1)},
+			balances: map[string]int64{"x": 10, "y": 0},
+			fails:    true, want: "transfer t-a (x→y 10) was rejected at turn 1 while x held 10, enough for it",
+		},
+		{
+			name:     "applied without the funds",
+			decided:  map[string]Decision{tC.ID: turn(tC, ledger.Applied, 1), tA.ID: turn(tA, ledger.Applied, 2)},
+			balances: map[string]int64{"x": -1, "y": 11},
+			fails:    true, want: "transfer t-a (x→y 10) was applied at turn 2 while x held 9",
+		},
+		{
+			name:     "a balance the decisions do not explain",
+			decided:  map[string]Decision{tA.ID: turn(tA, ledger.Applied, 1)},
+			balances: map[string]int64{"x": 5, "y": 10},
+			fails:    true, want: "replaying the decisions in turn order leaves x at 0, but it holds 5 (+5)",
+		},
+		{
+			name:     "two decisions in one turn",
+			decided:  map[string]Decision{tA.ID: turn(tA, ledger.Applied, 1), tC.ID: turn(tC, ledger.Rejected, 1)},
+			balances: map[string]int64{"x": 0, "y": 10},
+			fails:    true, want: "share turn 1",
+		},
+		{
+			name:     "nothing decided",
+			decided:  map[string]Decision{},
+			balances: map[string]int64{"x": 10, "y": 0},
+			fails:    true, want: "nothing checked",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mustReport(t, CheckDecisions(opening, State{Balances: tt.balances, Decided: tt.decided}), tt.fails, tt.want)
+		})
+	}
+}
+
+func TestBatchOrder(t *testing.T) {
+	tC := ledger.Transfer{ID: "t-c", From: "x", To: "y", Amount: 1}
+	decisions := map[string]Decision{tA.ID: turn(tA, ledger.Applied, 1), tB.ID: turn(tB, ledger.Applied, 2), tC.ID: turn(tC, ledger.Rejected, 3)}
+	row := func(seq int64, tr ledger.Transfer, outcome string, batch int64) QueueRow {
+		return QueueRow{Seq: seq, TransferID: tr.ID, Acked: true, Outcome: outcome, Worker: "w/0", Batch: batch}
+	}
+	tests := []struct {
+		name  string
+		queue []QueueRow
+		fails bool
+		want  string
+	}{
+		{
+			name:  "one batch in enqueue order, a duplicate in between",
+			queue: []QueueRow{row(1, tA, "applied", 7), row(2, tA, "duplicate", 7), row(3, tB, "applied", 7), row(4, tC, "rejected", 7)},
+		},
+		{
+			name:  "two batches may interleave",
+			queue: []QueueRow{row(1, tB, "applied", 7), row(2, tA, "applied", 8), row(3, tC, "rejected", 7)},
+		},
+		{
+			name:  "a batch applied backwards",
+			queue: []QueueRow{row(1, tC, "rejected", 7), row(2, tB, "applied", 7), row(3, tA, "applied", 7)},
+			fails: true, want: "batch 7 (w/0) decided row 2 (transfer t-b) at turn 2, before row 1 (transfer t-c) at turn 3",
+		},
+		{
+			name:  "no deciding rows",
+			queue: []QueueRow{row(1, tA, "duplicate", 7)},
+			fails: true, want: "nothing checked",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mustReport(t, CheckBatchOrder(State{Decided: decisions, Queue: tt.queue}), tt.fails, tt.want)
+		})
+	}
+}
+
 func TestLinearizableSavesTheVisualizationOnFailure(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv(faultrecord.EnvResultsDir, dir)
@@ -255,6 +392,21 @@ func TestLinearizableSavesTheVisualizationOnFailure(t *testing.T) {
 		{
 			name:  "a transfer seen half done after it completed",
 			ops:   []history.Op{op(1, history.TypeTransfer, tA, "ok", 0, 10), read(2, "x", 40, 20), read(3, "y", 50, 30)},
+			fails: true, want: "porcupine found no linearization",
+		},
+		{
+			name: "a rejection the balance explains",
+			ops: []history.Op{op(1, history.TypeTransfer, ledger.Transfer{ID: "big", From: "x", To: "y", Amount: 60}, "rejected", 0, 10),
+				read(2, "x", 50, 20)},
+		},
+		{
+			name:  "a transfer rejected although the source held exactly enough",
+			ops:   []history.Op{op(1, history.TypeTransfer, ledger.Transfer{ID: "all", From: "x", To: "y", Amount: 50}, "rejected", 0, 10)},
+			fails: true, want: "porcupine found no linearization",
+		},
+		{
+			name:  "a rejected transfer reported applied",
+			ops:   []history.Op{op(1, history.TypeTransfer, ledger.Transfer{ID: "big", From: "x", To: "y", Amount: 60}, "ok", 0, 10)},
 			fails: true, want: "porcupine found no linearization",
 		},
 		{

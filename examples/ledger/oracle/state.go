@@ -15,19 +15,24 @@ type Posting struct {
 	Amount               int64
 }
 
-// Decision is one row of applied_transfers: how a transfer id was decided.
+// Decision is one row of applied_transfers: how a transfer id was decided, and when in the
+// ledger's serial order (Turn, drawn while the decision held both accounts' locks).
 type Decision struct {
 	From, To string
 	Amount   int64
 	Outcome  ledger.Outcome
+	Turn     int64
 }
 
-// QueueRow is one row of the transfer queue.
+// QueueRow is one row of the transfer queue. Batch is the transaction that acknowledged it
+// (0 while pending).
 type QueueRow struct {
 	Seq        int64
 	TransferID string
 	Acked      bool
 	Outcome    string
+	Worker     string
+	Batch      int64
 }
 
 // State is the ledger's tables as read at quiescence, directly (never through a fault).
@@ -58,13 +63,14 @@ func Load(ctx context.Context, conn *pgx.Conn) (State, error) {
 		return s, err
 	}
 	var d Decision
-	if err := each(ctx, tx, `SELECT transfer_id, from_account, to_account, amount, outcome FROM applied_transfers`,
-		[]any{&id, &d.From, &d.To, &d.Amount, &d.Outcome}, func() { s.Decided[id] = d }); err != nil {
+	if err := each(ctx, tx, `SELECT transfer_id, from_account, to_account, amount, outcome, turn FROM applied_transfers`,
+		[]any{&id, &d.From, &d.To, &d.Amount, &d.Outcome, &d.Turn}, func() { s.Decided[id] = d }); err != nil {
 		return s, err
 	}
 	var q QueueRow
-	if err := each(ctx, tx, `SELECT seq, transfer_id, acked_at IS NOT NULL, coalesce(outcome, '') FROM transfer_queue ORDER BY seq`,
-		[]any{&q.Seq, &q.TransferID, &q.Acked, &q.Outcome}, func() { s.Queue = append(s.Queue, q) }); err != nil {
+	if err := each(ctx, tx, `SELECT seq, transfer_id, acked_at IS NOT NULL, coalesce(outcome, ''), coalesce(worker, ''), coalesce(batch, 0)
+		FROM transfer_queue ORDER BY seq`,
+		[]any{&q.Seq, &q.TransferID, &q.Acked, &q.Outcome, &q.Worker, &q.Batch}, func() { s.Queue = append(s.Queue, q) }); err != nil {
 		return s, err
 	}
 	return s, nil

@@ -1,0 +1,37 @@
+package targets
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/magefile/mage/mg"
+
+	"github.com/contested/contested/faultlayer"
+)
+
+// TestTargetsPrintNoSecret: whatever a command prints, in pieces or whole,
+// and the error it returns reach the user with every password masked.
+func TestTargetsPrintNoSecret(t *testing.T) {
+	const pw = "target-Out-secret"
+	t.Setenv("CONTESTED_PG_DSN", "host=127.0.0.1 user=postgres password='"+pw+"' dbname=contested")
+	var stdout bytes.Buffer
+	err := runTo(&stdout, func(out io.Writer) error {
+		// One line in three writes, the password split between two.
+		fmt.Fprintf(out, "fault layer: external, Postgres host=127.0.0.1 password=%s", pw[:5])
+		fmt.Fprintf(out, "%s dbname=contested; the server said ", pw[5:])
+		fmt.Fprintf(out, "%s\nlast line without newline: postgres://u:%s@h/db", pw, pw)
+		return fmt.Errorf("arbitrate: %w: server said %s", faultlayer.ErrCannotRun, pw)
+	})
+	if strings.Contains(stdout.String(), pw) || strings.Contains(stdout.String(), pw[:5]) || strings.Contains(stdout.String(), pw[5:]) {
+		t.Errorf("the output holds the password:\n%s", stdout.String())
+	}
+	if !strings.HasSuffix(stdout.String(), "postgres://u:xxxxx@h/db") {
+		t.Errorf("the last line was not flushed: %q", stdout.String())
+	}
+	if mg.ExitStatus(err) != 3 || strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), "server said xxxxx") {
+		t.Errorf("the error Mage prints: %v", err)
+	}
+}
