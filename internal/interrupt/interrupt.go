@@ -59,7 +59,7 @@ func Context(parent context.Context) (context.Context, context.CancelFunc) {
 	if !started {
 		started = true
 		ch := make(chan os.Signal, 8)
-		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+		signal.Notify(ch, Signals()...)
 		go watch(ch)
 	}
 	if first != nil {
@@ -75,6 +75,19 @@ func Context(parent context.Context) (context.Context, context.CancelFunc) {
 		mu.Unlock()
 		cancel()
 	}
+}
+
+// Signals are the signals a command stops on: SIGINT, SIGTERM and SIGHUP,
+// less those this process was started with ignored (nohup ignores SIGHUP,
+// a shell's background job SIGINT): handling one would undo that choice.
+func Signals() []os.Signal {
+	var out []os.Signal
+	for _, s := range []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		if !signal.Ignored(s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Received returns the first signal the process received, nil if none.

@@ -205,3 +205,39 @@ func gone(pid int) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestASignalIgnoredAtStartStaysIgnored: under nohup, SIGHUP does not stop
+// the command (handling it would undo nohup); SIGTERM still does.
+func TestASignalIgnoredAtStartStaysIgnored(t *testing.T) {
+	nohup, err := exec.LookPath("nohup")
+	if err != nil {
+		t.Skip("no nohup here")
+	}
+	cmd := exec.Command(nohup, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), reexec.Env+"=stop-cleanly")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	r := bufio.NewReader(out)
+	if line, err := r.ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("helper: %q, %v: %s", line, err, stderr.String())
+	}
+	go io.Copy(io.Discard, r)
+	cmd.Process.Signal(syscall.SIGHUP)
+	time.Sleep(300 * time.Millisecond)
+	if strings.Contains(stderr.String(), "stopping") {
+		t.Fatalf("a SIGHUP that nohup ignores stopped the command: %s", stderr.String())
+	}
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGTERM)
+	if code, _ := wait(t, cmd, start); code != 7 || !strings.Contains(stderr.String(), "SIGTERM: stopping") {
+		t.Errorf("exit %d, want 7 after a SIGTERM teardown: %s", code, stderr.String())
+	}
+}

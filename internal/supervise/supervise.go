@@ -40,6 +40,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/contested/contested/internal/interrupt"
 )
 
 // EnvWorker is set in a worker's environment; its value is the target the
@@ -132,9 +134,10 @@ func Run(ctx context.Context, opts Options) int {
 	// Take SIGINT away from anyone else in this process (Mage's generated
 	// main gives a target 5 seconds after Ctrl-C, then exits and would
 	// leave the worker's teardown unfinished): the worker's grace governs.
+	watched := interrupt.Signals()
 	signal.Reset(os.Interrupt)
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(sigs, watched...)
 	defer signal.Stop(sigs)
 
 	crashR, crashW, err := os.Pipe()
