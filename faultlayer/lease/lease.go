@@ -183,7 +183,7 @@ func (t *Table) TTL() time.Duration { return t.ttl }
 
 const acquireSQL = `
 WITH c AS (
-	SELECT port, holder AS prev_holder
+	SELECT port, holder AS prev_holder, owner AS prev_owner, run_id AS prev_run
 	FROM fault_port_leases
 	WHERE port = ANY($1::int[]) AND (holder IS NULL OR expires_at < clock_timestamp())
 	ORDER BY released_at NULLS FIRST, port
@@ -195,7 +195,15 @@ SET holder = $2, owner = $3, run_id = $4, leased_at = clock_timestamp(),
     expires_at = clock_timestamp() + $5::interval, released_at = NULL, epoch = l.epoch + 1, token = $6
 FROM c
 WHERE l.port = c.port
-RETURNING l.port, l.epoch, l.leased_at, l.expires_at, c.prev_holder`
+RETURNING l.port, l.epoch, l.leased_at, l.expires_at, c.prev_holder, c.prev_owner, c.prev_run`
+
+// giveBackExpiredSQL undoes a takeover whose leftover proxy could not be
+// deleted: the row names the abandoned holder again and stays expired, so
+// the next taker (or Reclaim) deletes the proxy before using the port. The
+// epoch stays bumped, so the failed taker's lease is fenced.
+const giveBackExpiredSQL = `UPDATE fault_port_leases
+	SET holder = $3, owner = $4, run_id = $5, expires_at = clock_timestamp() - interval '1 millisecond', token = NULL
+	WHERE port = $1 AND epoch = $2 AND token = $6`
 
 // Acquire leases a free port, waiting until one is free or ctx ends. A port
 // whose previous lease expired is cleared of its leftover proxy before it is
@@ -233,9 +241,9 @@ func (t *Table) tryAcquire(ctx context.Context, holder string) (Lease, bool, err
 	// The token names this attempt, so that an attempt whose answer was
 	// lost can be undone without touching any other lease of the holder.
 	token := newToken()
-	var prev *string
+	var prev, prevOwner, prevRun *string
 	err := t.db.QueryRow(ctx, acquireSQL, t.ports, holder, t.owner, t.run, t.ttl.String(), token).
-		Scan(&l.Port, &l.Epoch, &l.LeasedAt, &l.Expires, &prev)
+		Scan(&l.Port, &l.Epoch, &l.LeasedAt, &l.Expires, &prev, &prevOwner, &prevRun)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Lease{}, false, nil
 	}
@@ -251,8 +259,13 @@ func (t *Table) tryAcquire(ctx context.Context, holder string) (Lease, bool, err
 	if prev != nil {
 		l.Reclaimed = *prev
 		if err := t.cleaner.ClearPort(ctx, l.Port); err != nil {
-			_, rerr := t.Release(context.WithoutCancel(ctx), l)
-			return Lease{}, false, errors.Join(fmt.Errorf("clear leftover proxy of expired lease on port %d (held by %s): %w", l.Port, *prev, err), rerr)
+			// Not Release: a released row is a free port, and the next
+			// taker would use it with the leftover proxy still on it.
+			_, gerr := t.db.Exec(context.WithoutCancel(ctx), giveBackExpiredSQL, l.Port, l.Epoch, *prev, prevOwner, prevRun, token)
+			if gerr != nil {
+				gerr = fmt.Errorf("give back port %d as still expired: %w; the port is reclaimed when this lease expires", l.Port, gerr)
+			}
+			return Lease{}, false, errors.Join(fmt.Errorf("clear leftover proxy of expired lease on port %d (held by %s): %w", l.Port, *prev, err), gerr)
 		}
 	}
 	return l, true, nil
