@@ -30,6 +30,15 @@ func freeRows(t *testing.T, ports ...int) {
 	}
 }
 
+// bounded is a context for one Acquire that should return at once: when
+// it does not (the table is broken), the test fails with the deadline
+// instead of hanging the package until go test's own timeout.
+func bounded(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // row is one lease row as the table holds it.
 type row struct {
 	Holder  *string
@@ -60,14 +69,14 @@ func TestTheSameHolderWithAnOldEpochIsFenced(t *testing.T) {
 	freeRows(t, ports...)
 	tbl := lease.New(l.DB(), ports, nil, lease.WithoutReclaimOnWait())
 
-	old, err := tbl.Acquire(ctx, "TestSameHolder")
+	old, err := tbl.Acquire(bounded(t), "TestSameHolder")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tbl.Release(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	cur, err := tbl.Acquire(ctx, "TestSameHolder")
+	cur, err := tbl.Acquire(bounded(t), "TestSameHolder")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +167,7 @@ func TestReclaimWithAFailingCleanerKeepsTheLease(t *testing.T) {
 	freeRows(t, ports...)
 	me := reap.Self()
 	dead := reap.Owner{Host: me.Host, Boot: me.Boot, PIDNS: me.PIDNS, PID: 1 << 30, Start: 1}
-	held, err := lease.New(l.DB(), ports, nil, lease.WithOwner(dead.String()), lease.WithTTL(time.Hour)).Acquire(ctx, "TestDeadHolder")
+	held, err := lease.New(l.DB(), ports, nil, lease.WithOwner(dead.String()), lease.WithTTL(time.Hour)).Acquire(bounded(t), "TestDeadHolder")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +212,7 @@ func TestAnExpiredLeaseWhoseProxyCannotBeDeletedIsNotHandedOutAsFree(t *testing.
 	ports := privatePorts(t, 41124)
 	freeRows(t, ports...)
 	t.Cleanup(func() { freeRows(t, ports...) })
-	abandoned, err := lease.New(l.DB(), ports, nil).Acquire(ctx, "TestAbandoner")
+	abandoned, err := lease.New(l.DB(), ports, nil).Acquire(bounded(t), "TestAbandoner")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +222,7 @@ func TestAnExpiredLeaseWhoseProxyCannotBeDeletedIsNotHandedOutAsFree(t *testing.
 
 	boom := errors.New("toxiproxy API unreachable")
 	failing := lease.New(l.DB(), ports, lease.CleanerFunc(func(context.Context, int) error { return boom }), lease.WithoutReclaimOnWait())
-	if _, err := failing.Acquire(ctx, "TestUnlucky"); !errors.Is(err, boom) {
+	if _, err := failing.Acquire(bounded(t), "TestUnlucky"); !errors.Is(err, boom) {
 		t.Fatalf("Acquire over an expired lease whose proxy cannot be deleted: err = %v, want the cleaner's error", err)
 	}
 	if r := readRow(t, abandoned.Port); r.Holder == nil || r.Expired == nil || !*r.Expired {
@@ -225,7 +234,7 @@ func TestAnExpiredLeaseWhoseProxyCannotBeDeletedIsNotHandedOutAsFree(t *testing.
 		cleared = append(cleared, port)
 		return nil
 	}), lease.WithoutReclaimOnWait())
-	got, err := next.Acquire(ctx, "TestNext")
+	got, err := next.Acquire(bounded(t), "TestNext")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +294,7 @@ func TestKeepRenewsBeforeExpiryAndReportsAFence(t *testing.T) {
 	freeRows(t, ports...)
 	spy := &spyDB{DB: l.DB(), port: ports[0], renewed: make(chan renewal, 16)}
 	tbl := lease.New(spy, ports, nil, lease.WithTTL(3*time.Second), lease.WithoutReclaimOnWait())
-	held, err := tbl.Acquire(ctx, "TestKept")
+	held, err := tbl.Acquire(bounded(t), "TestKept")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,5 +326,49 @@ func TestKeepRenewsBeforeExpiryAndReportsAFence(t *testing.T) {
 	}
 	if err := stop(); !errors.Is(err, lease.ErrFenced) {
 		t.Fatalf("stop after the lease was lost: %v, want ErrFenced", err)
+	}
+}
+
+// TestAcquireReclaimsADeadOwnersLeaseWhileItWaits: every port is held,
+// unexpired, by an owner that is provably gone. An Acquire told not to
+// reclaim while it waits (a history test's table) leaves the lease alone
+// and runs out of time; a default Acquire frees it, deleting its proxy
+// first, and gets the port long before the lease would expire.
+func TestAcquireReclaimsADeadOwnersLeaseWhileItWaits(t *testing.T) {
+	l := faulttest.Layer(t)
+	ctx := context.Background()
+	ports := privatePorts(t, 41126)
+	freeRows(t, ports...)
+	t.Cleanup(func() { freeRows(t, ports...) })
+	me := reap.Self()
+	dead := reap.Owner{Host: me.Host, Boot: me.Boot, PIDNS: me.PIDNS, PID: 1 << 30, Start: 1}
+	held, err := lease.New(l.DB(), ports, nil, lease.WithOwner(dead.String()), lease.WithTTL(time.Hour)).Acquire(bounded(t), "TestDeadHolder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cleared []int
+	cleaner := lease.CleanerFunc(func(_ context.Context, port int) error {
+		cleared = append(cleared, port)
+		return nil
+	})
+
+	// Long enough for the eighth attempt, where a waiting Acquire reclaims.
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if got, err := lease.New(l.DB(), ports, cleaner, lease.WithoutReclaimOnWait()).Acquire(wctx, "TestPatient"); !errors.Is(err, lease.ErrExhausted) {
+		t.Fatalf("Acquire without reclaim on wait: got port %d, err %v; want ErrExhausted, the dead owner's lease left alone", got.Port, err)
+	}
+	if r := readRow(t, held.Port); len(cleared) != 0 || r.Holder == nil || r.Epoch != held.Epoch {
+		t.Fatalf("Acquire without reclaim on wait touched the lease: row %+v, cleared %v", r, cleared)
+	}
+
+	got, err := lease.New(l.DB(), ports, cleaner).Acquire(bounded(t), "TestImpatient")
+	if err != nil {
+		t.Fatalf("Acquire with every port held by a dead owner: %v; want the port, reclaimed while waiting", err)
+	}
+	defer lease.New(l.DB(), ports, nil).Release(ctx, got)
+	if got.Port != held.Port || got.Epoch <= held.Epoch || len(cleared) != 1 || cleared[0] != held.Port {
+		t.Fatalf("got port %d epoch %d after clearing %v; want port %d at a later epoch than %d, its proxy deleted first",
+			got.Port, got.Epoch, cleared, held.Port, held.Epoch)
 	}
 }

@@ -190,12 +190,12 @@ func TestReleaseAndRenewAreFencedByEpoch(t *testing.T) {
 	port := privatePorts(t, 41110)
 	short := lease.New(l.DB(), port, nil, lease.WithTTL(200*time.Millisecond))
 
-	stale, err := short.Acquire(ctx, "stale-holder")
+	stale, err := short.Acquire(bounded(t), "stale-holder")
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond) // let it expire
-	fresh, err := short.Acquire(ctx, "fresh-holder")
+	fresh, err := short.Acquire(bounded(t), "fresh-holder")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestExhaustedWaitsForTheContextAndNamesTheHolders(t *testing.T) {
 	ports := privatePorts(t, 41111, 41112)
 	tbl := lease.New(l.DB(), ports, nil)
 	for _, h := range []string{"TestHolderOne", "TestHolderTwo"} {
-		got, err := tbl.Acquire(ctx, h)
+		got, err := tbl.Acquire(bounded(t), h)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,7 +253,7 @@ func TestAnExpiredLeaseIsHandedOutOnlyAfterItsProxyIsDeleted(t *testing.T) {
 	pp := faultlayer.ProxyPort{Port: 41113, Listen: net.JoinHostPort(l.ProxyListenHost, "41113")}
 	privatePorts(t, pp.Port)
 	tbl := lease.New(l.DB(), []int{pp.Port}, lease.CleanerFunc(l.ClearPort), lease.WithTTL(200*time.Millisecond))
-	old, err := tbl.Acquire(ctx, "abandoning-holder")
+	old, err := tbl.Acquire(bounded(t), "abandoning-holder")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestAnExpiredLeaseIsHandedOutOnlyAfterItsProxyIsDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
-	got, err := tbl.Acquire(ctx, "next-holder")
+	got, err := tbl.Acquire(bounded(t), "next-holder")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +342,7 @@ func TestMissingTableIsReportedAsSuch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	_, err = lease.New(pool, []int{1}, nil).Acquire(ctx, "x")
+	_, err = lease.New(pool, []int{1}, nil).Acquire(bounded(t), "x")
 	if !errors.Is(err, lease.ErrNoTable) {
 		t.Fatalf("Acquire without a table: err = %v, want ErrNoTable", err)
 	}
@@ -356,7 +356,7 @@ func TestAnAcquireWhoseAnswerIsLostGivesItsPortBack(t *testing.T) {
 	ctx := context.Background()
 	port := privatePorts(t, 41114)
 	pp := l.Ports[len(l.Ports)-1]
-	if _, err := l.Leases().Acquire(ctx, "reserve-the-proxy-port"); err != nil {
+	if _, err := l.Leases().Acquire(bounded(t), "reserve-the-proxy-port"); err != nil {
 		t.Fatal(err)
 	}
 	proxy, err := l.Toxiproxy().CreateProxy("lease-lost-answer", pp.Listen, l.PostgresUpstream)
@@ -385,7 +385,7 @@ func TestAnAcquireWhoseAnswerIsLostGivesItsPortBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	tbl := lease.New(pool, port, nil, lease.WithoutReclaimOnWait())
-	warm, err := tbl.Acquire(ctx, "TestLostAnswer-warm-up")
+	warm, err := tbl.Acquire(bounded(t), "TestLostAnswer-warm-up")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,7 +450,7 @@ func TestReclaimTakesOnlyLeasesOfProvablyGoneOwnersOrExpiredOnes(t *testing.T) {
 	cleaner := lease.CleanerFunc(func(context.Context, int) error { return nil })
 	for i, o := range owners {
 		tbl := lease.New(l.DB(), []int{ports[i]}, cleaner, lease.WithOwner(o.owner.String()), lease.WithTTL(o.ttl))
-		got, err := tbl.Acquire(ctx, "holder "+o.name)
+		got, err := tbl.Acquire(bounded(t), "holder "+o.name)
 		if err != nil {
 			t.Fatal(err)
 		}
