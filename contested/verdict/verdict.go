@@ -15,7 +15,8 @@
 //  4. INCONCLUSIVE-fault-not-proven: a fault was armed and not proven to
 //     land, or never armed at all.
 //  5. PARTIAL-surface: the test passed but reported no oracle.
-//  6. INCONCLUSIVE-oracle-too-weak: an oracle could not decide.
+//  6. INCONCLUSIVE-oracle-too-weak: an oracle could not decide (any result
+//     but "held": "unknown", or one nobody defined).
 //  7. PARTIAL-model: an oracle checked fewer operations than the run
 //     produced.
 //  8. PASS-hardening when the hardening seed budget was met, else
@@ -129,7 +130,8 @@ func Assign(runs []Run, hardeningSeeds int) (Verdict, string) {
 		armed += r.Armed
 		fired += r.Fired
 	}
-	checked := 0
+	// Rules 5, 6 and 7 each look at every seed before the next rule does,
+	// so the verdict does not depend on the order of the seeds or oracles.
 	for _, r := range runs {
 		if r.Attempted && len(r.Oracles) == 0 {
 			return PartialSurface, fmt.Sprintf("seed %d passed but reported no oracle: no model-level check ran", r.Seed)
@@ -137,11 +139,24 @@ func Assign(runs []Run, hardeningSeeds int) (Verdict, string) {
 		if r.Attempted && len(r.Unchecked) > 0 {
 			return PartialSurface, fmt.Sprintf("seed %d: %s reported no oracle: part of the leg was never checked", r.Seed, strings.Join(r.Unchecked, ", "))
 		}
+	}
+	for _, r := range runs {
 		for _, o := range r.Oracles {
-			switch {
-			case o.Result == "unknown":
+			switch o.Result {
+			case "held":
+			case "unknown":
 				return InconclusiveOracleTooWeak, fmt.Sprintf("seed %d: oracle %s could not decide: %s", r.Seed, o.Name, o.Detail)
-			case o.OpsChecked < o.OpsProduced:
+			default:
+				// Only "held" is a decision in the leg's favour: a result
+				// nobody defined is not one.
+				return InconclusiveOracleTooWeak, fmt.Sprintf("seed %d: oracle %s reported %q, not held: %s", r.Seed, o.Name, o.Result, o.Detail)
+			}
+		}
+	}
+	checked := 0
+	for _, r := range runs {
+		for _, o := range r.Oracles {
+			if o.OpsChecked < o.OpsProduced {
 				return PartialModel, fmt.Sprintf("seed %d: oracle %s checked %d of %d operations", r.Seed, o.Name, o.OpsChecked, o.OpsProduced)
 			}
 			checked += o.OpsChecked
