@@ -128,8 +128,11 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 	o.Surface = &Surface{ID: s.ID, Class: s.Class, Owner: s.Owner, Behavior: s.Behavior, Oracle: s.Oracle, Where: fmt.Sprintf("%s:%d", opts.RegistryPath, s.Line)}
 	fmt.Fprintf(opts.Out, "ladder: %s → surface %s (%s; oracle %s; owner %s)\n", name, s.ID, s.Behavior, s.Oracle, s.Owner)
 
-	// Step 2: the fault layer must pass preflight.
-	if opts.LayerErr != nil || opts.Preflight == nil || !opts.Preflight.OK() {
+	// Step 2: the fault layer must pass preflight. Any failed check ends
+	// the ladder, whether or not bringing the layer up returned an error
+	// (arbitrate hands over a failed preflight of a layer that came up),
+	// and so does a preflight that checked nothing: it vouches for nothing.
+	if !layerPassed(opts) {
 		o.Step, o.Owner, o.Verdict, o.Contract = 2, FaultLayer, string(verdict.CannotRun), verdict.CannotRun
 		o.Action = "repair the fault layer, then walk the ladder again: " + layerProblem(opts)
 		return o, nil
@@ -207,12 +210,21 @@ func decide(o *Outcome, s registry.Surface, res *contract.Result, opts Options) 
 	}
 }
 
+// layerPassed reports whether the layer came up and passed a preflight
+// that checked something.
+func layerPassed(opts Options) bool {
+	return opts.LayerErr == nil && opts.Preflight != nil && len(opts.Preflight.Checks) > 0 && opts.Preflight.OK()
+}
+
 func layerProblem(opts Options) string {
 	if opts.LayerErr != nil {
 		return opts.LayerErr.Error()
 	}
 	if opts.Preflight == nil {
 		return "preflight did not run"
+	}
+	if len(opts.Preflight.Checks) == 0 {
+		return "preflight ran no checks"
 	}
 	var parts []string
 	for _, c := range opts.Preflight.Failed() {
