@@ -1,6 +1,7 @@
 package faultrecord
 
 import (
+	"bytes"
 	"context"
 	"encoding"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -202,8 +204,11 @@ const (
 // could not be listed); a failure to write the report is returned as well, joined.
 //
 // Verify deletes nothing except, in Paired mode on success, the stamp (which makes it
-// single-use). If consuming the stamp fails, phase 1 fails: a stamp that survives a success
-// would let the same records certify again. A cancelled ctx returns ctx's error and no report.
+// single-use). Consuming is a claim only one verification can win (see claimStamp): if it
+// fails (the stamp vanished or was replaced since it was read, or could not be renamed), phase
+// 1 fails, so two paired verifications of one record set never both certify, and a stamp that
+// survives a success never lets the same records certify again. A cancelled ctx returns ctx's
+// error and no report.
 func Verify(ctx context.Context, opts Options) (*Report, error) {
 	if opts.Mode != Paired && opts.Mode != Standalone {
 		return nil, fmt.Errorf("verify fault records: %w: mode %s", ErrInvalidOptions, opts.Mode)
@@ -250,13 +255,15 @@ func Verify(ctx context.Context, opts Options) (*Report, error) {
 
 	rep := buildReport(dir, opts, st, sc, inv)
 	if rep.Certified && opts.Mode == Paired {
-		if err := fd.Remove(StampName); err != nil {
+		note, err := claimStamp(fd, st)
+		if err != nil {
 			rep.Phases[0].OK = false
-			rep.Phases[0].Detail += fmt.Sprintf("; consume stamp: %v (a stamp that outlives a success would certify these records again)", err)
+			rep.Phases[0].Detail += fmt.Sprintf("; consume stamp: %v", err)
 			rep.Certified = false
 		} else {
 			rep.StampConsumed = true
 		}
+		rep.Phases[0].Detail += note
 	}
 
 	var errs []error
@@ -288,8 +295,54 @@ type inventoryResult struct {
 type stampState struct {
 	present bool
 	mtime   time.Time
+	data    []byte // its content, to tell it from a stamp written later
 	runID   string
 	err     error // the stamp exists but could not be examined
+}
+
+// claimPattern names a claimed stamp: ".gate-stamp-" and ".tmp" make it a leftover temporary
+// file that Verify ignores and Purge removes.
+const claimPattern = ".gate-stamp-claim-%016x.tmp"
+
+// errStampGone and errStampReplaced say why a certified paired verification could not consume
+// its stamp.
+var (
+	errStampGone     = errors.New("the stamp vanished after it was read (another verification consumed it, or it was removed): these records may not certify twice")
+	errStampReplaced = errors.New("the stamp was replaced after it was read (a new purge and stamp began): it is left for that run")
+)
+
+// claimStamp consumes the stamp this verification read, st, so that one stamp certifies at
+// most once however many verifications run at the same time. The claim is a rename of the stamp
+// to a name of this verification's own: of several renames of one file, exactly one succeeds.
+// What was taken is then compared with what was read (mtime and content): a stamp written since
+// is not this verification's, so it is put back (never over a newer one) and the verification
+// refuses. A stamp that is gone when the claim is made refuses too. note reports a claim file
+// that could not be removed (the stamp is consumed all the same; Purge removes the file).
+func claimStamp(d *atomicfile.Dir, st stampState) (note string, err error) {
+	// Only reached after phase 1 passed in Paired mode: the stamp was present, so d is open.
+	claim := fmt.Sprintf(claimPattern, rand.Uint64())
+	if err := d.Rename(StampName, claim); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", errStampGone
+		}
+		return "", fmt.Errorf("claim it: %w (a stamp that outlives a success would certify these records again)", err)
+	}
+	data, mtime, rerr := d.ReadFile(claim, nil, maxStampSize)
+	switch {
+	case rerr != nil:
+		err = fmt.Errorf("read back the claimed stamp: %w", rerr)
+	case !mtime.Equal(st.mtime) || !bytes.Equal(data, st.data):
+		err = errStampReplaced
+	}
+	if err != nil {
+		if lerr := d.Link(claim, StampName); lerr != nil && !errors.Is(lerr, fs.ErrExist) {
+			err = fmt.Errorf("%w; putting it back failed: %v", err, lerr)
+		}
+	}
+	if rmErr := d.Remove(claim); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
+		note = fmt.Sprintf("; the claimed stamp %s could not be removed (the next purge removes it): %v", claim, rmErr)
+	}
+	return note, err
 }
 
 // maxStampSize bounds the stamp read: its content is a few dozen bytes of JSON.
@@ -323,7 +376,7 @@ func readStamp(d *atomicfile.Dir) stampState {
 	case err != nil:
 		return stampState{err: err}
 	}
-	st := stampState{present: true, mtime: mtime}
+	st := stampState{present: true, mtime: mtime, data: data}
 	// The content is informational: only the mtime is the reference, so a stamp whose content
 	// does not parse still works (validate's old stamp format, a touch by hand).
 	var s stampFile

@@ -258,6 +258,24 @@ func (d *Dir) Remove(name string) error {
 	return d.root.Remove(name)
 }
 
+// Rename renames the entry oldName to newName within the directory,
+// replacing newName if it exists.
+func (d *Dir) Rename(oldName, newName string) error {
+	if err := errors.Join(checkName(oldName), checkName(newName)); err != nil {
+		return err
+	}
+	return d.root.Rename(oldName, newName)
+}
+
+// Link gives the entry oldName a second name newName within the
+// directory, never replacing an existing newName.
+func (d *Dir) Link(oldName, newName string) error {
+	if err := errors.Join(checkName(oldName), checkName(newName)); err != nil {
+		return err
+	}
+	return d.root.Link(oldName, newName)
+}
+
 // ReadDir lists up to n entries (all when n <= 0).
 func (d *Dir) ReadDir(n int) ([]fs.DirEntry, error) {
 	if d.list == nil {

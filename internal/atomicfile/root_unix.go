@@ -419,6 +419,33 @@ func (d *Dir) Remove(name string) error {
 	return nil
 }
 
+// Rename renames the entry oldName to newName within the directory,
+// replacing newName if it exists (rename(2)): for one oldName, at most one
+// of several concurrent renames succeeds; the others fail wrapping
+// fs.ErrNotExist. A link is renamed, never followed.
+func (d *Dir) Rename(oldName, newName string) error {
+	if err := errors.Join(checkName(oldName), checkName(newName)); err != nil {
+		return err
+	}
+	if err := unix.Renameat(d.fd, oldName, d.fd, newName); err != nil {
+		return &fs.PathError{Op: "rename", Path: d.path + "/" + oldName, Err: err}
+	}
+	return nil
+}
+
+// Link gives the entry oldName a second name newName within the
+// directory, never replacing an existing newName (it fails wrapping
+// fs.ErrExist) and never following a link.
+func (d *Dir) Link(oldName, newName string) error {
+	if err := errors.Join(checkName(oldName), checkName(newName)); err != nil {
+		return err
+	}
+	if err := unix.Linkat(d.fd, oldName, d.fd, newName, 0); err != nil {
+		return &fs.PathError{Op: "link", Path: d.path + "/" + newName, Err: err}
+	}
+	return nil
+}
+
 // ReadDir lists up to n entries (all when n <= 0), as os.File.ReadDir.
 // Entry types come from the directory listing; a symbolic link shows as one.
 func (d *Dir) ReadDir(n int) ([]fs.DirEntry, error) {
