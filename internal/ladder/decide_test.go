@@ -31,7 +31,7 @@ func fixtureOptions(t *testing.T) Options {
 		t.Fatal(err)
 	}
 	return Options{Dir: dir, Registry: reg, RegistryPath: regPath, ResultsRoot: t.TempDir(), Reruns: 1, Out: testlog.Writer(t),
-		LayerEnv: []string{faultlayer.EnvLayer + "=external", faultlayer.EnvToxiproxyURL + "=http://127.0.0.1:1", faultlayer.EnvPostgresDSN + "=postgres://nobody@127.0.0.1:1/none"},
+		LayerEnv:  []string{faultlayer.EnvLayer + "=external", faultlayer.EnvToxiproxyURL + "=http://127.0.0.1:1", faultlayer.EnvPostgresDSN + "=postgres://nobody@127.0.0.1:1/none"},
 		Contracts: map[string]*contract.Result{"adopter.stock": {Surface: "adopter.stock", Contract: verdict.Green}}}
 }
 
