@@ -99,11 +99,32 @@ func upContainers(ctx context.Context, cfg Config) (_ *Layer, err error) {
 	// process, whatever state bring-up reached; the labels, not a handle,
 	// are the source of truth. The owner keeps another process that was
 	// given the same run id from losing its layer to this teardown.
+	bringUp := ctx
 	l.onClose(func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
+		defer cli.Close()
 		_, err := reap.Sweep(ctx, cli, reap.Mine(run), io.Discard)
-		cli.Close()
+		if bringUp.Err() == nil {
+			return err
+		}
+		// Interrupted: a create whose request was cancelled can still land
+		// in the daemon after the sweep. Sweep again once things settle,
+		// until a sweep finds nothing.
+		for range 5 {
+			select {
+			case <-ctx.Done():
+				return errors.Join(err, ctx.Err())
+			case <-time.After(time.Second):
+			}
+			swept, serr := reap.Sweep(ctx, cli, reap.Mine(run), io.Discard)
+			if serr != nil {
+				err = errors.Join(err, serr)
+			}
+			if swept.Empty() {
+				break
+			}
+		}
 		return err
 	})
 	defer func() {
