@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -248,11 +249,14 @@ func TestAnExpiredLeaseWhoseProxyCannotBeDeletedIsNotHandedOutAsFree(t *testing.
 // spyDB passes every call to the real pool and tells renewals apart: each
 // completed renewal (the UPDATE that sets expires_at alone) is sent on
 // renewed with its error, after noting whether the lease was still
-// unexpired when the renewal started.
+// unexpired when the renewal started. Once hold is set, a renewal that
+// completed waits for its context to end before it returns its answer:
+// the order of a stop that comes while a renewal's answer is on its way.
 type spyDB struct {
 	lease.DB
 	port    int
 	renewed chan renewal
+	hold    atomic.Bool
 }
 
 type renewal struct {
@@ -266,11 +270,12 @@ func (s *spyDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	}
 	var unexpired *bool
 	_ = s.DB.QueryRow(ctx, `SELECT expires_at > clock_timestamp() FROM `+lease.TableName+` WHERE port = $1`, s.port).Scan(&unexpired)
-	return spyRow{s.DB.QueryRow(ctx, sql, args...), s, unexpired != nil && *unexpired}
+	return spyRow{s.DB.QueryRow(ctx, sql, args...), ctx, s, unexpired != nil && *unexpired}
 }
 
 type spyRow struct {
 	pgx.Row
+	ctx       context.Context
 	s         *spyDB
 	unexpired bool
 }
@@ -278,15 +283,20 @@ type spyRow struct {
 func (r spyRow) Scan(dest ...any) error {
 	err := r.Row.Scan(dest...)
 	r.s.renewed <- renewal{r.unexpired, err}
+	if r.s.hold.Load() {
+		<-r.ctx.Done()
+	}
 	return err
 }
 
 // TestKeepRenewsBeforeExpiryAndReportsAFence: Keep renews a held lease
 // before it expires (each renewal finds it unexpired), and when the lease
 // is lost (here released under it) the next renewal's ErrFenced is what
-// stop returns, so the leg learns it ran without owning its port. The
-// renewals are observed through a pass-through of the real database, so
-// nothing here depends on how long a tick takes.
+// stop returns, so the leg learns it ran without owning its port, even
+// when stop is called while that renewal's answer is on its way (the end
+// of a leg racing the renewal). The renewals are observed, and that order
+// made, through a pass-through of the real database, so nothing here
+// depends on how long a tick takes.
 func TestKeepRenewsBeforeExpiryAndReportsAFence(t *testing.T) {
 	l := faulttest.Layer(t)
 	ctx := context.Background()
@@ -320,6 +330,7 @@ func TestKeepRenewsBeforeExpiryAndReportsAFence(t *testing.T) {
 			t.Fatalf("renewal %d: err %v, lease unexpired when it started %v; want a renewal before expiry", i+1, r.err, r.unexpired)
 		}
 	}
+	spy.hold.Store(true)
 	release()
 	if r := wait("after the release"); !errors.Is(r.err, pgx.ErrNoRows) {
 		t.Errorf("the renewal after the release matched a row (err %v)", r.err)

@@ -358,7 +358,9 @@ func (t *Table) Keep(ctx context.Context, l Lease) (stop func() error) {
 				done <- nil
 				return
 			case <-tick.C:
-				if _, err := t.Renew(ctx, l); err != nil && ctx.Err() == nil {
+				// An error of a renewal that stop interrupted is not news;
+				// a fence is, even when stop came just after it.
+				if _, err := t.Renew(ctx, l); err != nil && (ctx.Err() == nil || errors.Is(err, ErrFenced)) {
 					done <- err
 					return
 				}
