@@ -36,6 +36,8 @@ type Registry struct {
 	Gate     Gate
 	Guard    Guard
 	Surfaces []Surface // in file order
+	// Mutants is the optional [mutants] table (`mage mutants`).
+	Mutants Mutants
 }
 
 // Gate is the [gate] table: what program-gate insists on beyond "every
