@@ -121,19 +121,14 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	rep := &ValidateReport{RunID: cfg.RunID, Level: level}
 	fmt.Fprintf(out, "%s run %s in %s\n", bold("validate:"), cfg.RunID, dir)
 
-	l, err := faultlayer.Up(ctx, cfg)
-	if err != nil {
-		reportUpError(out, err)
-		fmt.Fprintf(out, "validate: %s: the fault layer cannot run; refusing to run the battery\n", color.RedString("CANNOT RUN"))
-		return err
+	l, p, err := layerUp(ctx, cfg, "validate", "refusing to run the battery (nothing was purged)", out)
+	if l != nil {
+		defer l.Close(context.WithoutCancel(ctx))
+		// The layer's run id: a shared CONTESTED_RUN_ID got a suffix of its own.
+		rep.RunID, rep.Layer = l.RunID, string(l.Kind)
 	}
-	defer l.Close(context.WithoutCancel(ctx))
-	// The layer's run id: a shared CONTESTED_RUN_ID got a suffix of its own.
-	rep.RunID, rep.Layer = l.RunID, string(l.Kind)
-	p, err := Preflight(ctx, l, true, out)
 	rep.Preflight = p
 	if err != nil {
-		fmt.Fprintf(out, "validate: %s: fault-preflight failed; refusing to run the battery (nothing was purged)\n", color.RedString("CANNOT RUN"))
 		return err
 	}
 
@@ -149,10 +144,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	if err != nil {
 		return fmt.Errorf("create the battery's event log: %w", err)
 	}
-	env := append(l.Env(),
-		faultrecord.EnvResultsDir+"="+root,
-		registry.EnvPath+"="+regPath,
-	)
+	env := batteryEnv(l, root, regPath)
 	sampler := startSampler(ctx, root)
 	res, err := battery.Run(ctx, battery.Options{Dir: dir, Patterns: opts.Patterns, Args: opts.Args, Env: env, Out: out, Events: events})
 	events.Close()
