@@ -82,6 +82,9 @@ func TestBadVariablesAreRefusedBeforeAnythingStarts(t *testing.T) {
 		{"bench", func(ctx context.Context, dir string) error {
 			return Bench(ctx, BenchOptions{Dir: dir, Out: &out})
 		}, nil},
+		{"mutants", func(ctx context.Context, dir string) error {
+			return Mutants(ctx, MutantsOptions{Dir: dir, Patterns: []string{"."}, Out: &out})
+		}, []string{varSeed, varSeeds, varLevel}},
 	}
 	bad := map[string]string{
 		varSeed:                       "x",
