@@ -308,6 +308,8 @@ func TestBadInputExitsTwoWithFileAndLine(t *testing.T) {
 		{"an unknown layer", nil, []string{"CONTESTED_LAYER=bogus"}, []string{"fault-preflight"}, `CONTESTED_LAYER="bogus"`},
 		{"an unknown target", nil, nil, []string{"no-such-target"}, "Unknown target"},
 		{"the cluster rig outside this repository", nil, nil, []string{"cluster-tests"}, "reference service"},
+		{"mutants of a directory that does not exist", nil, nil, []string{"mutants", "./nope"}, "./nope: stat"},
+		{"a [mutants] threshold that is no percentage", map[string]string{"contested-surfaces.toml": "schema = 1\n[[surface]]\nid = \"adopter.stock\"\nclass = \"store\"\nowner = \"o\"\nbehavior = \"b\"\noracle = \"exactly-once\"\nlegs = [\"burst\"]\ntests = [\"TestStockContract\"]\n[mutants]\nthreshold = 101\n"}, nil, []string{"mutants"}, "contested-surfaces.toml:11:13: [mutants] threshold 101 is not a percentage"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -30,8 +30,19 @@
 //	hardening = { seeds = 3, faults = 5, duration = "2m" }
 //	release = { not_provided = "no soak rig yet", revisit_when = "the nightly stage exists" }
 //
+//	[mutants]                        # optional: mage mutants
+//	threshold = 90                   # lowest kill rate of covered mutants, percent, 0-100
+//	packages = ["./faultlayer/lease"]  # optional; default the surfaces' packages
+//
+//	[[mutants.accepted]]             # optional: an equivalent surviving mutant
+//	file = "internal/contract/battery.go"  # from the module root
+//	line = 42                        # line and/or mutation; column optional
+//	mutation = "CONDITIONALS_NEGATION"
+//	reason = "why no test can tell it from the original"
+//
 // The keys of DESIGN §4.6 are a contract; the others (guard, package,
-// budget, levels) are additions. Every other key, at any level, is an error.
+// budget, levels, mutants) are additions. Every other key, at any level, is
+// an error.
 //
 // # Budgets
 //
@@ -56,6 +67,21 @@
 // Each key must be one of the surface's legs and each value a non-empty
 // array of distinct levels from 1 to 3. A leg not run at the current level
 // is reported as such by the verdict code, never as NOT-RUN.
+//
+// # Mutants
+//
+// The [mutants] table configures `mage mutants` (internal/mutants). threshold
+// is a number from 0 to 100: the lowest kill rate, in percent, of covered
+// mutants (killed / (killed + survived + timed out)) over all the packages
+// mutated; without it mutants only reports. packages are patterns from the
+// module root ("." or "./dir", optionally "/..."); without them mutants
+// takes the distinct package keys of the surfaces. Each [[mutants.accepted]]
+// names surviving mutants that no test can tell from the original code: a
+// file (a non-test .go file from the module root), a line, a mutation type
+// (MutationTypes) or both, optionally a column, and a reason (required, no
+// placeholder). An accepted survivor is listed with its reason and left out
+// of the rate; an entry that matches no survivor of a mutated package is
+// reported as stale.
 //
 // # Errors
 //
