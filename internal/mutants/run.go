@@ -139,7 +139,10 @@ func runTarget(ctx context.Context, opts Options, i int, t Target) (PackageResul
 	cmd := interrupt.Command(ctx, 10*time.Second, "go", gremlinsArgs(opts.Results.Path(), opts, t, outRel)...)
 	cmd.Dir = opts.Dir
 	cmd.Env = append(withoutGremlinsEnv(os.Environ()), opts.Env...)
-	cmd.Env = append(cmd.Env, "NO_COLOR=1", goflags())
+	// CI=true: a test that would skip for want of a fault layer fails
+	// instead, so a mutant that breaks the layer's bring-up (the package
+	// under test may be part of it) is killed, not passed over by skips.
+	cmd.Env = append(cmd.Env, "NO_COLOR=1", "CI=true", goflags())
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return pr, nil, err
