@@ -72,7 +72,8 @@
 //
 // The [mutants] table configures `mage mutants` (internal/mutants). threshold
 // is a number from 0 to 100: the lowest kill rate, in percent, of covered
-// mutants (killed / (killed + survived + timed out)) over all the packages
+// mutants ((killed + timed out) / (killed + survived + timed out)) over all
+// the packages
 // mutated; without it mutants only reports. packages are patterns from the
 // module root ("." or "./dir", optionally "/..."); without them mutants
 // takes the distinct package keys of the surfaces. Each [[mutants.accepted]]

@@ -3,7 +3,9 @@
 // directive, like Mage), and reads what it found: per package, the mutants
 // killed, survived, timed out, not covered and not viable, each survivor's
 // file:line:column and mutation, and the kill rate of covered mutants,
-// killed / (killed + survived + timed out). Survivors the registry accepts
+// (killed + timed out) / (killed + survived + timed out): a mutant whose
+// tests do not finish within their bound is caught, as go test's own
+// -timeout would fail it in CI. Survivors the registry accepts
 // as equivalent ([[mutants.accepted]]) are listed apart and left out of the
 // rate.
 //

@@ -100,7 +100,7 @@ func TestCountsRate(t *testing.T) {
 		{"nothing tried", Counts{NotCovered: 4, NotViable: 2, Accepted: 1}, 0, false},
 		{"all killed", Counts{Killed: 7}, 100, true},
 		{"one survivor in ten", Counts{Killed: 9, Survived: 1}, 90, true},
-		{"a time-out is not a kill", Counts{Killed: 9, TimedOut: 1}, 90, true},
+		{"a time-out is caught", Counts{Killed: 8, TimedOut: 1, Survived: 1}, 90, true},
 		{"accepted, not covered and not viable are left out", Counts{Killed: 3, Survived: 1, Accepted: 5, NotCovered: 9, NotViable: 2}, 75, true},
 	}
 	for _, tt := range tests {
@@ -191,8 +191,8 @@ func TestJudge(t *testing.T) {
 	}{
 		{"no threshold passes a low rate", 0, []PackageResult{pkg(Counts{Killed: 1, Survived: 9}, "")}, true, "", 10},
 		{"at the threshold", 90, []PackageResult{pkg(Counts{Killed: 8, Survived: 1}, ""), pkg(Counts{Killed: 1}, "")}, true, "", 90},
-		{"just below it", 90, []PackageResult{pkg(Counts{Killed: 899, Survived: 100}, ""), pkg(Counts{Killed: 0, TimedOut: 1}, "")}, false,
-			"kill rate 89.9% of covered mutants is below the threshold 90% (100 survived, 1 timed out)", 89.9},
+		{"just below it", 90, []PackageResult{pkg(Counts{Killed: 898, Survived: 101}, ""), pkg(Counts{Killed: 0, TimedOut: 1}, "")}, false,
+			"kill rate 89.9% of covered mutants is below the threshold 90% (101 survived, 1 timed out)", 89.9},
 		{"an impossible threshold", 100, []PackageResult{pkg(Counts{Killed: 99, Survived: 1, Accepted: 3}, "")}, false, "kill rate 99% of covered mutants is below the threshold 100%", 99},
 		{"accepted survivors do not count", 100, []PackageResult{pkg(Counts{Killed: 10, Accepted: 3, NotCovered: 40}, "")}, true, "", 100},
 		{"nothing tried under a threshold", 50, []PackageResult{pkg(Counts{NotCovered: 3}, "")}, false, "no covered mutant was tried", -1},

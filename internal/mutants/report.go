@@ -117,7 +117,7 @@ func figures(c Counts, rate *float64) string {
 // survivors with file:line:column and mutation, the timed-out and accepted
 // mutants, stale accepted entries, and the verdict.
 func (r *Report) WriteSummary(w io.Writer, registryPath string) {
-	fmt.Fprintf(w, "\n%s (kill rate = killed / (killed + survived + timed out), over covered mutants; accepted survivors left out)\n", color.New(color.Bold).Sprint("mutants"))
+	fmt.Fprintf(w, "\n%s (kill rate = (killed + timed out) / (killed + survived + timed out): covered mutants, accepted survivors left out)\n", color.New(color.Bold).Sprint("mutants"))
 	for _, p := range r.Packages {
 		fmt.Fprintf(w, "  %s\n", p.Dir)
 		if p.Error != "" {

@@ -298,7 +298,8 @@ func Bench(ctx context.Context, benchtime *string, filter *string) error {
 //
 // Per package it reports killed, survived, timed out, not covered and not
 // viable mutants, each survivor's file:line:column and mutation, and the
-// kill rate of covered mutants: killed / (killed + survived + timed out).
+// kill rate of covered mutants: (killed + timed out) / (killed + survived +
+// timed out).
 // Survivors [[mutants.accepted]] lists (equivalent mutants, each with a
 // reason) are listed apart and left out of the rate. Writes
 // test-results/mutants/mutants.json. Exit 1 when the kill rate over all
