@@ -19,6 +19,11 @@ func TestDecodeRecordAtTheEdges(t *testing.T) {
 		`{"seed":0}`, `{"seed":9}`, `{"seed":-9}`, `{"seed":90}`,
 		`{"surface":"\`, `{"surface":"\u`, `{"surface":"\u12`, `{"surface":"\u1234`, `{"surface":"\u00zz`,
 		`{"armed":tru`, `{"armed":fals`, `{"armed":nul`, `nul`, `nulx`, `null`,
+		// Numbers an unknown key holds are only skipped: their syntax is all
+		// that is checked.
+		`{"x":0}`, `{"x":9}`, `{"x":-0.0e-0}`, `{"x":1.5}`, `{"x":1e3}`, `{"x":1E+3}`, `{"x":1e-3}`, `{"x":10.25E9}`,
+		`{"x":1.}`, `{"x":1.e5}`, `{"x":1.x}`, `{"x":1e}`, `{"x":1e+}`, `{"x":1ex}`, `{"x":-}`, `{"x":-x}`, `{"x":01}`, `{"x":+1}`,
+		`{"x":-`, `{"x":1.`, `{"x":1e`, `{"x":1e+`, `{"x":1e-`, `{"x":[1.}`,
 	}
 	// Nesting around encoding/json's limit of 10000 containers: arrays
 	// around nothing, an empty object or a number, and objects, under the
