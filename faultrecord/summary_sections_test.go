@@ -1,6 +1,7 @@
 package faultrecord
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -51,5 +52,32 @@ func TestWriteSummaryShowsOnlySectionsWithSomethingInThem(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAutoColorOnACharacterDevice: a character device that is not stdout
+// (here /dev/null, as a terminal other than stdout would be) gets colour,
+// unless NO_COLOR is set or TERM is dumb.
+func TestAutoColorOnACharacterDevice(t *testing.T) {
+	dev, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("no %s here: %v", os.DevNull, err)
+	}
+	defer dev.Close()
+	tests := []struct {
+		noColor, term string
+		want          bool
+	}{
+		{"", "xterm-256color", true},
+		{"", "", true},
+		{"", "dumb", false},
+		{"1", "xterm-256color", false},
+	}
+	for _, tt := range tests {
+		t.Setenv("NO_COLOR", tt.noColor)
+		t.Setenv("TERM", tt.term)
+		if got := autoColor(dev); got != tt.want {
+			t.Errorf("autoColor(%s) with NO_COLOR=%q TERM=%q = %v, want %v", os.DevNull, tt.noColor, tt.term, got, tt.want)
+		}
 	}
 }
