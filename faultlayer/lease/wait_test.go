@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,25 +17,55 @@ import (
 	"github.com/contested/contested/internal/reap"
 )
 
-// countingDB passes every call to the real pool and counts the acquire
-// attempts (the statement that takes a free or expired port).
-type countingDB struct {
+// timingDB passes every call to the real pool and notes, for each acquire
+// attempt (the statement that takes a free or expired port), when it
+// started and when its answer was read.
+type timingDB struct {
 	lease.DB
-	acquires atomic.Int64
+	mu                sync.Mutex
+	started, answered []time.Time
 }
 
-func (c *countingDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if strings.Contains(sql, "FOR UPDATE SKIP LOCKED") && strings.Contains(sql, "RETURNING") {
-		c.acquires.Add(1)
+func (d *timingDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if !strings.Contains(sql, "FOR UPDATE SKIP LOCKED") || !strings.Contains(sql, "RETURNING") {
+		return d.DB.QueryRow(ctx, sql, args...)
 	}
-	return c.DB.QueryRow(ctx, sql, args...)
+	d.mu.Lock()
+	d.started = append(d.started, time.Now())
+	d.mu.Unlock()
+	return timedRow{d.DB.QueryRow(ctx, sql, args...), d}
+}
+
+type timedRow struct {
+	pgx.Row
+	d *timingDB
+}
+
+func (r timedRow) Scan(dest ...any) error {
+	err := r.Row.Scan(dest...)
+	r.d.mu.Lock()
+	r.d.answered = append(r.d.answered, time.Now())
+	r.d.mu.Unlock()
+	return err
+}
+
+// pauses are the waits between one attempt's answer and the next attempt.
+func (d *timingDB) pauses() []time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []time.Duration
+	for i := 1; i < len(d.started) && i <= len(d.answered); i++ {
+		out = append(out, d.started[i].Sub(d.answered[i-1]))
+	}
+	return out
 }
 
 // TestAcquireBacksOffWhileItWaits: with every port held, a waiting Acquire
-// tries again after a growing, jittered pause (20ms doubling to 250ms),
-// not in a loop that hammers the shared database. In 1.5s that is at most
-// 15 attempts even if every jitter draw is the shortest (about 8 as a
-// rule); a pause that can come out negative or zero makes several dozen.
+// pauses between attempts for half to one and a half times a backoff that
+// starts at 20ms and doubles up to 250ms: never less (a timer does not
+// fire early), and never much more (150ms of slack for a loaded machine).
+// A pause that can come out negative hammers the shared database; one that
+// grows past the cap leaves a freed port unused.
 func TestAcquireBacksOffWhileItWaits(t *testing.T) {
 	l := faulttest.Layer(t)
 	ctx := context.Background()
@@ -45,14 +76,52 @@ func TestAcquireBacksOffWhileItWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := &countingDB{DB: l.DB()}
-	wctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	db := &timingDB{DB: l.DB()}
+	wctx, cancel := context.WithTimeout(ctx, 2500*time.Millisecond)
 	defer cancel()
 	if _, err := lease.New(db, ports, nil, lease.WithoutReclaimOnWait()).Acquire(wctx, "TestWaiter"); !errors.Is(err, lease.ErrExhausted) {
 		t.Fatalf("Acquire with port %d held: %v, want ErrExhausted", held.Port, err)
 	}
-	if n := db.acquires.Load(); n < 3 || n > 15 {
-		t.Errorf("%d acquire attempts in 1.5s; want 3 to 15: a pause of 10-30ms, doubling up to 125-375ms", n)
+	pauses := db.pauses()
+	if len(pauses) < 5 {
+		t.Fatalf("%d pauses in 2.5s (%v); want at least 5", len(pauses), pauses)
+	}
+	backoff := 20 * time.Millisecond
+	for i, p := range pauses {
+		lo, hi := backoff/2-2*time.Millisecond, backoff*3/2+150*time.Millisecond
+		if p < lo || p > hi {
+			t.Errorf("pause %d after a backoff of %s: %s, want %s to %s (all: %v)", i, backoff, p.Round(time.Millisecond), backoff/2, backoff*3/2, pauses)
+		}
+		backoff = min(backoff*2, 250*time.Millisecond)
+	}
+}
+
+// TestAWaitingAcquireReclaimsOnlyAtEveryEighthAttempt: a waiting Acquire
+// looks for dead owners' leases to reclaim at its eighth attempt (and
+// every eighth after), not at each: a dead owner's lease is left alone by
+// an Acquire that gives up after a few attempts.
+func TestAWaitingAcquireReclaimsOnlyAtEveryEighthAttempt(t *testing.T) {
+	l := faulttest.Layer(t)
+	ports := privatePorts(t, 41146)
+	freeRows(t, ports...)
+	t.Cleanup(func() { freeRows(t, ports...) })
+	me := reap.Self()
+	dead := reap.Owner{Host: me.Host, Boot: me.Boot, PIDNS: me.PIDNS, PID: 1 << 30, Start: 1}
+	held, err := lease.New(l.DB(), ports, nil, lease.WithOwner(dead.String()), lease.WithTTL(time.Hour)).Acquire(bounded(t), "TestDeadHolder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cleared atomic.Int64
+	cleaner := lease.CleanerFunc(func(context.Context, int) error { cleared.Add(1); return nil })
+	// At most 5 attempts fit in 300ms: 0, then pauses of at least 10, 20,
+	// 40 and 80ms.
+	wctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if got, err := lease.New(l.DB(), ports, cleaner).Acquire(wctx, "TestBrief"); !errors.Is(err, lease.ErrExhausted) {
+		t.Fatalf("a brief Acquire got port %d (err %v); want ErrExhausted, the dead owner's lease left to the eighth attempt", got.Port, err)
+	}
+	if r := readRow(t, held.Port); cleared.Load() != 0 || r.Holder == nil || r.Epoch != held.Epoch {
+		t.Errorf("a brief Acquire reclaimed: %d proxies cleared, row %+v", cleared.Load(), r)
 	}
 }
 
