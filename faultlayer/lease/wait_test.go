@@ -266,3 +266,31 @@ func TestKeepReportsARenewalThatFails(t *testing.T) {
 		t.Errorf("stop after a failed renewal: %v, want the renewal's error", err)
 	}
 }
+
+// TestReclaimReturnsWhatItFreedByPort: Reclaim lists the leases it freed
+// in port order, whatever order it found them in.
+func TestReclaimReturnsWhatItFreedByPort(t *testing.T) {
+	l := faulttest.Layer(t)
+	ports := privatePorts(t, 41147, 41148, 41149)
+	freeRows(t, ports...)
+	t.Cleanup(func() { freeRows(t, ports...) })
+	me := reap.Self()
+	dead := reap.Owner{Host: me.Host, Boot: me.Boot, PIDNS: me.PIDNS, PID: 1 << 30, Start: 1}
+	tbl := lease.New(l.DB(), ports, nil, lease.WithOwner(dead.String()), lease.WithTTL(time.Hour))
+	for _, h := range []string{"TestDeadA", "TestDeadB", "TestDeadC"} {
+		if _, err := tbl.Acquire(bounded(t), h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	freed, err := lease.New(l.DB(), ports, nil).Reclaim(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, f := range freed {
+		got = append(got, f.Port)
+	}
+	if len(got) != 3 || got[0] != 41147 || got[1] != 41148 || got[2] != 41149 {
+		t.Errorf("Reclaim freed ports %v, want [41147 41148 41149] in that order", got)
+	}
+}

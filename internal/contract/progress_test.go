@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/contested/contested/contested/verdict"
 	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/registry"
@@ -63,5 +64,19 @@ func TestRunNamesItsSeeds(t *testing.T) {
 	}
 	if want := filepath.Join(root, "contested", "adopter.stock", "seed-11"); len(res.Seeds) != 1 || res.Seeds[0].Dir != want {
 		t.Errorf("seed runs %+v; want one in %s", res.Seeds, want)
+	}
+	if strings.Contains(out.String(), "matched no test") {
+		t.Errorf("output says a test entry matched no test, yet they all ran:\n%s", out.String())
+	}
+
+	// A surface that names no package runs its tests over the module.
+	s.Package = ""
+	out.Reset()
+	res, err = Run(context.Background(), s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Contract != verdict.Green || len(res.Seeds) != 1 || !res.Seeds[0].Passed || len(res.Seeds[0].Ran) == 0 {
+		t.Errorf("without a package: contract %s, seeds %+v; want GREEN from the module's tests\n%s", res.Contract, res.Seeds, out.String())
 	}
 }
