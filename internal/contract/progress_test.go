@@ -69,7 +69,7 @@ func TestRunNamesItsSeeds(t *testing.T) {
 		t.Errorf("output says a test entry matched no test, yet they all ran:\n%s", out.String())
 	}
 
-	// A surface that names no package runs its tests over the module.
+	// A surface that names no package still runs its tests (over the module).
 	s.Package = ""
 	out.Reset()
 	res, err = Run(context.Background(), s, opts)
