@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/contested/contested/internal/mutants"
 )
 
 // Mutants is the optional [mutants] table: what `mage mutants` mutates and
@@ -32,57 +34,13 @@ type Mutants struct {
 }
 
 // AcceptedMutant names one surviving mutant (or several, when it leaves
-// line or mutation out) and says why it is equivalent.
-type AcceptedMutant struct {
-	// File is the mutated file, relative to the module root, with forward
-	// slashes: "internal/contract/battery.go".
-	File string
-	// Line is the mutant's line; 0 matches any line of File.
-	Line int
-	// Column is the mutant's column; 0 matches any column. It needs Line.
-	Column int
-	// Mutation is the mutation type as the mutation tool names it
-	// (MutationTypes); "" matches any type.
-	Mutation string
-	// Reason says why no test can tell the mutant from the original.
-	Reason string
-	// At is the line of the entry in the registry file.
-	At int
-}
+// line or mutation out) and says why it is equivalent; mutants.Accepted
+// has its fields and its matching.
+type AcceptedMutant = mutants.Accepted
 
 // MutationTypes are the mutation types an accepted entry may name: those of
-// go-gremlins/gremlins, the tool `mage mutants` runs.
-var MutationTypes = []string{
-	"ARITHMETIC_BASE", "CONDITIONALS_BOUNDARY", "CONDITIONALS_NEGATION",
-	"INCREMENT_DECREMENT", "INVERT_ASSIGNMENTS", "INVERT_BITWISE",
-	"INVERT_BWASSIGN", "INVERT_LOGICAL", "INVERT_LOOPCTRL", "INVERT_NEGATIVES",
-	"REMOVE_SELF_ASSIGNMENTS",
-}
-
-// Matches reports whether the mutant of type mutation at file:line:column
-// is the one this entry accepts.
-func (a AcceptedMutant) Matches(file string, line, column int, mutation string) bool {
-	return a.File == file &&
-		(a.Line == 0 || a.Line == line) &&
-		(a.Column == 0 || a.Column == column) &&
-		(a.Mutation == "" || a.Mutation == mutation)
-}
-
-// Where names the entry as file:line:column with its mutation, leaving out
-// what it leaves out.
-func (a AcceptedMutant) Where() string {
-	s := a.File
-	if a.Line > 0 {
-		s += ":" + strconv.Itoa(a.Line)
-	}
-	if a.Column > 0 {
-		s += ":" + strconv.Itoa(a.Column)
-	}
-	if a.Mutation != "" {
-		s += " " + a.Mutation
-	}
-	return s
-}
+// go-gremlins/gremlins, the tool `mage mutants` runs (mutants.Types).
+var MutationTypes = mutants.Types
 
 var (
 	mutantsKeys  = []string{"threshold", "packages", "accepted"}

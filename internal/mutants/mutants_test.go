@@ -12,8 +12,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-
-	"github.com/contested/contested/registry"
 )
 
 func readTestdata(t *testing.T, name string) []byte {
@@ -120,7 +118,7 @@ func TestSummarizeAcceptsOnlyTheSurvivorsTheRegistryNames(t *testing.T) {
 	}
 	tests := []struct {
 		name      string
-		accepted  []registry.AcceptedMutant
+		accepted  []Accepted
 		counts    Counts
 		survivors []string
 		accepts   []string
@@ -129,16 +127,16 @@ func TestSummarizeAcceptsOnlyTheSurvivorsTheRegistryNames(t *testing.T) {
 		{"none accepted", nil,
 			Counts{Killed: 5, Survived: 2, TimedOut: 1, NotCovered: 4},
 			[]string{"fx.go:7:7", "fx.go:10:7"}, nil, []bool{}},
-		{"one by line and type", []registry.AcceptedMutant{{File: "fx.go", Line: 10, Mutation: "CONDITIONALS_BOUNDARY", Reason: "v == hi returns hi either way", At: 40}},
+		{"one by line and type", []Accepted{{File: "fx.go", Line: 10, Mutation: "CONDITIONALS_BOUNDARY", Reason: "v == hi returns hi either way", At: 40}},
 			Counts{Killed: 5, Survived: 1, TimedOut: 1, NotCovered: 4, Accepted: 1},
 			[]string{"fx.go:7:7"}, []string{"fx.go:10:7"}, []bool{true}},
-		{"a killed mutant is never accepted", []registry.AcceptedMutant{{File: "fx.go", Line: 22, Reason: "r"}},
+		{"a killed mutant is never accepted", []Accepted{{File: "fx.go", Line: 22, Reason: "r"}},
 			Counts{Killed: 5, Survived: 2, TimedOut: 1, NotCovered: 4},
 			[]string{"fx.go:7:7", "fx.go:10:7"}, nil, []bool{false}},
-		{"another file's line", []registry.AcceptedMutant{{File: "sub/sub.go", Line: 7, Reason: "r"}},
+		{"another file's line", []Accepted{{File: "sub/sub.go", Line: 7, Reason: "r"}},
 			Counts{Killed: 5, Survived: 2, TimedOut: 1, NotCovered: 4},
 			[]string{"fx.go:7:7", "fx.go:10:7"}, nil, []bool{false}},
-		{"a type on any line", []registry.AcceptedMutant{{File: "fx.go", Mutation: "CONDITIONALS_BOUNDARY", Reason: "r"}},
+		{"a type on any line", []Accepted{{File: "fx.go", Mutation: "CONDITIONALS_BOUNDARY", Reason: "r"}},
 			Counts{Killed: 5, TimedOut: 1, NotCovered: 4, Accepted: 2},
 			nil, []string{"fx.go:7:7", "fx.go:10:7"}, []bool{true}},
 	}
@@ -216,7 +214,7 @@ func TestJudge(t *testing.T) {
 }
 
 func TestStaleAcceptedEntries(t *testing.T) {
-	accepted := []registry.AcceptedMutant{
+	accepted := []Accepted{
 		{File: "a/x.go", Line: 1, Reason: "used"},
 		{File: "a/y.go", Line: 2, Reason: "in a mutated package, matched nothing"},
 		{File: "a/b/z.go", Line: 3, Reason: "in a package below, not mutated"},
@@ -224,7 +222,7 @@ func TestStaleAcceptedEntries(t *testing.T) {
 		{File: "root.go", Line: 5, Reason: "in the root package, mutated"},
 	}
 	got := stale(accepted, []bool{true}, []Target{{Dir: "./a"}, {Dir: "."}})
-	if d := cmp.Diff([]registry.AcceptedMutant{accepted[1], accepted[4]}, got); d != "" {
+	if d := cmp.Diff([]Accepted{accepted[1], accepted[4]}, got); d != "" {
 		t.Errorf("stale (-want +got):\n%s", d)
 	}
 }

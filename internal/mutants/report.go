@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/fatih/color"
-
-	"github.com/contested/contested/registry"
 )
 
 // PackageResult is one package's mutation run.
@@ -43,11 +41,11 @@ type Report struct {
 	// Stale are accepted entries for files that were mutated that matched
 	// no survivor: a test now kills the mutant, or the code moved; update
 	// or remove them.
-	Stale              []registry.AcceptedMutant `json:"stale_accepted,omitempty"`
-	Workers            int                       `json:"workers"`
-	TimeoutCoefficient int                       `json:"timeout_coefficient"`
-	Mutations          []string                  `json:"mutations"`
-	Took               time.Duration             `json:"took_ns"`
+	Stale              []Accepted    `json:"stale_accepted,omitempty"`
+	Workers            int           `json:"workers"`
+	TimeoutCoefficient int           `json:"timeout_coefficient"`
+	Mutations          []string      `json:"mutations"`
+	Took               time.Duration `json:"took_ns"`
 }
 
 // Judge totals the packages and decides: the run passes when every package
@@ -79,8 +77,8 @@ func (r *Report) Judge() {
 
 // stale returns the accepted entries for the targets' files that matched
 // no survivor.
-func stale(accepted []registry.AcceptedMutant, used []bool, targets []Target) []registry.AcceptedMutant {
-	var out []registry.AcceptedMutant
+func stale(accepted []Accepted, used []bool, targets []Target) []Accepted {
+	var out []Accepted
 	for i, a := range accepted {
 		if i < len(used) && used[i] {
 			continue

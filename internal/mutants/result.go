@@ -7,8 +7,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-
-	"github.com/contested/contested/registry"
 )
 
 // Status is a mutant's outcome, as gremlins names it.
@@ -39,7 +37,7 @@ type Mutant struct {
 	File     string `json:"file"`
 	Line     int    `json:"line"`
 	Column   int    `json:"column"`
-	Mutation string `json:"mutation"` // the mutation type, registry.MutationTypes
+	Mutation string `json:"mutation"` // the mutation type, one of Types
 	Status   Status `json:"status"`
 	// Change is the mutation as a token swap, "`==` → `!=`"; empty when the
 	// source no longer has the token at that place.
@@ -93,7 +91,7 @@ func ParseOutput(data []byte, pkgDir string) ([]Mutant, error) {
 			switch {
 			case !slices.Contains([]Status{Killed, Lived, TimedOut, NotCovered, NotViable}, st):
 				return nil, fmt.Errorf("read gremlins' output: %s:%d:%d has status %q, which mutants does not know (gremlins v0.6.0 is the version it reads)", file, m.Line, m.Column, m.Status)
-			case !slices.Contains(registry.MutationTypes, m.Type):
+			case !slices.Contains(Types, m.Type):
 				return nil, fmt.Errorf("read gremlins' output: %s:%d:%d has mutation type %q, which mutants does not know", file, m.Line, m.Column, m.Type)
 			case m.Line < 1 || m.Column < 1:
 				return nil, fmt.Errorf("read gremlins' output: %s has a mutant at line %d, column %d", file, m.Line, m.Column)
@@ -162,7 +160,7 @@ type Summary struct {
 
 // Summarize counts ms and moves each survivor an accepted entry matches
 // out of the survivors, with the entry's reason.
-func Summarize(ms []Mutant, accepted []registry.AcceptedMutant) Summary {
+func Summarize(ms []Mutant, accepted []Accepted) Summary {
 	s := Summary{Survivors: []Mutant{}, used: make([]bool, len(accepted))}
 	for _, m := range ms {
 		switch m.Status {
@@ -176,7 +174,7 @@ func Summarize(ms []Mutant, accepted []registry.AcceptedMutant) Summary {
 		case NotViable:
 			s.Counts.NotViable++
 		case Lived:
-			i := slices.IndexFunc(accepted, func(a registry.AcceptedMutant) bool { return a.Matches(m.File, m.Line, m.Column, m.Mutation) })
+			i := slices.IndexFunc(accepted, func(a Accepted) bool { return a.Matches(m.File, m.Line, m.Column, m.Mutation) })
 			if i < 0 {
 				s.Counts.Survived++
 				s.Survivors = append(s.Survivors, m)

@@ -21,7 +21,6 @@ import (
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/interrupt"
 	"github.com/contested/contested/internal/secret"
-	"github.com/contested/contested/registry"
 )
 
 // Options configures Run.
@@ -31,7 +30,7 @@ type Options struct {
 	// Targets are the packages to mutate, from Resolve.
 	Targets []Target
 	// Accepted are the registry's accepted survivors.
-	Accepted []registry.AcceptedMutant
+	Accepted []Accepted
 	// Threshold is the lowest kill rate, in percent; 0 for none.
 	Threshold float64
 	// Env is added to this process's environment for gremlins and the
@@ -229,7 +228,7 @@ func gremlinsArgs(results string, opts Options, t Target, outRel string) []strin
 	for _, f := range t.Skip {
 		args = append(args, "--exclude-files", "^"+regexp.QuoteMeta(f)+"$")
 	}
-	for _, m := range registry.MutationTypes {
+	for _, m := range Types {
 		on := false
 		for _, e := range Mutations {
 			on = on || e == m
