@@ -348,6 +348,7 @@ func TestStartRefusesWhatTheRegistryDoesNotAllow(t *testing.T) {
 		{"unknown surface", "no.such", Reset, `surface "no.such" is not in`},
 		{"lever not listed", "test.consumer", Reset, `does not list lever "reset"`},
 		{"unknown lever", "test.store", Lever("shake"), `unknown lever "shake"`},
+		{"a cluster lever", "test.store", Lever("mass-restart"), `lever "mass-restart" needs the cluster rig`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
