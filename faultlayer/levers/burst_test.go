@@ -11,7 +11,8 @@ import (
 
 // TestBurst: armed with a shape, the plan perturbs deliveries and says so;
 // a consumer that processes a perturbed delivery proves it fired, one that
-// drops them does not, and a burst of no messages is not in place.
+// drops them does not, and a burst of no messages, or one that perturbs
+// nothing, is not in place.
 func TestBurst(t *testing.T) {
 	ctx := context.Background()
 	f := arm(t, Burst, Target{Burst: BurstTarget{Seed: 42, Messages: 40}})
@@ -47,13 +48,18 @@ func TestBurst(t *testing.T) {
 			}
 		})
 	}
-	t.Run("no messages", func(t *testing.T) {
-		f := arm(t, Burst, Target{})
-		in, _ := f.Injector()
-		if err := Burst.Fired(Proof{Injected: in, Victim: 1}); !errors.Is(err, ErrNotInPlace) {
-			t.Fatalf("Fired = %v, want ErrNotInPlace", err)
-		}
-	})
+	for name, tg := range map[string]Target{
+		"no messages": {},
+		"a plan that perturbs nothing": {Burst: BurstTarget{Seed: 42, Messages: 40, Plan: BurstPlan{DuplicateRate: 1e-9, Window: 1}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := arm(t, Burst, tg)
+			in, what := f.Injector()
+			if err := Burst.Fired(Proof{Injected: in, Victim: 1}); !errors.Is(err, ErrNotInPlace) {
+				t.Fatalf("Fired = %v, want ErrNotInPlace (injector: %q)", err, what)
+			}
+		})
+	}
 }
 
 // TestPlanIsPinned: a seed replays the very burst it gave before the
