@@ -21,6 +21,9 @@
 //	if f != nil {
 //		defer f.Heal(ctx)
 //	}
+//	if err != nil {
+//		return err
+//	}
 //	in, what := f.Injector()          // the injector side: the toxic read back
 //	... the victim's errors: count those whose levers.Classify is in Reset.Signals()
 //	err = levers.Reset.Fired(levers.Proof{Injected: in, Victim: seen}) // nil: it fired
@@ -29,13 +32,14 @@
 // of a type that embeds spec (name, meaning, cluster, needs, signals) and
 // implements Arm (and Fired, when its rule is more than "the injector
 // proved it in place and the victim saw it"), and register it in the
-// file's init with its place in the lists:
+// file's init with its place in the lists (contract levers below 70, after
+// crash-and-resume's 60; cluster levers from 70):
 //
 //	const NameLatency = "latency"
 //
 //	var Latency Lever = latency{spec{name: NameLatency, meaning: "...", needs: NeedProxy, signals: []Signal{SigTimeout}}}
 //
-//	func init() { register(35, Latency) }
+//	func init() { register(65, Latency) }
 //
 //	type latency struct{ spec }
 //
