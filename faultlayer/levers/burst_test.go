@@ -49,7 +49,7 @@ func TestBurst(t *testing.T) {
 		})
 	}
 	for name, tg := range map[string]Target{
-		"no messages": {},
+		"no messages":                  {},
 		"a plan that perturbs nothing": {Burst: BurstTarget{Seed: 42, Messages: 40, Plan: BurstPlan{DuplicateRate: 1e-9, Window: 1}}},
 	} {
 		t.Run(name, func(t *testing.T) {
