@@ -170,7 +170,7 @@ func (r *Registry) IDs() []string {
 }
 
 // CheckTests checks that every test the registry names exists in the test
-// inventory (top-level test names, as `go test -list` prints them; subtest
+// inventory (top-level test names, as internal/gotest.List reads them from source; subtest
 // paths in the inventory are reduced to their top-level name). A surface's
 // tests entry is checked by its top-level name: subtests cannot be listed
 // without running them. The ErrorList it returns matches ErrMissingTest
@@ -185,7 +185,7 @@ func (r *Registry) CheckTests(inventory []string) error {
 	}
 	if len(have) == 0 {
 		return ErrorList{{File: r.Path, Kind: ErrMissingTest,
-			Msg: "the test inventory is empty, so no registered test can be found; build it with `go test -list . ./...`"}}
+			Msg: "the test inventory is empty, so no registered test can be found; check that the module's _test.go files declare TestXxx functions"}}
 	}
 	var errs ErrorList
 	for _, s := range r.Surfaces {
