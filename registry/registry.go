@@ -173,8 +173,8 @@ func (r *Registry) IDs() []string {
 
 // CheckTests checks that every test the registry names (surfaces' tests,
 // the [cluster] test, gate self-tests) exists in the test inventory
-// (top-level test names, as `go test -list` prints them; subtest paths in
-// the inventory are reduced to their top-level name). A surface's
+// (top-level test names, as internal/gotest.List reads them from source;
+// subtest paths in the inventory are reduced to their top-level name). A surface's
 // tests entry is checked by its top-level name: subtests cannot be listed
 // without running them. The ErrorList it returns matches ErrMissingTest
 // (and so ErrInvalid); each problem points at the entry and names the
@@ -188,7 +188,7 @@ func (r *Registry) CheckTests(inventory []string) error {
 	}
 	if len(have) == 0 {
 		return ErrorList{{File: r.Path, Kind: ErrMissingTest,
-			Msg: "the test inventory is empty, so no registered test can be found; build it with `go test -list . ./...`"}}
+			Msg: "the test inventory is empty, so no registered test can be found; check that the module's _test.go files declare TestXxx functions"}}
 	}
 	var errs ErrorList
 	for _, s := range r.Surfaces {

@@ -79,7 +79,8 @@ func TestLoadRejectsBadRegistries(t *testing.T) {
 			{"22:6", `duplicate surface id "ledger.store": already declared at testdata/bad-duplicate-id.toml:4`},
 		}},
 		{"unknown and repeated levers", "bad-unknown-lever.toml", []problem{
-			{"11:3", `surface "ledger.store": unknown lever "confirm_timeout" (known levers: disconnect, reset, confirm-timeout, burst, pool-exhaustion, crash-and-resume, mass-restart, partition); did you mean "confirm-timeout"?`},
+			// The list is the fault set's (faultlayer/levers), which a new lever extends.
+			{"11:3", `surface "ledger.store": unknown lever "confirm_timeout" (known levers: ` + strings.Join(LeverNames(), ", ") + `); did you mean "confirm-timeout"?`},
 			{"12:3", `unknown lever "kill-9"`},
 			{"13:3", `lists lever "reset" twice (first at 10:3)`},
 		}},

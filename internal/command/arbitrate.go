@@ -67,8 +67,7 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	}
 	lo := ladder.Options{Dir: dir, Registry: reg, RegistryPath: regPath, ResultsRoot: root, Out: out, Contracts: map[string]*contract.Result{}, Level: level}
 	// A name no _test.go file declares is refused from the sources alone,
-	// in well under a second: go test -list (step 1) builds every test
-	// binary of the module first.
+	// in well under a second, before the registry is consulted.
 	if err := declaredTest(ctx, dir, opts.Test); err != nil {
 		return err
 	}
