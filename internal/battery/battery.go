@@ -47,6 +47,8 @@ type Test struct {
 	// test's goroutine (or os.Exit, or a crash) while it ran. Such a test
 	// is that failure's, and is reported failed.
 	Cause string `json:"cause,omitempty"`
+	// Timeout is go test's -timeout ("10m0s") when that is what ended it.
+	Timeout string `json:"timeout,omitempty"`
 }
 
 // ID is the test's package-qualified name.
@@ -452,15 +454,16 @@ func (f *follower) blameUnfinished(p *Package, end time.Time) {
 		if !tp.wasRunning(name, o) {
 			continue
 		}
-		cause := "the test binary exited while it ran: a panic outside the test's goroutine, os.Exit or a crash"
+		t := &Test{Package: pkg, Name: name, Action: "fail", Elapsed: end.Sub(o.started), Output: f.buf(k).String(),
+			Cause: "the test binary exited while it ran: a panic outside the test's goroutine, os.Exit or a crash"}
 		if tp != nil {
-			cause = "timed out: still running when go test's -timeout of " + tp.after + " ended the test binary"
+			t.Timeout = tp.after
+			t.Cause = "timed out: still running when go test's -timeout of " + tp.after + " ended the test binary"
 		}
-		t := &Test{Package: pkg, Name: name, Action: "fail", Elapsed: end.Sub(o.started), Output: f.buf(k).String(), Cause: cause}
 		delete(f.output, k)
 		f.tests[k] = t
 		f.failures++
-		fmt.Fprintf(f.out, "battery:   FAIL %s %s (%s): %s\n", short(pkg), name, t.Elapsed.Round(10*time.Millisecond), cause)
+		fmt.Fprintf(f.out, "battery:   FAIL %s %s (%s): %s\n", short(pkg), name, t.Elapsed.Round(10*time.Millisecond), t.Cause)
 	}
 	if tp != nil {
 		p.Timeout = tp.after

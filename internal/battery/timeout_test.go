@@ -96,6 +96,9 @@ func TestATimeoutOrAPanicIsTheRunningTestsFailure(t *testing.T) {
 		if !strings.Contains(ft.Cause, tc.cause) || !strings.Contains(ft.Output, tc.output) {
 			t.Errorf("%s: cause %q, output %q; want the cause to say %q and the output %q", tc.test, ft.Cause, ft.Output, tc.cause, tc.output)
 		}
+		if (tc.cause == timedOut) != (ft.Timeout == "3s") {
+			t.Errorf("%s: timeout %q; want 3s exactly when the timeout ended it", tc.test, ft.Timeout)
+		}
 	}
 	if !strings.Contains(failed["seq.TestSlow/sub"].Output+failed["seq.TestSlow"].Output, "panic: test timed out after 3s") {
 		t.Errorf("the timeout's panic is in neither of the tests it ended: %+v", failed["seq.TestSlow/sub"])

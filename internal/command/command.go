@@ -23,6 +23,7 @@ import (
 	"github.com/contested/contested/cluster"
 	"github.com/contested/contested/contested"
 	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/contract"
 	"github.com/contested/contested/internal/interrupt"
 	"github.com/contested/contested/internal/secret"
@@ -92,11 +93,12 @@ func NotBuilt(target string) error {
 // CONTESTED_PG_DSN, CONTESTED_PROXY_PORTS, CONTESTED_PROXY_LISTEN_HOST,
 // CONTESTED_PG_BIN and CONTESTED_RUN_ID.
 const (
-	varLayer  = "layer"
-	varLevel  = contested.EnvLevel
-	varSeed   = contested.EnvSeed
-	varSeeds  = contract.EnvSeeds
-	varBudget = envLadderBudget
+	varLayer   = "layer"
+	varLevel   = contested.EnvLevel
+	varSeed    = contested.EnvSeed
+	varSeeds   = contract.EnvSeeds
+	varBudget  = envLadderBudget
+	varTimeout = battery.EnvTimeout
 )
 
 // checkVariables refuses the variables a command reads that cannot work,
@@ -119,6 +121,8 @@ func checkVariables(names ...string) error {
 			_, err = contract.Seeds(1)
 		case varBudget:
 			_, err = ladderBudget()
+		case varTimeout:
+			_, err = battery.TimeoutFromEnv()
 		default:
 			err = fmt.Errorf("internal error: no check for %s", n)
 		}

@@ -96,7 +96,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	defer cancel()
 	start := time.Now()
 	out := opts.Out
-	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varBudget); err != nil {
+	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varBudget, varTimeout); err != nil {
 		return err
 	}
 	ws, err := openWorkspace(opts.Dir)
@@ -215,10 +215,10 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 			contractFails = append(contractFails, t)
 			continue
 		}
-		rep.BatteryFailures = append(rep.BatteryFailures, ladder.NewPlain(t.Package, t.Name, t.Output))
+		rep.BatteryFailures = append(rep.BatteryFailures, ladder.PlainTest(t))
 	}
 	for _, p := range res.FailedPackages() {
-		rep.BatteryFailures = append(rep.BatteryFailures, ladder.NewPlain(p.Name, "", p.Output))
+		rep.BatteryFailures = append(rep.BatteryFailures, ladder.PlainPackage(p))
 	}
 	contracts := map[string]*contract.Result{}
 	rep.Ladder, rep.NotArbitrated = arbitrateAll(ctx, contractFails, budget, ladder.Options{
@@ -548,6 +548,9 @@ func validateReasons(res *battery.Result, gate *faultrecord.Report, judged []*co
 	var out []string
 	if !res.OK() {
 		out = append(out, fmt.Sprintf("battery failed (%d tests, %d packages)", len(res.Failed()), len(res.FailedPackages())))
+	}
+	for _, p := range res.TimedOut() {
+		out = append(out, ladder.TimeoutReason(p))
 	}
 	if !gate.Certified {
 		out = append(out, "gate refused: "+failedPhases(gate))

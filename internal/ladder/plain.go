@@ -2,8 +2,10 @@ package ladder
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/contested/contested/contested"
+	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/contract"
 )
 
@@ -38,4 +40,57 @@ func NewPlain(pkg, test, output string) Plain {
 	}
 	p.Action = fmt.Sprintf("not a contract test: run it alone with go test %s -run '%s' -count=1 and fix it like any unit test", where, contested.RunPattern(test))
 	return p
+}
+
+// PlainTest describes a failing test no surface lists, as NewPlain does;
+// when its test binary ended it (battery.Test.Cause), the first line is
+// what ended it and the action says how to find where it waits: a test
+// that go test's -timeout ended names the timeout and how to raise it.
+func PlainTest(t battery.Test) Plain {
+	p := NewPlain(t.Package, t.Name, t.Output)
+	alone := fmt.Sprintf("go test %s -run '%s' -count=1 -v", t.Package, contested.RunPattern(t.Name))
+	switch {
+	case t.Timeout != "":
+		p.FirstLine = t.Cause
+		p.Action = fmt.Sprintf("it was still running when go test's -timeout (%s) ended its test binary: run it alone with %s to see where it waits, then make it faster, or raise the battery's timeout (%s)",
+			t.Timeout, alone, raiseTimeout)
+	case t.Cause != "":
+		p.FirstLine = t.Cause
+		if line := panicLine(t.Output); line != "" {
+			p.FirstLine = line
+		}
+		p.Action = fmt.Sprintf("its test binary exited while it ran (a panic outside the test's goroutine, os.Exit or a crash): run it alone with %s, read the panic and fix it", alone)
+	}
+	return p
+}
+
+// PlainPackage describes a package that failed outside any test, as
+// NewPlain does; one that go test's -timeout ended while no test ran (in
+// TestMain or its teardown) says so.
+func PlainPackage(pkg battery.Package) Plain {
+	p := NewPlain(pkg.Name, "", pkg.Output)
+	if pkg.Timeout != "" {
+		p.FirstLine = pkg.TimedOut()
+		p.Action = fmt.Sprintf("go test's -timeout (%s) ended its test binary outside any test (TestMain or its teardown): run go test %s -count=1 -v to see where it waits and fix it, or raise the battery's timeout (%s)",
+			pkg.Timeout, pkg.Name, raiseTimeout)
+	}
+	return p
+}
+
+// TimeoutReason is a verdict's reason for a package go test's -timeout
+// ended: what it was running and what to do.
+func TimeoutReason(pkg battery.Package) string {
+	return fmt.Sprintf("package %s %s: make the test faster or raise the battery's timeout (%s)", pkg.Name, pkg.TimedOut(), raiseTimeout)
+}
+
+var raiseTimeout = fmt.Sprintf("%s, go test's -timeout; default %s; for example %s=1h", battery.EnvTimeout, strings.TrimSuffix(battery.DefaultTimeout.String(), "0s"), battery.EnvTimeout)
+
+// panicLine is the first "panic: " line of a test's output.
+func panicLine(output string) string {
+	for _, l := range strings.Split(output, "\n") {
+		if strings.HasPrefix(l, "panic: ") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
 }
