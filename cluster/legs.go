@@ -93,7 +93,7 @@ func (l LegResult) summary() string {
 	}
 	parts := []string{"fired"}
 	if !l.Fired {
-		parts[0] = "DID NOT FIRE: " + l.Unfired
+		parts[0] = "DID NOT FIRE (" + l.Unfired + ")"
 	}
 	for _, o := range l.Oracles {
 		parts = append(parts, fmt.Sprintf("%s %s", o.Name, map[bool]string{true: "held", false: "VIOLATED"}[o.Held]))
