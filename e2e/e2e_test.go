@@ -16,7 +16,7 @@ import (
 
 	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/faultrecord"
-	"github.com/contested/contested/internal/contract"
+	"github.com/contested/contested/gate/contract"
 )
 
 func TestMain(m *testing.M) { faulttest.Main(m) }

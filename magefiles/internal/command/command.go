@@ -23,7 +23,7 @@ import (
 	"github.com/contested/contested/cluster"
 	"github.com/contested/contested/contested"
 	"github.com/contested/contested/faultlayer"
-	"github.com/contested/contested/internal/contract"
+	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/internal/interrupt"
 	"github.com/contested/contested/internal/secret"
 	"github.com/contested/contested/internal/supervise"

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contested/contested/contested/verdict"
 	"github.com/contested/contested/faultlayer/faulttest"
+	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/registry"
 )
 

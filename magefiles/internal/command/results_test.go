@@ -9,8 +9,8 @@ import (
 
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultrecord"
-	"github.com/contested/contested/internal/ladder"
-	"github.com/contested/contested/internal/report"
+	"github.com/contested/contested/gate/ladder"
+	"github.com/contested/contested/gate/report"
 	"github.com/contested/contested/registry"
 )
 

@@ -18,14 +18,14 @@ import (
 	"github.com/contested/contested/contested"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/gate/ladder"
+	"github.com/contested/contested/gate/report"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/capacity"
-	"github.com/contested/contested/internal/contract"
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/gotest"
-	"github.com/contested/contested/internal/ladder"
-	"github.com/contested/contested/internal/report"
 	"github.com/contested/contested/registry"
 )
 

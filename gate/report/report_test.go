@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contested/contested/contested/verdict"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/gate/ladder"
+	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/battery"
-	"github.com/contested/contested/internal/contract"
 	"github.com/contested/contested/internal/dockerenv"
-	"github.com/contested/contested/internal/ladder"
 )
 
 func samplePage() Page {

@@ -17,13 +17,13 @@ import (
 	"time"
 
 	"github.com/contested/contested/contested"
-	"github.com/contested/contested/contested/verdict"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/capacity"
-	"github.com/contested/contested/internal/contract"
 	"github.com/contested/contested/internal/gotest"
 	"github.com/contested/contested/registry"
 )

@@ -10,9 +10,9 @@ import (
 	"github.com/fatih/color"
 
 	"github.com/contested/contested/contested"
-	"github.com/contested/contested/contested/verdict"
 	"github.com/contested/contested/faultlayer"
-	"github.com/contested/contested/internal/contract"
+	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/gotest"
 	"github.com/contested/contested/registry"
 )

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contested/contested/contested/verdict"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/battery"
-	"github.com/contested/contested/internal/contract"
 	"github.com/contested/contested/internal/testmodule"
 	"github.com/contested/contested/registry"
 )
@@ -138,7 +138,7 @@ func TestContestedOnBadInput(t *testing.T) {
 }
 
 func TestArbitrateExitCodes(t *testing.T) {
-	adopter, err := filepath.Abs("../../testdata/adopter")
+	adopter, err := filepath.Abs("../../../testdata/adopter")
 	if err != nil {
 		t.Fatal(err)
 	}

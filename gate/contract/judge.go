@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/contested/contested/contested"
-	"github.com/contested/contested/contested/verdict"
+	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/registry"
 )
 

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contested/contested/contested/verdict"
 	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/capacity"
-	"github.com/contested/contested/internal/contract"
 	"github.com/contested/contested/internal/testlog"
 	"github.com/contested/contested/registry"
 )

@@ -20,9 +20,9 @@ import (
 
 	"github.com/contested/contested/contested"
 	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/gate/ladder"
 	"github.com/contested/contested/internal/capacity"
-	"github.com/contested/contested/internal/contract"
-	"github.com/contested/contested/internal/ladder"
 )
 
 // ArbitrateOptions configures Arbitrate.

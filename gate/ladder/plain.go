@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/contested/contested/contested"
-	"github.com/contested/contested/internal/contract"
+	"github.com/contested/contested/gate/contract"
 )
 
 // PlainOwner owns a failing test that is not a contract test.

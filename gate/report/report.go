@@ -16,11 +16,11 @@ import (
 	"time"
 
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/gate/ladder"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/capacity"
-	"github.com/contested/contested/internal/contract"
-	"github.com/contested/contested/internal/ladder"
 )
 
 // Page is everything one report shows. Any part may be missing: a

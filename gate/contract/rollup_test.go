@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contested/contested/contested/verdict"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/registry"
 )

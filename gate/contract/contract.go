@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/contested/contested/contested"
-	"github.com/contested/contested/contested/verdict"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/registry"
