@@ -16,6 +16,7 @@ import (
 
 	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate"
 	"github.com/contested/contested/gate/contract"
 )
 
@@ -96,13 +97,13 @@ func mage(t *testing.T, dir string, env []string, args ...string) (string, int) 
 	return string(out), code
 }
 
-func readReport(t *testing.T, dir string) *faultrecord.Report {
+func readReport(t *testing.T, dir string) *gate.Report {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "test-results", "fault", faultrecord.ReportName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r faultrecord.Report
+	var r gate.Report
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
@@ -348,9 +349,9 @@ func itoa(i int) string { return string(rune('0' + i)) }
 
 // validateJSON is the part of validate.json these tests read.
 type validateJSON struct {
-	Green           bool                         `json:"green"`
-	Level           int                          `json:"level"`
-	Surfaces        []faultrecord.SurfaceVerdict `json:"surfaces"`
+	Green           bool                  `json:"green"`
+	Level           int                   `json:"level"`
+	Surfaces        []gate.SurfaceVerdict `json:"surfaces"`
 	BatteryFailures []struct {
 		Package   string `json:"package"`
 		Test      string `json:"test"`
@@ -375,9 +376,9 @@ func readJSON(t *testing.T, path string, v any) {
 
 // sameVerdicts compares validate's entry for a surface with contested's
 // result for it: the surface's verdict and every leg's.
-func sameVerdicts(t *testing.T, dir, surface string, validate []faultrecord.SurfaceVerdict) {
+func sameVerdicts(t *testing.T, dir, surface string, validate []gate.SurfaceVerdict) {
 	t.Helper()
-	var got *faultrecord.SurfaceVerdict
+	var got *gate.SurfaceVerdict
 	for i := range validate {
 		if validate[i].ID == surface {
 			got = &validate[i]

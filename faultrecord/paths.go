@@ -32,7 +32,7 @@ const (
 	FaultDirName = "fault"
 	// StampName is the gate stamp's file name. Its mtime is the reference of phase 1.
 	StampName = ".gate-stamp"
-	// ReportName is the report [Verify] writes.
+	// ReportName is the report the gate writes.
 	ReportName = "fault-report.json"
 
 	// recordExt is what every record file name ends with, and the only pattern readers take as
@@ -42,10 +42,11 @@ const (
 	// starts with a dot and does not end in ".json", so it can never be taken for a record.
 	recordTempPrefix = ".record-"
 	tempExt          = ".tmp"
-	// stampTempPattern and reportTempPattern are the temporary names of the stamp and report
-	// while they are written. They are not evidence about faults; Purge removes leftovers.
-	stampTempPattern  = ".gate-stamp-*.tmp"
-	reportTempPattern = ".fault-report-*.tmp"
+	// StampTempPattern and ReportTempPattern are the temporary names of the stamp and report
+	// while the gate writes them. They are not evidence about faults; the gate's purge removes
+	// leftovers.
+	StampTempPattern  = ".gate-stamp-*.tmp"
+	ReportTempPattern = ".fault-report-*.tmp"
 )
 
 // ResultsDir returns the absolute root of all artifacts.
@@ -108,9 +109,9 @@ func ModuleRoot(dir string) (string, error) {
 // FaultDir is the fault directory under a results root: <root>/fault.
 func FaultDir(root string) string { return filepath.Join(root, FaultDirName) }
 
-// isFaultDir reports whether dir names a fault directory. It is a name check only; it is what
-// keeps Purge and stamp consumption from ever acting on another directory.
-func isFaultDir(dir string) bool {
+// IsFaultDir reports whether dir names a fault directory. It is a name check only; it is what
+// keeps the gate's purge and stamp consumption from ever acting on another directory.
+func IsFaultDir(dir string) bool {
 	return filepath.Base(filepath.Clean(dir)) == FaultDirName
 }
 
@@ -180,33 +181,35 @@ func SafeName(s string) string {
 	return b.String()
 }
 
-// Kinds of file in a fault directory, decided by name alone (no regex, no I/O).
-type fileKind int
+// Kind is what a file in a fault directory is, decided by name alone (no regex, no I/O).
+type Kind int
 
+// The kinds of file in a fault directory.
 const (
-	kindOther      fileKind = iota // ignored by Verify, untouched by Purge
-	kindRecord                     // *.json except the report (dot names too, as Glob would): a record
-	kindRecordTemp                 // .record-*.tmp: a record write that did not finish
-	kindOtherTemp                  // leftover stamp or report temp: Purge removes it
-	kindReport                     // fault-report.json
-	kindStamp                      // .gate-stamp
+	KindOther      Kind = iota // ignored by the gate, untouched by its purge
+	KindRecord                 // *.json except the report (dot names too, as Glob would): a record
+	KindRecordTemp             // .record-*.tmp: a record write that did not finish
+	KindOtherTemp              // leftover stamp or report temp: the purge removes it
+	KindReport                 // fault-report.json
+	KindStamp                  // .gate-stamp
 )
 
-func classify(name string) fileKind {
+// Classify says what the file called name in a fault directory is.
+func Classify(name string) Kind {
 	switch {
 	case name == ReportName:
-		return kindReport
+		return KindReport
 	case name == StampName:
-		return kindStamp
+		return KindStamp
 	case strings.HasPrefix(name, recordTempPrefix) && strings.HasSuffix(name, tempExt):
-		return kindRecordTemp
+		return KindRecordTemp
 	case strings.HasSuffix(name, tempExt) &&
 		(strings.HasPrefix(name, ".gate-stamp-") || strings.HasPrefix(name, ".fault-report-")):
-		return kindOtherTemp
+		return KindOtherTemp
 	case strings.HasSuffix(name, recordExt):
-		return kindRecord
+		return KindRecord
 	}
-	return kindOther
+	return KindOther
 }
 
 // systemDirs are directories that are never a results directory: a run writes reports into

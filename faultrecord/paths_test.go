@@ -116,7 +116,7 @@ func TestRecordFileName(t *testing.T) {
 			if strings.ContainsRune(a, '/') || strings.HasPrefix(a, ".") || len(a) > 255 {
 				t.Errorf("name %q is not a safe plain file name", a)
 			}
-			if classify(a) != kindRecord {
+			if Classify(a) != KindRecord {
 				t.Errorf("name %q is not classified as a record", a)
 			}
 		})
@@ -126,24 +126,24 @@ func TestRecordFileName(t *testing.T) {
 func TestClassify(t *testing.T) {
 	tests := []struct {
 		name string
-		want fileKind
+		want Kind
 	}{
-		{"20261129T101500Z-4f2a--TestX--reset--0123456789ab.json", kindRecord},
-		{"truncated.json", kindRecord},
-		{".hidden.json", kindRecord},
-		{"fault-report.json", kindReport},
-		{".gate-stamp", kindStamp},
-		{".record-123456.tmp", kindRecordTemp},
-		{".gate-stamp-99.tmp", kindOtherTemp},
-		{".fault-report-99.tmp", kindOtherTemp},
-		{"README.txt", kindOther},
-		{"x.json.bak", kindOther},
-		{"other.tmp", kindOther},
+		{"20261129T101500Z-4f2a--TestX--reset--0123456789ab.json", KindRecord},
+		{"truncated.json", KindRecord},
+		{".hidden.json", KindRecord},
+		{"fault-report.json", KindReport},
+		{".gate-stamp", KindStamp},
+		{".record-123456.tmp", KindRecordTemp},
+		{".gate-stamp-99.tmp", KindOtherTemp},
+		{".fault-report-99.tmp", KindOtherTemp},
+		{"README.txt", KindOther},
+		{"x.json.bak", KindOther},
+		{"other.tmp", KindOther},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := classify(tc.name); got != tc.want {
-				t.Errorf("classify(%q) = %d, want %d", tc.name, got, tc.want)
+			if got := Classify(tc.name); got != tc.want {
+				t.Errorf("Classify(%q) = %d, want %d", tc.name, got, tc.want)
 			}
 		})
 	}

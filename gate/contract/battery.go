@@ -14,6 +14,7 @@ import (
 
 	"github.com/contested/contested/contested"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate"
 	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
@@ -261,22 +262,22 @@ func (r *Result) Blocking(wholeBattery bool) []LegResult {
 }
 
 // Verdict is the surface's entry in validate.json and fault-report.json.
-func (r *Result) Verdict() faultrecord.SurfaceVerdict {
-	sv := faultrecord.SurfaceVerdict{ID: r.Surface, Verdict: string(r.Contract), Owner: r.Owner, Level: r.Level, Legs: []faultrecord.LegVerdict{}}
+func (r *Result) Verdict() gate.SurfaceVerdict {
+	sv := gate.SurfaceVerdict{ID: r.Surface, Verdict: string(r.Contract), Owner: r.Owner, Level: r.Level, Legs: []gate.LegVerdict{}}
 	for _, l := range r.Legs {
 		oracles := l.Oracles
 		if oracles == nil {
 			oracles = []faultrecord.OracleRun{}
 		}
-		sv.Legs = append(sv.Legs, faultrecord.LegVerdict{Leg: l.Lever, Verdict: string(l.Verdict), Reason: l.Reason,
+		sv.Legs = append(sv.Legs, gate.LegVerdict{Leg: l.Lever, Verdict: string(l.Verdict), Reason: l.Reason,
 			Armed: l.Armed, Fired: l.Fired, Oracles: oracles, Levels: l.Levels, Tests: l.Tests, Replay: l.Replay})
 	}
 	return sv
 }
 
 // Verdicts lists the surfaces' entries, in registry order.
-func Verdicts(rs []*Result) []faultrecord.SurfaceVerdict {
-	out := []faultrecord.SurfaceVerdict{}
+func Verdicts(rs []*Result) []gate.SurfaceVerdict {
+	out := []gate.SurfaceVerdict{}
 	for _, r := range rs {
 		out = append(out, r.Verdict())
 	}

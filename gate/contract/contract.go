@@ -17,6 +17,7 @@ import (
 
 	"github.com/contested/contested/contested"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate"
 	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
@@ -226,7 +227,7 @@ func runSeed(ctx context.Context, s registry.Surface, seed int64, opts Options, 
 
 // ReadRecords reads the valid records of a fault directory, oldest armed
 // first, skipping files that are not records: the gate reports those. It
-// reads with the gate's loader (faultrecord.ReadRecords): no symbolic link
+// reads with the gate's loader (gate.ReadRecords): no symbolic link
 // followed, no FIFO waited on, no file over the record cap read.
 func ReadRecords(dir string) ([]faultrecord.Record, error) { return readRecords(dir, false) }
 
@@ -234,7 +235,7 @@ func ReadRecords(dir string) ([]faultrecord.Record, error) { return readRecords(
 // is not a valid record an error naming it (a contract run's private
 // directory holds only what its tests wrote).
 func readRecords(dir string, strict bool) ([]faultrecord.Record, error) {
-	recs, unreadable, err := faultrecord.ReadRecords(dir)
+	recs, unreadable, err := gate.ReadRecords(dir)
 	if err != nil {
 		return nil, err
 	}

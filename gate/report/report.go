@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate"
 	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/gate/ladder"
 	"github.com/contested/contested/internal/atomicfile"
@@ -32,7 +33,7 @@ type Page struct {
 	Generated time.Time
 	Green     bool
 	Reasons   []string
-	Gate      *faultrecord.Report
+	Gate      *gate.Report
 	Battery   *battery.Result
 	Ladder    []*ladder.Outcome
 	// Surfaces are the registered surfaces' contract verdicts from this
@@ -83,7 +84,7 @@ type ClassRow struct {
 	Recording bool
 }
 
-func classes(r *faultrecord.Report) []ClassRow {
+func classes(r *gate.Report) []ClassRow {
 	rec := map[string]bool{}
 	for _, c := range r.RecordingClasses {
 		rec[c] = true

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate"
 	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/gate/ladder"
 	"github.com/contested/contested/gate/verdict"
@@ -22,12 +23,12 @@ func samplePage() Page {
 	return Page{
 		Title: "contested validate", RunID: "20261129T101500Z-4f2a", Layer: "containers",
 		Reasons: []string{"gate refused: phase 3 (every armed fault fired)"},
-		Gate: &faultrecord.Report{
-			Mode: faultrecord.Paired, RecordsRead: 3, Armed: 3, Fired: 2,
-			Phases:           []faultrecord.Phase{{Number: 1, Name: "records belong to this run", OK: true}, {Number: 3, Name: "every armed fault fired", Detail: "1 unfired"}},
-			ByClass:          map[string]faultrecord.ClassCount{"store": {Armed: 2, Fired: 2}, "mq-consumer": {Armed: 1, Fired: 0}},
+		Gate: &gate.Report{
+			Mode: gate.Paired, RecordsRead: 3, Armed: 3, Fired: 2,
+			Phases:           []gate.Phase{{Number: 1, Name: "records belong to this run", OK: true}, {Number: 3, Name: "every armed fault fired", Detail: "1 unfired"}},
+			ByClass:          map[string]gate.ClassCount{"store": {Armed: 2, Fired: 2}, "mq-consumer": {Armed: 1, Fired: 0}},
 			RecordingClasses: []string{"store", "mq-consumer"},
-			Unfired:          []faultrecord.Unfired{{Test: "TestConsumerContract/burst", Surface: "ledger.consumer", Leg: "burst", Replay: "CONTESTED_SEED=42 go test ./examples/ledger -run '^TestConsumerContract$/^burst$' -count=1"}},
+			Unfired:          []gate.Unfired{{Test: "TestConsumerContract/burst", Surface: "ledger.consumer", Leg: "burst", Replay: "CONTESTED_SEED=42 go test ./examples/ledger -run '^TestConsumerContract$/^burst$' -count=1"}},
 		},
 		Level: 1,
 		Surfaces: []*contract.Result{{Surface: "ledger.store", Contract: verdict.Inconclusive, Legs: []contract.LegResult{

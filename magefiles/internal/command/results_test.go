@@ -9,6 +9,7 @@ import (
 
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate"
 	"github.com/contested/contested/gate/ladder"
 	"github.com/contested/contested/gate/report"
 	"github.com/contested/contested/registry"
@@ -113,7 +114,7 @@ func entries(t *testing.T, dir string) string {
 // TestArtifactsThatFailToSaveAreNotAnnouncedAsSaved: a ladder outcome or a
 // report that cannot be written is announced as NOT saved, never as saved.
 func TestArtifactsThatFailToSaveAreNotAnnouncedAsSaved(t *testing.T) {
-	page := report.Page{Title: "t", Gate: &faultrecord.Report{}}
+	page := report.Page{Title: "t", Gate: &gate.Report{}}
 	tests := []struct {
 		name    string
 		blocker string // a file where a directory must be

@@ -18,6 +18,7 @@ import (
 	"github.com/contested/contested/contested"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate"
 	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/gate/ladder"
 	"github.com/contested/contested/gate/report"
@@ -47,7 +48,7 @@ type ValidateReport struct {
 	Layer     string               `json:"layer"`
 	Preflight faultlayer.Preflight `json:"preflight"`
 	Battery   *battery.Result      `json:"battery,omitempty"`
-	Gate      *faultrecord.Report  `json:"gate,omitempty"`
+	Gate      *gate.Report         `json:"gate,omitempty"`
 	Registry  []string             `json:"registry_problems,omitempty"`
 	Capacity  *capacity.Report     `json:"capacity,omitempty"`
 	// Level is the CONTESTED_LEVEL the battery ran at.
@@ -55,7 +56,7 @@ type ValidateReport struct {
 	// Surfaces are the contract verdicts of the registered surfaces that
 	// ran, judged from the battery's records and test outcomes by the
 	// judge mage contested uses (DESIGN §4.7, "One verdict").
-	Surfaces []faultrecord.SurfaceVerdict `json:"surfaces"`
+	Surfaces []gate.SurfaceVerdict `json:"surfaces"`
 	// BatteryFailures are failures that are not a contract test's: tests no
 	// surface lists, and packages that failed outside any test. They are
 	// listed, not arbitrated.
@@ -137,10 +138,10 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 		return err
 	}
 
-	if err := faultrecord.Purge(faultDir); err != nil {
+	if err := gate.Purge(faultDir); err != nil {
 		return fmt.Errorf("purge old records: %w", err)
 	}
-	if err := faultrecord.WriteStamp(faultDir, l.RunID); err != nil {
+	if err := gate.WriteStamp(faultDir, l.RunID); err != nil {
 		return fmt.Errorf("write the gate stamp: %w", err)
 	}
 	fmt.Fprintf(out, "validate: purged old records and wrote %s\n", filepath.Join(faultDir, faultrecord.StampName))
@@ -167,19 +168,19 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	rep.Battery = res
 
 	inv := cachedInventory(dir)
-	gate, gerr := faultrecord.Verify(ctx, faultrecord.Options{
+	verified, gerr := gate.Verify(ctx, gate.Options{
 		Dir:              faultDir,
-		Mode:             faultrecord.Paired,
+		Mode:             gate.Paired,
 		RecordingClasses: reg.Gate.RecordingClasses,
 		KnownClasses:     reg.Classes(),
 		Surfaces:         reg.IDs(),
 		SelfTests:        reg.Gate.SelfTests,
 		Inventory:        inv,
 	})
-	if gerr != nil && gate == nil {
+	if gerr != nil && verified == nil {
 		return fmt.Errorf("verify: %w", gerr)
 	}
-	rep.Gate = gate
+	rep.Gate = verified
 	if names, err := inv(ctx); err == nil {
 		if err := reg.CheckTests(names); err != nil {
 			rep.Registry = strings.Split(err.Error(), "\n")
@@ -203,8 +204,8 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	}
 	judged := contract.JudgeBattery(bat)
 	rep.Surfaces = contract.Verdicts(judged)
-	gate.Surfaces = rep.Surfaces
-	if err := gate.Save(); err != nil {
+	verified.Surfaces = rep.Surfaces
+	if err := verified.Save(); err != nil {
 		notSaved(out, "validate", filepath.Join(faultDir, faultrecord.ReportName), err)
 	}
 
@@ -228,7 +229,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 
 	whole := wholeBattery(opts)
 	fmt.Fprintln(out)
-	gate.WriteSummary(out)
+	verified.WriteSummary(out)
 	note := ""
 	if !whole {
 		note = "a selected battery: NOT-RUN legs do not count against it"
@@ -243,11 +244,11 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 		}
 	}
 
-	rep.Reasons = validateReasons(res, gate, judged, whole, rep.Registry)
+	rep.Reasons = validateReasons(res, verified, judged, whole, rep.Registry)
 	rep.Green = len(rep.Reasons) == 0
 	rep.Took = time.Since(start)
 	writeReports(root, report.Page{Title: "contested validate", RunID: rep.RunID, Layer: rep.Layer, Green: rep.Green,
-		Reasons: rep.Reasons, Gate: gate, Battery: res, Surfaces: judged, Level: level, Plain: rep.BatteryFailures,
+		Reasons: rep.Reasons, Gate: verified, Battery: res, Surfaces: judged, Level: level, Plain: rep.BatteryFailures,
 		Ladder: rep.Ladder, Contracts: contractList(contracts), Capacity: rep.Capacity}, out)
 	if path, err := saveJSON(root, "validate.json", rep); err != nil {
 		notSaved(out, "validate", path, err)
@@ -300,16 +301,16 @@ func ProgramGate(ctx context.Context, opts ProgramGateOptions) error {
 	if _, err := os.Lstat(filepath.Join(faultDir, faultrecord.StampName)); err != nil {
 		fmt.Fprintf(out, "program-gate: no gate stamp in %s: the records on disk are not tied to a run; verifying them anyway (standalone)\n", faultDir)
 	}
-	gate, err := faultrecord.Verify(ctx, faultrecord.Options{
+	verified, err := gate.Verify(ctx, gate.Options{
 		Dir:              faultDir,
-		Mode:             faultrecord.Standalone,
+		Mode:             gate.Standalone,
 		RecordingClasses: reg.Gate.RecordingClasses,
 		KnownClasses:     reg.Classes(),
 		Surfaces:         reg.IDs(),
 		SelfTests:        reg.Gate.SelfTests,
 		Inventory:        cachedInventory(dir),
 	})
-	if gate == nil {
+	if verified == nil {
 		return fmt.Errorf("verify: %w", err)
 	}
 	mod, _ := contract.ModulePath(dir)
@@ -318,16 +319,16 @@ func ProgramGate(ctx context.Context, opts ProgramGateOptions) error {
 		fmt.Fprintf(out, "program-gate: read the records to judge the surfaces: %v\n", rerr)
 	}
 	judged := contract.JudgeBattery(contract.Battery{Registry: reg, Module: mod, Records: recs, Level: level})
-	gate.Surfaces = contract.Verdicts(judged)
-	if serr := gate.Save(); serr != nil {
+	verified.Surfaces = contract.Verdicts(judged)
+	if serr := verified.Save(); serr != nil {
 		notSaved(out, "program-gate", filepath.Join(faultDir, faultrecord.ReportName), serr)
 	}
 	fmt.Fprintln(out)
-	gate.WriteSummary(out)
+	verified.WriteSummary(out)
 	writeSurfaceSummary(out, judged, level, "from the records on disk alone: no test outcomes and no reruns, so a failure is FAIL-nondeterministic and a leg whose test failed before arming is NOT-RUN; validate.json has validate's verdicts")
-	p := report.Page{Title: "contested program-gate", RunID: gate.RunID, Green: gate.Certified, Gate: gate, Surfaces: judged, Level: level}
-	if !gate.Certified {
-		p.Reasons = []string{"gate refused: " + failedPhases(gate)}
+	p := report.Page{Title: "contested program-gate", RunID: verified.RunID, Green: verified.Certified, Gate: verified, Surfaces: judged, Level: level}
+	if !verified.Certified {
+		p.Reasons = []string{"gate refused: " + failedPhases(verified)}
 	}
 	writeReports(root, p, out)
 	if err != nil {
@@ -484,7 +485,7 @@ func notSaved(out io.Writer, who, path string, err error) {
 	fmt.Fprintf(out, "%s: %s %s: %v\n", who, color.RedString("NOT saved"), path, err)
 }
 
-func failedPhases(r *faultrecord.Report) string {
+func failedPhases(r *gate.Report) string {
 	var parts []string
 	for _, p := range r.Phases {
 		if !p.OK {
@@ -544,13 +545,13 @@ func writeSurfaceSummary(out io.Writer, judged []*contract.Result, level int, no
 // when it is. GREEN needs the battery to pass, the six phases to certify,
 // every registered leg that ran to pass (no FAIL, INCONCLUSIVE or PARTIAL;
 // in a whole battery no NOT-RUN either) and the registry's tests to exist.
-func validateReasons(res *battery.Result, gate *faultrecord.Report, judged []*contract.Result, whole bool, registryProblems []string) []string {
+func validateReasons(res *battery.Result, verified *gate.Report, judged []*contract.Result, whole bool, registryProblems []string) []string {
 	var out []string
 	if !res.OK() {
 		out = append(out, fmt.Sprintf("battery failed (%d tests, %d packages)", len(res.Failed()), len(res.FailedPackages())))
 	}
-	if !gate.Certified {
-		out = append(out, "gate refused: "+failedPhases(gate))
+	if !verified.Certified {
+		out = append(out, "gate refused: "+failedPhases(verified))
 	}
 	out = append(out, surfaceReasons(judged, whole)...)
 	if len(registryProblems) > 0 {

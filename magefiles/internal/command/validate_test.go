@@ -11,6 +11,7 @@ import (
 
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate"
 	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/battery"
@@ -175,8 +176,8 @@ func TestArbitrateExitCodes(t *testing.T) {
 func TestValidateVerdict(t *testing.T) {
 	passed := &battery.Result{Tests: []battery.Test{{Package: "example.com/m", Name: "TestLeg", Action: "pass"}}}
 	failed := &battery.Result{Tests: []battery.Test{{Package: "example.com/m", Name: "TestLeg", Action: "fail"}}, ExitCode: 1}
-	certified := &faultrecord.Report{Certified: true, Phases: []faultrecord.Phase{{Number: 1, OK: true}}}
-	refused := &faultrecord.Report{Phases: []faultrecord.Phase{{Number: 3, Name: "every armed fault fired"}}}
+	certified := &gate.Report{Certified: true, Phases: []gate.Phase{{Number: 1, OK: true}}}
+	refused := &gate.Report{Phases: []gate.Phase{{Number: 3, Name: "every armed fault fired"}}}
 	surface := func(c verdict.Contract, legs ...verdict.Verdict) []*contract.Result {
 		r := &contract.Result{Surface: "m.store", Contract: c}
 		for i, v := range legs {
@@ -187,7 +188,7 @@ func TestValidateVerdict(t *testing.T) {
 	tests := []struct {
 		name   string
 		res    *battery.Result
-		gate   *faultrecord.Report
+		gate   *gate.Report
 		judged []*contract.Result
 		whole  bool
 		green  bool

@@ -1,9 +1,11 @@
-package faultrecord
+package gate
 
 import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/contested/contested/faultrecord"
 )
 
 // ReadRecords reads the valid records of the fault directory dir, oldest armed first, with the
@@ -12,47 +14,47 @@ import (
 // or read), and a file over the record size cap is refused before it is read. Every *.json
 // that is not a valid record (the report excepted) is listed in unreadable with the reason, as
 // phase 2 would list it. A missing directory holds no records; a directory that cannot be
-// opened (a file, a link) is an error wrapping [ErrResultsDir].
-func ReadRecords(dir string) (records []Record, unreadable []Unreadable, err error) {
-	if !isFaultDir(dir) {
-		return nil, nil, fmt.Errorf("read records in %s: %w", dir, ErrNotFaultDir)
+// opened (a file, a link) is an error wrapping [faultrecord.ErrResultsDir].
+func ReadRecords(dir string) (records []faultrecord.Record, unreadable []Unreadable, err error) {
+	if !faultrecord.IsFaultDir(dir) {
+		return nil, nil, fmt.Errorf("read records in %s: %w", dir, faultrecord.ErrNotFaultDir)
 	}
 	d, missing, err := openFaultDir(dir)
 	if missing {
 		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("read records in %s: %w: %w", dir, ErrResultsDir, err)
+		return nil, nil, fmt.Errorf("read records in %s: %w: %w", dir, faultrecord.ErrResultsDir, err)
 	}
 	defer d.Close()
 	entries, err := d.ReadDir(-1)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read records in %s: %w: %w", dir, ErrResultsDir, err)
+		return nil, nil, fmt.Errorf("read records in %s: %w: %w", dir, faultrecord.ErrResultsDir, err)
 	}
 	type named struct {
 		file string
-		rec  Record
+		rec  faultrecord.Record
 	}
 	var got []named
 	var buf []byte
 	for _, e := range entries {
 		name := e.Name()
-		if classify(name) != kindRecord {
+		if faultrecord.Classify(name) != faultrecord.KindRecord {
 			continue
 		}
 		if t := e.Type(); t != 0 {
 			unreadable = append(unreadable, Unreadable{File: name, Reason: notARecord(t)})
 			continue
 		}
-		data, _, err := d.ReadFile(name, buf, maxRecordSize)
+		data, _, err := d.ReadFile(name, buf, faultrecord.MaxRecordSize)
 		buf = data[:0]
 		if err != nil {
 			unreadable = append(unreadable, Unreadable{File: name, Reason: err.Error()})
 			continue
 		}
-		var r Record
-		if err := parseRecordInto(data, &r); err != nil {
-			unreadable = append(unreadable, Unreadable{File: name, Reason: strings.TrimPrefix(err.Error(), ErrInvalidRecord.Error()+": ")})
+		var r faultrecord.Record
+		if err := faultrecord.ParseRecordInto(data, &r); err != nil {
+			unreadable = append(unreadable, Unreadable{File: name, Reason: strings.TrimPrefix(err.Error(), faultrecord.ErrInvalidRecord.Error()+": ")})
 			continue
 		}
 		got = append(got, named{name, r})

@@ -1,4 +1,4 @@
-package faultrecord
+package gate
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/contested/contested/faultrecord"
 )
 
 // The self-tests this repository pins (DESIGN §4.6); the inventories below are built around them.
@@ -58,12 +60,12 @@ type fixture struct {
 // every mtime relative to it, and returns the fault directory.
 func layout(t *testing.T, fx fixture) string {
 	t.Helper()
-	dir := FaultDir(filepath.Join(t.TempDir(), "results"))
+	dir := faultrecord.FaultDir(filepath.Join(t.TempDir(), "results"))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, set := range fx.sets {
-		src := filepath.Join("testdata", "records", set)
+		src := filepath.Join(recordSets, set)
 		entries, err := os.ReadDir(src)
 		if err != nil {
 			t.Fatal(err)
@@ -95,7 +97,7 @@ func layout(t *testing.T, fx fixture) string {
 		if err := WriteStamp(dir, "20261129T101500Z-4f2a"); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Chtimes(filepath.Join(dir, StampName), stampTime, stampTime); err != nil {
+		if err := os.Chtimes(filepath.Join(dir, faultrecord.StampName), stampTime, stampTime); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -112,7 +114,7 @@ func listing(t *testing.T, dir string) map[string]string {
 	}
 	out := map[string]string{}
 	for _, e := range entries {
-		if e.Name() == ReportName {
+		if e.Name() == faultrecord.ReportName {
 			continue
 		}
 		fi, err := e.Info()
@@ -156,7 +158,7 @@ func checkReportShape(t *testing.T, dir string, rep *Report, err error) {
 	if !rep.Certified && !errors.Is(err, ErrRefused) {
 		t.Errorf("refused run: err = %v, want ErrRefused", err)
 	}
-	data, rerr := os.ReadFile(filepath.Join(dir, ReportName))
+	data, rerr := os.ReadFile(filepath.Join(dir, faultrecord.ReportName))
 	if rerr != nil {
 		t.Fatalf("read report: %v", rerr)
 	}
@@ -359,10 +361,10 @@ func TestVerifyPhases(t *testing.T) {
 			after := listing(t, dir)
 			if rep.Certified {
 				// A certified paired run consumes the stamp and touches nothing else.
-				if _, ok := after[StampName]; ok {
+				if _, ok := after[faultrecord.StampName]; ok {
 					t.Errorf("certified paired run left the stamp in place")
 				}
-				delete(before, StampName)
+				delete(before, faultrecord.StampName)
 				if !rep.StampConsumed {
 					t.Errorf("stamp_consumed = false on a certified paired run")
 				}
@@ -404,7 +406,7 @@ func TestStampIsSingleUse(t *testing.T) {
 	if err != nil || !rep.StampConsumed {
 		t.Fatalf("first paired verification: err = %v, consumed = %v; want certified and consumed", err, rep.StampConsumed)
 	}
-	if _, err := os.Stat(filepath.Join(dir, StampName)); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, faultrecord.StampName)); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("stamp still there after a certified paired run: %v", err)
 	}
 
@@ -424,7 +426,7 @@ func TestStampIsSingleUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	later := stampTime.Add(2 * time.Minute) // after the records, as a real new stamp would be
-	if err := os.Chtimes(filepath.Join(dir, StampName), later, later); err != nil {
+	if err := os.Chtimes(filepath.Join(dir, faultrecord.StampName), later, later); err != nil {
 		t.Fatal(err)
 	}
 	rep, _ = Verify(t.Context(), opts)
@@ -513,11 +515,11 @@ func TestVerifyUnreadableDirectory(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := FaultDir(t.TempDir())
+			dir := faultrecord.FaultDir(t.TempDir())
 			tc.setup(t, dir)
 			rep, err := Verify(t.Context(), baseOptions(dir))
-			if !errors.Is(err, ErrResultsDir) || !errors.Is(err, ErrRefused) {
-				t.Fatalf("err = %v, want ErrResultsDir and ErrRefused", err)
+			if !errors.Is(err, faultrecord.ErrResultsDir) || !errors.Is(err, ErrRefused) {
+				t.Fatalf("err = %v, want faultrecord.ErrResultsDir and ErrRefused", err)
 			}
 			if !strings.Contains(err.Error(), dir) {
 				t.Errorf("error %q does not name %s", err, dir)
@@ -533,12 +535,12 @@ func TestVerifyUnreadableDirectory(t *testing.T) {
 }
 
 func TestVerifyMissingFaultDir(t *testing.T) {
-	dir := FaultDir(t.TempDir())
+	dir := faultrecord.FaultDir(t.TempDir())
 	opts := baseOptions(dir)
 	opts.Mode = Standalone
 	rep, err := Verify(t.Context(), opts)
-	if !errors.Is(err, ErrRefused) || errors.Is(err, ErrResultsDir) {
-		t.Fatalf("err = %v, want a refusal that is not ErrResultsDir", err)
+	if !errors.Is(err, ErrRefused) || errors.Is(err, faultrecord.ErrResultsDir) {
+		t.Fatalf("err = %v, want a refusal that is not faultrecord.ErrResultsDir", err)
 	}
 	if diff := cmp.Diff([]int{4, 5}, failedPhases(rep)); diff != "" {
 		t.Errorf("failed phases (-want +got):\n%s", diff)
@@ -549,7 +551,7 @@ func TestVerifyMissingFaultDir(t *testing.T) {
 }
 
 func TestVerifyBadOptions(t *testing.T) {
-	okDir := FaultDir(t.TempDir())
+	okDir := faultrecord.FaultDir(t.TempDir())
 	tests := []struct {
 		name string
 		opts Options
@@ -557,7 +559,7 @@ func TestVerifyBadOptions(t *testing.T) {
 	}{
 		{name: "no mode", opts: Options{Dir: okDir}, want: ErrInvalidOptions},
 		{name: "unknown mode", opts: Options{Dir: okDir, Mode: Mode(9)}, want: ErrInvalidOptions},
-		{name: "not a fault dir", opts: Options{Dir: t.TempDir(), Mode: Paired}, want: ErrNotFaultDir},
+		{name: "not a fault dir", opts: Options{Dir: t.TempDir(), Mode: Paired}, want: faultrecord.ErrNotFaultDir},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -577,7 +579,7 @@ func TestVerifyCancelled(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || rep != nil {
 		t.Fatalf("Verify with a cancelled ctx = %v, %v; want nil, context.Canceled", rep, err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, StampName)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, faultrecord.StampName)); err != nil {
 		t.Errorf("a cancelled verification touched the stamp: %v", err)
 	}
 }
@@ -592,7 +594,7 @@ func TestReportIsDeterministic(t *testing.T) {
 		if _, err := Verify(t.Context(), opts); !errors.Is(err, ErrRefused) {
 			t.Fatalf("workers %d: err = %v, want ErrRefused", workers, err)
 		}
-		data, err := os.ReadFile(filepath.Join(dir, ReportName))
+		data, err := os.ReadFile(filepath.Join(dir, faultrecord.ReportName))
 		if err != nil {
 			t.Fatal(err)
 		}

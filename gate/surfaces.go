@@ -1,4 +1,6 @@
-package faultrecord
+package gate
+
+import "github.com/contested/contested/faultrecord"
 
 // SurfaceVerdict is one registered surface's contract verdict, judged from a
 // battery's records and test outcomes with the rules of `mage contested`
@@ -17,12 +19,12 @@ type SurfaceVerdict struct {
 // LegVerdict is one leg of a [SurfaceVerdict]: one of the ten leg verdicts,
 // or NOT-AT-LEVEL when the registry does not run the leg at this level.
 type LegVerdict struct {
-	Leg     string      `json:"leg"`
-	Verdict string      `json:"verdict"`
-	Reason  string      `json:"reason,omitempty"`
-	Armed   int         `json:"armed"`
-	Fired   int         `json:"fired"`
-	Oracles []OracleRun `json:"oracles"`
+	Leg     string                  `json:"leg"`
+	Verdict string                  `json:"verdict"`
+	Reason  string                  `json:"reason,omitempty"`
+	Armed   int                     `json:"armed"`
+	Fired   int                     `json:"fired"`
+	Oracles []faultrecord.OracleRun `json:"oracles"`
 	// Levels are the levels the leg runs at, when its surface restricts it.
 	Levels []int    `json:"levels,omitempty"`
 	Tests  []string `json:"tests,omitempty"`

@@ -1,12 +1,15 @@
-package faultrecord
+package gate
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/contested/contested/faultrecord"
 )
 
 // generate writes n valid, fired records across four classes into <b.TempDir()>/fault, behind a
@@ -14,17 +17,17 @@ import (
 // the benchmark measures verification, not the writer.
 func generate(b *testing.B, n int) string {
 	b.Helper()
-	dir := FaultDir(b.TempDir())
+	dir := faultrecord.FaultDir(b.TempDir())
 	if err := WriteStamp(dir, "bench"); err != nil {
 		b.Fatal(err)
 	}
 	past := time.Now().Add(-time.Hour)
-	if err := os.Chtimes(filepath.Join(dir, StampName), past, past); err != nil {
+	if err := os.Chtimes(filepath.Join(dir, faultrecord.StampName), past, past); err != nil {
 		b.Fatal(err)
 	}
 	classes := []string{"store", "mq-consumer", "pool", "lease"}
 	r := sampleRecord()
-	r.Schema, r.RunID, r.Package = Schema, "20261129T101500Z-4f2a", "example.com/ledger/store"
+	r.Schema, r.RunID, r.Package = faultrecord.Schema, "20261129T101500Z-4f2a", "example.com/ledger/store"
 	for i := range n {
 		r.Class = classes[i%len(classes)]
 		r.Surface = "ledger." + r.Class
@@ -34,7 +37,7 @@ func generate(b *testing.B, n int) string {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, recordFileName(r.RunID, r.Test, r.Leg)), data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s--%s--%012x.json", r.RunID, faultrecord.SafeName(r.Test), i)), data, 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}

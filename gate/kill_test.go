@@ -1,4 +1,4 @@
-package faultrecord
+package gate
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/contested/contested/faultrecord"
 )
 
 // helperEnv carries the results root to the re-executed test binary and turns
@@ -25,7 +27,7 @@ func TestHelperWriterLoop(t *testing.T) {
 	if root == "" {
 		return
 	}
-	rec, err := NewRecorder("example.com/helper", WithResultsDir(root), WithRunID("killed-run"))
+	rec, err := faultrecord.NewRecorder("example.com/helper", faultrecord.WithResultsDir(root), faultrecord.WithRunID("killed-run"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -75,7 +77,7 @@ func TestKilledWriterLeavesNoValidLookingPartialRecord(t *testing.T) {
 // the directory and Verify's account of it.
 func killWriter(t *testing.T, root string, minRecords int, waitForTemp bool) (records, temps int) {
 	t.Helper()
-	dir := FaultDir(root)
+	dir := faultrecord.FaultDir(root)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperWriterLoop$", "-test.count=1")
 	cmd.Env = append(os.Environ(), helperEnv+"="+root)
 	var stderr strings.Builder
@@ -117,14 +119,14 @@ func killWriter(t *testing.T, root string, minRecords int, waitForTemp bool) (re
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if classify(e.Name()) != kindRecord {
+		if faultrecord.Classify(e.Name()) != faultrecord.KindRecord {
 			continue
 		}
 		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ParseRecord(data); err != nil {
+		if _, err := faultrecord.ParseRecord(data); err != nil {
 			t.Errorf("%s is a record file but does not parse as a complete record: %v", e.Name(), err)
 		}
 	}
@@ -138,7 +140,7 @@ func killWriter(t *testing.T, root string, minRecords int, waitForTemp bool) (re
 			rep.RecordsRead, rep.RecordsUnreadable, records, temps)
 	}
 	for _, u := range rep.Unreadable {
-		if classify(u.File) != kindRecordTemp || !strings.Contains(u.Reason, "incomplete write") {
+		if faultrecord.Classify(u.File) != faultrecord.KindRecordTemp || !strings.Contains(u.Reason, "incomplete write") {
 			t.Errorf("unexpected unreadable entry %+v", u)
 		}
 	}
@@ -158,10 +160,10 @@ func countKinds(t *testing.T, dir string) (records, temps int) {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		switch classify(e.Name()) {
-		case kindRecord:
+		switch faultrecord.Classify(e.Name()) {
+		case faultrecord.KindRecord:
 			records++
-		case kindRecordTemp:
+		case faultrecord.KindRecordTemp:
 			temps++
 		}
 	}

@@ -1,7 +1,6 @@
-package faultrecord
+package gate
 
 import (
-	"bytes"
 	"context"
 	"encoding"
 	"encoding/json"
@@ -9,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -18,7 +16,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/atomicfile"
+)
+
+// Errors that callers branch on with [errors.Is].
+var (
+	// ErrRefused means the gate did not certify the run: at least one phase failed.
+	ErrRefused = errors.New("fault gate refused")
+	// ErrInvalidOptions means [Options] cannot drive a verification (for example, no mode).
+	ErrInvalidOptions = errors.New("invalid verify options")
 )
 
 // Mode says which of the two verifications runs. The difference is all in phase 1 and in what
@@ -76,8 +83,8 @@ func (m *Mode) UnmarshalText(b []byte) error {
 
 // Options drive one [Verify]. Mode is required; everything else has a usable zero value.
 type Options struct {
-	// Dir is the fault directory. Empty means FaultDir(ResultsDir()). Its base name must be
-	// "fault" (see ErrNotFaultDir).
+	// Dir is the fault directory. Empty means faultrecord.FaultDir(faultrecord.ResultsDir()). Its base name must be
+	// "fault" (see faultrecord.ErrNotFaultDir).
 	Dir string
 	// Mode is Paired (inside validate) or Standalone (program-gate).
 	Mode Mode
@@ -190,9 +197,8 @@ const (
 	phaseAnyFired   = "faults executed at all"
 	phaseClasses    = "every recording class fired"
 	phaseSelfTests  = "self-tests exist in the test inventory"
-	maxListed       = 10      // names listed in a phase detail before "(+N more)"
-	maxRecordSize   = 4 << 20 // a larger file is not a record anyone wrote on purpose
-	maxDetailOutput = 4000    // bytes of inventory error kept in the phase 6 detail
+	maxListed       = 10   // names listed in a phase detail before "(+N more)"
+	maxDetailOutput = 4000 // bytes of inventory error kept in the phase 6 detail
 )
 
 // Verify runs the six verification phases of DESIGN §4.5 over the records in opts.Dir, writes
@@ -200,7 +206,7 @@ const (
 //
 // All six phases are evaluated and recorded even when an earlier one fails, so that one report
 // shows every reason a run was refused. The error is nil exactly when the run is certified and
-// the report was written; a refusal wraps [ErrRefused] (and [ErrResultsDir] when the directory
+// the report was written; a refusal wraps [ErrRefused] (and [faultrecord.ErrResultsDir] when the directory
 // could not be listed); a failure to write the report is returned as well, joined.
 //
 // Verify deletes nothing except, in Paired mode on success, the stamp (which makes it
@@ -215,18 +221,18 @@ func Verify(ctx context.Context, opts Options) (*Report, error) {
 	}
 	dir := opts.Dir
 	if dir == "" {
-		root, err := ResultsDir()
+		root, err := faultrecord.ResultsDir()
 		if err != nil {
 			return nil, fmt.Errorf("verify fault records: %w", err)
 		}
-		dir = FaultDir(root)
+		dir = faultrecord.FaultDir(root)
 	}
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("verify fault records: %w", err)
 	}
-	if !isFaultDir(dir) {
-		return nil, fmt.Errorf("verify %s: %w", dir, ErrNotFaultDir)
+	if !faultrecord.IsFaultDir(dir) {
+		return nil, fmt.Errorf("verify %s: %w", dir, faultrecord.ErrNotFaultDir)
 	}
 
 	// The inventory (go test -list over a module) is the slow part; run it while reading.
@@ -276,7 +282,7 @@ func Verify(ctx context.Context, opts Options) (*Report, error) {
 		}
 		refused := fmt.Errorf("verify %s: %w (phase %s failed)", dir, ErrRefused, strings.Join(failed, ", "))
 		if sc.dirErr != nil {
-			refused = fmt.Errorf("verify %s: %w: %w: %w", dir, ErrRefused, ErrResultsDir, sc.dirErr)
+			refused = fmt.Errorf("verify %s: %w: %w: %w", dir, ErrRefused, faultrecord.ErrResultsDir, sc.dirErr)
 		}
 		errs = append(errs, refused)
 	}
@@ -289,101 +295,6 @@ func Verify(ctx context.Context, opts Options) (*Report, error) {
 type inventoryResult struct {
 	names []string
 	err   error
-}
-
-// stampState is what phase 1 knows about the stamp.
-type stampState struct {
-	present bool
-	mtime   time.Time
-	data    []byte // its content, to tell it from a stamp written later
-	runID   string
-	err     error // the stamp exists but could not be examined
-}
-
-// claimPattern names a claimed stamp: ".gate-stamp-" and ".tmp" make it a leftover temporary
-// file that Verify ignores and Purge removes.
-const claimPattern = ".gate-stamp-claim-%016x.tmp"
-
-// errStampGone and errStampReplaced say why a certified paired verification could not consume
-// its stamp.
-var (
-	errStampGone     = errors.New("the stamp vanished after it was read (another verification consumed it, or it was removed): these records may not certify twice")
-	errStampReplaced = errors.New("the stamp was replaced after it was read (a new purge and stamp began): it is left for that run")
-)
-
-// claimStamp consumes the stamp this verification read, st, so that one stamp certifies at
-// most once however many verifications run at the same time. The claim is a rename of the stamp
-// to a name of this verification's own: of several renames of one file, exactly one succeeds.
-// What was taken is then compared with what was read (mtime and content): a stamp written since
-// is not this verification's, so it is put back (never over a newer one) and the verification
-// refuses. A stamp that is gone when the claim is made refuses too. note reports a claim file
-// that could not be removed (the stamp is consumed all the same; Purge removes the file).
-func claimStamp(d *atomicfile.Dir, st stampState) (note string, err error) {
-	// Only reached after phase 1 passed in Paired mode: the stamp was present, so d is open.
-	claim := fmt.Sprintf(claimPattern, rand.Uint64())
-	if err := d.Rename(StampName, claim); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", errStampGone
-		}
-		return "", fmt.Errorf("claim it: %w (a stamp that outlives a success would certify these records again)", err)
-	}
-	data, mtime, rerr := d.ReadFile(claim, nil, maxStampSize)
-	switch {
-	case rerr != nil:
-		err = fmt.Errorf("read back the claimed stamp: %w", rerr)
-	case !mtime.Equal(st.mtime) || !bytes.Equal(data, st.data):
-		err = errStampReplaced
-	}
-	if err != nil {
-		if lerr := d.Link(claim, StampName); lerr != nil && !errors.Is(lerr, fs.ErrExist) {
-			err = fmt.Errorf("%w; putting it back failed: %v", err, lerr)
-		}
-	}
-	if rmErr := d.Remove(claim); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
-		note = fmt.Sprintf("; the claimed stamp %s could not be removed (the next purge removes it): %v", claim, rmErr)
-	}
-	return note, err
-}
-
-// maxStampSize bounds the stamp read: its content is a few dozen bytes of JSON.
-const maxStampSize = 64 << 10
-
-// openFaultDir opens the fault directory dir under its results root, confined: neither may be
-// a symbolic link, and every file is read relative to the open directory (see atomicfile). A
-// missing root or fault directory is missing; anything else that stops the open is an error.
-func openFaultDir(dir string) (d *atomicfile.Dir, missing bool, err error) {
-	root, err := openResults(filepath.Dir(dir), false)
-	if err == nil {
-		d, err = root.OpenDir(FaultDirName)
-	}
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, true, nil
-	case err != nil:
-		return nil, false, err
-	}
-	return d, false, nil
-}
-
-func readStamp(d *atomicfile.Dir) stampState {
-	if d == nil {
-		return stampState{}
-	}
-	data, mtime, err := d.ReadFile(StampName, nil, maxStampSize)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return stampState{}
-	case err != nil:
-		return stampState{err: err}
-	}
-	st := stampState{present: true, mtime: mtime, data: data}
-	// The content is informational: only the mtime is the reference, so a stamp whose content
-	// does not parse still works (validate's old stamp format, a touch by hand).
-	var s stampFile
-	if json.Unmarshal(data, &s) == nil {
-		st.runID = s.RunID
-	}
-	return st
 }
 
 // scanResult is the merged tally of every file in the fault directory.
@@ -466,11 +377,11 @@ func scan(ctx context.Context, d *atomicfile.Dir, st stampState, opts Options) s
 		batch := make([]string, 0, batchSize)
 		for _, e := range entries {
 			name := e.Name()
-			switch classify(name) {
-			case kindRecordTemp:
+			switch faultrecord.Classify(name) {
+			case faultrecord.KindRecordTemp:
 				res.unreadable = append(res.unreadable, Unreadable{File: name,
 					Reason: "incomplete write: a writer died before renaming this temporary record, so its fault has no evidence"})
-			case kindRecord:
+			case faultrecord.KindRecord:
 				// A link, directory, FIFO, socket or device is never opened. (A file system
 				// that does not give types in listings gets the same refusals from the loader.)
 				if t := e.Type(); t != 0 {
@@ -514,13 +425,13 @@ type reader struct {
 	surfaces map[string]struct{}
 	t        *tally
 	buf      []byte
-	rec      Record
+	rec      faultrecord.Record
 }
 
 func (r *reader) read(name string) {
 	t := r.t
 	t.records++
-	data, mtime, err := r.dir.ReadFile(name, r.buf, maxRecordSize)
+	data, mtime, err := r.dir.ReadFile(name, r.buf, faultrecord.MaxRecordSize)
 	r.buf = data[:0]
 	if err != nil {
 		t.unreadable = append(t.unreadable, Unreadable{File: name, Reason: err.Error()})
@@ -530,8 +441,8 @@ func (r *reader) read(name string) {
 		t.stale = append(t.stale, name)
 	}
 	rec := &r.rec
-	if err := parseRecordInto(data, rec); err != nil {
-		t.unreadable = append(t.unreadable, Unreadable{File: name, Reason: strings.TrimPrefix(err.Error(), ErrInvalidRecord.Error()+": ")})
+	if err := faultrecord.ParseRecordInto(data, rec); err != nil {
+		t.unreadable = append(t.unreadable, Unreadable{File: name, Reason: strings.TrimPrefix(err.Error(), faultrecord.ErrInvalidRecord.Error()+": ")})
 		return
 	}
 	if r.surfaces != nil {
@@ -616,7 +527,7 @@ func buildReport(dir string, opts Options, st stampState, sc scanResult, inv inv
 
 func phase1(dir string, mode Mode, st stampState, sc scanResult) Phase {
 	p := Phase{Number: 1, Name: phaseThisRun}
-	stampPath := filepath.Join(dir, StampName)
+	stampPath := filepath.Join(dir, faultrecord.StampName)
 	switch {
 	case st.err != nil:
 		p.Detail = fmt.Sprintf("cannot examine gate stamp %s: %v", stampPath, st.err)
@@ -759,14 +670,14 @@ func (r *Report) writeFile(dir string) error {
 	if err != nil {
 		return fmt.Errorf("write fault report: %w", err)
 	}
-	if !isFaultDir(dir) {
-		return fmt.Errorf("write fault report in %s: %w", dir, ErrNotFaultDir)
+	if !faultrecord.IsFaultDir(dir) {
+		return fmt.Errorf("write fault report in %s: %w", dir, faultrecord.ErrNotFaultDir)
 	}
-	root, err := openResults(filepath.Dir(dir), true)
+	root, err := atomicfile.MakeRoot(filepath.Dir(dir))
 	if err != nil {
 		return fmt.Errorf("write fault report: %w", err)
 	}
-	if err := root.Write(FaultDirName+"/"+ReportName, append(data, '\n'), atomicfile.TempPattern(reportTempPattern)); err != nil {
+	if err := root.Write(faultrecord.FaultDirName+"/"+faultrecord.ReportName, append(data, '\n'), atomicfile.TempPattern(faultrecord.ReportTempPattern)); err != nil {
 		return fmt.Errorf("write fault report: %w", err)
 	}
 	return nil
@@ -793,13 +704,13 @@ func listSome(items []string) string {
 	if len(items) <= maxListed {
 		return strings.Join(items, "; ")
 	}
-	return strings.Join(items[:maxListed], "; ") + fmt.Sprintf("; (+%d more, see %s)", len(items)-maxListed, ReportName)
+	return strings.Join(items[:maxListed], "; ") + fmt.Sprintf("; (+%d more, see %s)", len(items)-maxListed, faultrecord.ReportName)
 }
 
 func countTemps(us []Unreadable) int {
 	n := 0
 	for _, u := range us {
-		if classify(u.File) == kindRecordTemp {
+		if faultrecord.Classify(u.File) == faultrecord.KindRecordTemp {
 			n++
 		}
 	}
