@@ -34,6 +34,7 @@ import (
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/images"
 	"github.com/contested/contested/internal/reap"
+	"github.com/contested/contested/internal/runid"
 )
 
 // Surface and class of the rig's legs in the registry.
@@ -113,7 +114,7 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 	if opts.Transfers == 0 {
 		opts.Transfers = 240
 	}
-	run := faultrecord.NewRunID(time.Now())
+	run := runid.New(time.Now())
 	rep = &Report{Run: run, Replicas: opts.Replicas}
 	artifacts := filepath.Join(opts.ResultsRoot, "cluster")
 

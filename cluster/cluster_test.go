@@ -13,13 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/examples/ledger"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultlayer/faulttest"
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/reap"
 	"github.com/contested/contested/internal/reexec"
+	"github.com/contested/contested/internal/runid"
 	"github.com/contested/contested/internal/testlog"
 )
 
@@ -57,10 +59,11 @@ func rigProcess() int {
 // fault layer: containers when they can come up here, local processes
 // otherwise (the same legs, the same records), and says which.
 func TestClusterRig(t *testing.T) {
-	root, err := faultrecord.ResultsDir()
+	env, err := runenv.Process()
 	if err != nil {
 		t.Fatal(err)
 	}
+	root := env.ResultsDir
 	want := "containers"
 	if err := faultlayer.ContainersCanRun(context.Background(), faultlayer.ConfigFor(faultlayer.Containers)); err != nil {
 		want = "local processes"
@@ -130,7 +133,7 @@ func embeddedDirsOf(t *testing.T, run string) []string {
 // chooses local processes and says why, or refuses within seconds when
 // containers are required.
 func TestRigSaysWhereItsReplicasRun(t *testing.T) {
-	t.Setenv(faultlayer.EnvPostgresImage, "contested.local/does-not-exist:1")
+	t.Setenv(envvar.PostgresImage, "contested.local/does-not-exist:1")
 	tests := []struct {
 		name    string
 		opts    Options
@@ -305,7 +308,7 @@ func TestALegStopsWaitingWhenNoReplicaRuns(t *testing.T) {
 	l := faulttest.Layer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	db := "rig_stall_" + strings.ToLower(strings.ReplaceAll(faultrecord.NewRunID(time.Now()), "-", "_"))
+	db := "rig_stall_" + strings.ToLower(strings.ReplaceAll(runid.New(time.Now()), "-", "_"))
 	if _, err := l.DB().Exec(ctx, "CREATE DATABASE "+db); err != nil {
 		t.Fatal(err)
 	}

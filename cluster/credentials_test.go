@@ -17,8 +17,8 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/contested/contested/faultlayer"
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/runid"
 	"github.com/contested/contested/internal/secret"
 	"github.com/contested/contested/internal/testlog"
 )
@@ -81,7 +81,7 @@ func upRig(t *testing.T, kind faultlayer.Kind) (*rig, *faultlayer.Layer) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
-	run := faultrecord.NewRunID(time.Now())
+	run := runid.New(time.Now())
 	var image, bin string
 	var err error
 	cli := dockerClient(t, kind)

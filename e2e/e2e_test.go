@@ -165,13 +165,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultrecord"
 )
 
 // A valid record whose mtime predates the gate stamp: evidence of an
 // earlier run passed off as this one's.
 func TestPoisonStale(t *testing.T) {
-	rec, err := faultrecord.NewRecorder("example.com/adopter")
+	env, err := runenv.Process()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := faultrecord.NewRecorder("example.com/adopter", faultrecord.WithResultsDir(env.ResultsDir), faultrecord.WithRunID(env.RunID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,17 +199,18 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultrecord"
 )
 
 // Half a record, as a writer killed mid-write without the atomic rename
 // would leave it.
 func TestPoisonTruncated(t *testing.T) {
-	root, err := faultrecord.ResultsDir()
+	env, err := runenv.Process()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(faultrecord.FaultDir(root), "truncated.json")
+	p := filepath.Join(faultrecord.FaultDir(env.ResultsDir), "truncated.json")
 	if err := os.WriteFile(p, []byte(` + "`" + `{"schema":"contested/faultrecord@1","run_id":"x","test":"TestStockContract/reset","surf` + "`" + `), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 )
 
 // A leg writes one record per armed fault, after observing whether it fired. In a real test
-// NewRecorder needs no options: it takes CONTESTED_RUN_ID and CONTESTED_RESULTS_DIR (or the
-// module root's test-results) from the environment.
+// the results directory and run id come from contested/runenv (CONTESTED_RESULTS_DIR or the
+// module root's test-results, and CONTESTED_RUN_ID).
 func ExampleRecorder_Write() {
 	root, _ := os.MkdirTemp("", "faultrecord-example")
 	defer os.RemoveAll(root)

@@ -15,13 +15,6 @@ var (
 	// ErrResultsDir means the fault directory could not be listed (permission denied, not a
 	// directory). The gate refuses: it cannot tell whether faults ran.
 	ErrResultsDir = errors.New("results directory unreadable")
-	// ErrBadResultsDir means the results directory is refused before anything runs: it is `/`,
-	// a system directory, the home directory, the module root (or above it), a file, a
-	// symbolic link, read-only, or it holds a symbolic link. The message says what to set.
-	ErrBadResultsDir = errors.New("results directory refused")
-	// ErrNoModuleRoot means no go.mod was found above the working directory, so a relative
-	// CONTESTED_RESULTS_DIR cannot be anchored.
-	ErrNoModuleRoot = errors.New("no go.mod above the working directory")
 	// ErrNotFaultDir means a stamp, purge or verification was asked for a directory that is not
 	// a fault directory (its base name is not "fault"). It guards against deleting elsewhere.
 	ErrNotFaultDir = errors.New("not a fault directory")

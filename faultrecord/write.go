@@ -2,12 +2,13 @@ package faultrecord
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/envvar"
 )
 
 // Recorder writes the records of one test process. It holds the run id, the package under
@@ -24,52 +25,52 @@ type Recorder struct {
 type RecorderOption func(*recorderConfig)
 
 type recorderConfig struct {
-	root  string
-	runID string
+	root       string
+	runID      string
+	moduleRoot string
 }
 
-// WithResultsDir sets the results root instead of [ResultsDir]. A relative root is made
-// absolute against the working directory at construction time.
+// WithResultsDir sets the results root. A relative root is made absolute against the working
+// directory at construction time. contested/runenv resolves it for a test process.
 func WithResultsDir(root string) RecorderOption {
 	return func(c *recorderConfig) { c.root = root }
 }
 
-// WithRunID sets the run id instead of [RunID].
+// WithRunID sets the run id written into records that do not carry their own.
 func WithRunID(id string) RecorderOption {
 	return func(c *recorderConfig) { c.runID = id }
 }
 
-// NewRecorder returns a Recorder for the package with import path pkg. By default the run id
-// comes from [RunID] and the results root from [ResultsDir] (so records from every package of
-// every module land in one directory); options override either. A root that can never be a
-// results directory (`/`, a system directory, the home directory, the module root: see
-// [PrepareResultsDir]) is refused with [ErrBadResultsDir]. Records are written confined to the
-// root: never through a symbolic link.
+// WithModuleRoot names the module the test runs in, so that a results root that is the module
+// root itself (or one of its ancestors) is refused too.
+func WithModuleRoot(dir string) RecorderOption {
+	return func(c *recorderConfig) { c.moduleRoot = dir }
+}
+
+// ErrNoRecorderPlace means NewRecorder was given no results root or no run id.
+var ErrNoRecorderPlace = errors.New("a recorder needs a results directory and a run id")
+
+// NewRecorder returns a Recorder for the package with import path pkg, writing into the results
+// root and with the run id the options give (both are required: a test process takes them from
+// contested/runenv, so that records from every package of every module land in one directory). A
+// root that can never be a results directory (`/`, a system directory, the home directory, the
+// module root: see atomicfile.PrepareResultsDir) is refused with an error wrapping
+// atomicfile.ErrBadResultsDir. Records are written confined to the root: never through a
+// symbolic link.
 func NewRecorder(pkg string, opts ...RecorderOption) (*Recorder, error) {
 	var c recorderConfig
 	for _, o := range opts {
 		o(&c)
 	}
-	if c.root == "" {
-		root, err := ResultsDir()
-		if err != nil {
-			return nil, fmt.Errorf("new recorder: %w", err)
-		}
-		c.root = root
+	if c.root == "" || c.runID == "" {
+		return nil, fmt.Errorf("new recorder: %w (results directory %q, run id %q)", ErrNoRecorderPlace, c.root, c.runID)
 	}
 	root, err := filepath.Abs(c.root)
 	if err != nil {
 		return nil, fmt.Errorf("new recorder: %w", err)
 	}
-	mod := ""
-	if wd, err := os.Getwd(); err == nil {
-		mod, _ = ModuleRoot(wd)
-	}
-	if why := refusedPlace(root, mod); why != "" {
-		return nil, fmt.Errorf("new recorder: %w: %s %s; set %s to a directory of its own", ErrBadResultsDir, root, why, EnvResultsDir)
-	}
-	if c.runID == "" {
-		c.runID = RunID()
+	if why := atomicfile.Refused(root, c.moduleRoot); why != "" {
+		return nil, fmt.Errorf("new recorder: %w: %s %s; set %s to a directory of its own", atomicfile.ErrBadResultsDir, root, why, envvar.ResultsDir)
 	}
 	return &Recorder{runID: c.runID, pkg: pkg, dir: FaultDir(root)}, nil
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/contested/contested/internal/atomicfile"
 )
 
 func sampleRecord() Record {
@@ -156,16 +158,28 @@ func TestRecorderRefusesInvalidRecords(t *testing.T) {
 	}
 }
 
-func TestNewRecorderDefaults(t *testing.T) {
-	t.Setenv(EnvResultsDir, "")
-	t.Setenv(EnvRunID, "env-run")
-	rec, err := NewRecorder("p")
-	if err != nil {
-		t.Fatal(err)
+// TestNewRecorderNeedsAPlace: a recorder resolves nothing itself, so one
+// without a results directory or a run id is refused rather than writing
+// somewhere the gate never looks.
+func TestNewRecorderNeedsAPlace(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []RecorderOption
+	}{
+		{"nothing", nil},
+		{"no run id", []RecorderOption{WithResultsDir(t.TempDir())}},
+		{"no results directory", []RecorderOption{WithRunID("r")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if rec, err := NewRecorder("p", tc.opts...); !errors.Is(err, ErrNoRecorderPlace) {
+				t.Errorf("NewRecorder = %+v, %v; want ErrNoRecorderPlace", rec, err)
+			}
+		})
 	}
-	root, _ := filepath.Abs("..")
-	if rec.Dir() != filepath.Join(root, "test-results", "fault") || rec.RunID() != "env-run" {
-		t.Errorf("NewRecorder defaults: dir %s run %s", rec.Dir(), rec.RunID())
+	root := t.TempDir()
+	rec, err := NewRecorder("p", WithResultsDir(root), WithRunID("r"), WithModuleRoot(root))
+	if !errors.Is(err, atomicfile.ErrBadResultsDir) {
+		t.Errorf("NewRecorder at the module root = %+v, %v; want ErrBadResultsDir", rec, err)
 	}
 }
 

@@ -81,10 +81,11 @@ func (m *Mode) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Options drive one [Verify]. Mode is required; everything else has a usable zero value.
+// Options drive one [Verify]. Dir and Mode are required; everything else has a usable zero value.
 type Options struct {
-	// Dir is the fault directory. Empty means faultrecord.FaultDir(faultrecord.ResultsDir()). Its base name must be
-	// "fault" (see faultrecord.ErrNotFaultDir).
+	// Dir is the fault directory, faultrecord.FaultDir of the run's results directory
+	// (contested/runenv). It is required, and its base name must be "fault" (see
+	// faultrecord.ErrNotFaultDir).
 	Dir string
 	// Mode is Paired (inside validate) or Standalone (program-gate).
 	Mode Mode
@@ -219,15 +220,10 @@ func Verify(ctx context.Context, opts Options) (*Report, error) {
 	if opts.Mode != Paired && opts.Mode != Standalone {
 		return nil, fmt.Errorf("verify fault records: %w: mode %s", ErrInvalidOptions, opts.Mode)
 	}
-	dir := opts.Dir
-	if dir == "" {
-		root, err := faultrecord.ResultsDir()
-		if err != nil {
-			return nil, fmt.Errorf("verify fault records: %w", err)
-		}
-		dir = faultrecord.FaultDir(root)
+	if opts.Dir == "" {
+		return nil, fmt.Errorf("verify fault records: %w: no fault directory", ErrInvalidOptions)
 	}
-	dir, err := filepath.Abs(dir)
+	dir, err := filepath.Abs(opts.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("verify fault records: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/contested/contested/contested"
+	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate"
 	"github.com/contested/contested/gate/verdict"
@@ -164,8 +165,9 @@ func ModulePath(dir string) (string, error) {
 
 // RerunOptions configures RerunFailures.
 type RerunOptions struct {
-	Dir string   // module root
-	Env []string // the fault layer's coordinates and the registry path
+	// Env is the run: its module root, registry, level and the fault
+	// layer's coordinates.
+	Env runenv.Env
 	// Root is where each rerun gets a results directory of its own, so its
 	// records never mix with the battery's.
 	Root string
@@ -206,15 +208,15 @@ func RerunFailures(ctx context.Context, b Battery, opts RerunOptions) (map[strin
 		if err := atomicfile.EmptyDir(filepath.Dir(opts.Root), filepath.Join(filepath.Base(opts.Root), name)); err != nil {
 			return out, fmt.Errorf("rerun %s: %w", t.ID(), err)
 		}
-		env := append(append([]string(nil), opts.Env...), faultrecord.EnvResultsDir+"="+dir)
+		env := opts.Env.WithResultsDir(dir)
 		how := "without a seed (it failed before drawing one)"
 		if seed != 0 {
-			env = append(env, contested.EnvSeed+"="+strconv.FormatInt(seed, 10))
+			env = env.WithSeed(seed)
 			how = fmt.Sprintf("with its seed %d", seed)
 		}
 		fmt.Fprintf(w, "verdict: rerunning %s alone %s, to tell reproducible from not\n", t.ID(), how)
-		res, err := battery.Run(ctx, battery.Options{Dir: opts.Dir, Patterns: []string{t.Package},
-			Args: []string{"-run", contested.RunPattern(t.Name)}, Env: env})
+		res, err := battery.Run(ctx, battery.Options{Dir: opts.Env.ModuleRoot, Patterns: []string{t.Package},
+			Args: []string{"-run", contested.RunPattern(t.Name)}, Env: env.Environ()})
 		if err != nil {
 			return out, fmt.Errorf("rerun %s: %w", t.ID(), err)
 		}

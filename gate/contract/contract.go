@@ -9,23 +9,20 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/contested/contested/contested"
+	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate"
 	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/registry"
 )
-
-// Environment variable the runner reads (a contract: DESIGN §4.2).
-const EnvSeeds = "CONTESTED_SEEDS"
 
 // thinCoverage is the fired-fault count under which a lever's coverage is
 // flagged: a handful of occurrences says little about a rare interleaving.
@@ -33,13 +30,12 @@ const thinCoverage = 5
 
 // Options configures Run.
 type Options struct {
-	Dir          string   // module root
-	RegistryPath string   // absolute path of the registry, handed to the tests
-	ResultsRoot  string   // absolute results root; runs go under contested/<surface>/
-	LayerEnv     []string // the fault layer's coordinates for the tests
-	Seeds        []int64  // the seeds to run, in order
-	Level        int
-	Out          io.Writer
+	// Env is the run: its module root, registry, level, the fault layer's
+	// coordinates for the tests, and the results root; each seed runs under
+	// contested/<surface>/ of it.
+	Env   runenv.Env
+	Seeds []int64 // the seeds to run, in order
+	Out   io.Writer
 	// EnvMissing, when set, says the fault layer cannot run: every leg is
 	// INCONCLUSIVE-env and nothing is run.
 	EnvMissing string
@@ -112,20 +108,19 @@ func (r *Result) Leg(lever string) (LegResult, bool) {
 // Seeds returns the seeds to run: CONTESTED_SEED alone when it is set (a
 // replay), else n fresh ones (CONTESTED_SEEDS when set, else budget).
 func Seeds(budget int) ([]int64, error) {
-	if v := strings.TrimSpace(os.Getenv(contested.EnvSeed)); v != "" {
-		s, err := contested.Seed()
-		if err != nil {
-			return nil, err
-		}
-		return []int64{s}, nil
+	seed, set, err := runenv.Seed()
+	if err != nil {
+		return nil, err
 	}
-	n := budget
-	if v := strings.TrimSpace(os.Getenv(EnvSeeds)); v != "" {
-		var err error
-		n, err = strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1000 {
-			return nil, fmt.Errorf("%s=%q is not a seed count between 1 and 1000", EnvSeeds, v)
-		}
+	if set {
+		return []int64{seed}, nil
+	}
+	n, err := runenv.Seeds()
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		n = budget
 	}
 	if n < 1 {
 		n = 1
@@ -140,7 +135,7 @@ func Seeds(budget int) ([]int64, error) {
 // Run runs the surface's contract over opts.Seeds and judges it.
 func Run(ctx context.Context, s registry.Surface, opts Options) (*Result, error) {
 	start := time.Now()
-	level := max(opts.Level, 1)
+	level := max(opts.Env.Level, 1)
 	res := &Result{Surface: s.ID, Class: s.Class, Owner: s.Owner, Behavior: s.Behavior, Oracle: s.Oracle, Level: level}
 	if at := s.LegsAt(level); len(at) == 0 {
 		fmt.Fprintf(opts.Out, "contested: %s: no leg runs at level %d; nothing to run\n", s.ID, level)
@@ -149,7 +144,7 @@ func Run(ctx context.Context, s registry.Surface, opts Options) (*Result, error)
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			fmt.Fprintf(opts.Out, "contested: %s seed %d/%d (%s=%d)\n", s.ID, i+1, len(opts.Seeds), contested.EnvSeed, seed)
+			fmt.Fprintf(opts.Out, "contested: %s seed %d/%d (%s=%d)\n", s.ID, i+1, len(opts.Seeds), envvar.Seed, seed)
 			run, err := runSeed(ctx, s, seed, opts, "")
 			if err != nil {
 				return nil, err
@@ -180,25 +175,20 @@ func runSeed(ctx context.Context, s registry.Surface, seed int64, opts Options, 
 		name += "-" + suffix
 	}
 	rel := filepath.Join("contested", s.ID, name)
-	dir := filepath.Join(opts.ResultsRoot, rel)
-	if err := atomicfile.EmptyDir(opts.ResultsRoot, rel); err != nil {
+	dir := filepath.Join(opts.Env.ResultsDir, rel)
+	if err := atomicfile.EmptyDir(opts.Env.ResultsDir, rel); err != nil {
 		return nil, err
 	}
 	pkg := s.Package
 	if pkg == "" {
 		pkg = "./..."
 	}
-	env := append(append([]string(nil), opts.LayerEnv...),
-		contested.EnvSeed+"="+strconv.FormatInt(seed, 10),
-		contested.EnvLevel+"="+strconv.Itoa(max(opts.Level, 1)),
-		faultrecord.EnvResultsDir+"="+dir,
-		registry.EnvPath+"="+opts.RegistryPath,
-	)
+	env := opts.Env.WithSeed(seed).WithResultsDir(dir).Environ()
 	run := &SeedRun{Seed: seed, Dir: dir, Passed: true, Failures: map[string]string{}}
 	start := time.Now()
 	for _, test := range s.Tests {
 		res, err := battery.Run(ctx, battery.Options{
-			Dir: opts.Dir, Patterns: []string{pkg}, Args: []string{"-run", contested.RunPattern(test)},
+			Dir: opts.Env.ModuleRoot, Patterns: []string{pkg}, Args: []string{"-run", contested.RunPattern(test)},
 			Env: env, Out: indent{opts.Out, "  "},
 		})
 		if err != nil {

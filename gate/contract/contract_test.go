@@ -2,10 +2,12 @@ package contract
 
 import (
 	"context"
-	"github.com/contested/contested/internal/testlog"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/contested/contested/contested/runenv"
+	"github.com/contested/contested/internal/testlog"
 
 	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/gate/verdict"
@@ -36,10 +38,11 @@ func adopter(t *testing.T) (string, string, registry.Surface) {
 func run(t *testing.T, extraEnv []string, seeds []int64, envMissing string) *Result {
 	t.Helper()
 	dir, regPath, s := adopter(t)
-	opts := Options{Dir: dir, RegistryPath: regPath, ResultsRoot: t.TempDir(), Seeds: seeds, Level: 1,
+	opts := Options{Env: runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: t.TempDir(), Level: 1}, Seeds: seeds,
 		Out: testlog.Writer(t), EnvMissing: envMissing}
 	if envMissing == "" {
-		opts.LayerEnv = append(faulttest.Layer(t).Env(), extraEnv...)
+		l := faulttest.Layer(t)
+		opts.Env = opts.Env.Attach(append(l.Env(), extraEnv...), l.RunID)
 	}
 	res, err := Run(context.Background(), s, opts)
 	if err != nil {

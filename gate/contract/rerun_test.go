@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/testlog"
@@ -96,7 +97,7 @@ package = "./stock"
 		t.Fatal(err)
 	}
 	got, err := RerunFailures(context.Background(), Battery{Registry: reg, Module: module, Result: res, Records: recs},
-		RerunOptions{Dir: dir, Root: filepath.Join(results, "reruns"), Out: testlog.Writer(t)})
+		RerunOptions{Env: runenv.Env{ModuleRoot: dir}, Root: filepath.Join(results, "reruns"), Out: testlog.Writer(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,10 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/capacity"
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/testlog"
 	"github.com/contested/contested/registry"
 )
@@ -30,8 +32,9 @@ func fixtureOptions(t *testing.T) Options {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Options{Dir: dir, Registry: reg, RegistryPath: regPath, ResultsRoot: t.TempDir(), Reruns: 1, Out: testlog.Writer(t),
-		LayerEnv:  []string{faultlayer.EnvLayer + "=external", faultlayer.EnvToxiproxyURL + "=http://127.0.0.1:1", faultlayer.EnvPostgresDSN + "=postgres://nobody@127.0.0.1:1/none"},
+	env := runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: t.TempDir()}.Attach(
+		[]string{envvar.Layer + "=external", envvar.ToxiproxyURL + "=http://127.0.0.1:1", envvar.PostgresDSN + "=postgres://nobody@127.0.0.1:1/none"}, "")
+	return Options{Env: env, Registry: reg, Reruns: 1, Out: testlog.Writer(t),
 		Contracts: map[string]*contract.Result{"adopter.stock": {Surface: "adopter.stock", Contract: verdict.Green}}}
 }
 

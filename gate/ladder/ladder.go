@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/contested/contested/contested"
+	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate/contract"
@@ -85,13 +86,11 @@ type Outcome struct {
 
 // Options configures Walk.
 type Options struct {
-	Dir          string
-	Registry     *registry.Registry
-	RegistryPath string
-	ResultsRoot  string
-	// LayerEnv are the coordinates of a layer that passed preflight; when
-	// Preflight is nil or failed, step 2 ends the ladder.
-	LayerEnv  []string
+	// Env is the run: its module root, registry path, results root and
+	// level, and (Env.Layer) the coordinates of a layer that passed
+	// preflight; when Preflight is nil or failed, step 2 ends the ladder.
+	Env       runenv.Env
+	Registry  *registry.Registry
 	Preflight *faultlayer.Preflight
 	LayerErr  error
 	// Capacity is the run's saturation evidence, if it was sampled.
@@ -100,10 +99,7 @@ type Options struct {
 	Reruns int
 	// Contracts caches contract results by surface across walks.
 	Contracts map[string]*contract.Result
-	// Level is the CONTESTED_LEVEL the contract runs at in step 3
-	// (0 means 1).
-	Level int
-	Out   io.Writer
+	Out       io.Writer
 }
 
 // Walk walks the ladder for one test id: "TestX", "TestX/sub", or a
@@ -125,7 +121,7 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.Surface = &Surface{ID: s.ID, Class: s.Class, Owner: s.Owner, Behavior: s.Behavior, Oracle: s.Oracle, Where: fmt.Sprintf("%s:%d", opts.RegistryPath, s.Line)}
+	o.Surface = &Surface{ID: s.ID, Class: s.Class, Owner: s.Owner, Behavior: s.Behavior, Oracle: s.Oracle, Where: fmt.Sprintf("%s:%d", opts.Env.Registry, s.Line)}
 	fmt.Fprintf(opts.Out, "ladder: %s → surface %s (%s; oracle %s; owner %s)\n", name, s.ID, s.Behavior, s.Oracle, s.Owner)
 
 	// Step 2: the fault layer must pass preflight. Any failed check ends
@@ -152,8 +148,7 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 			return nil, err
 		}
 		fmt.Fprintf(opts.Out, "ladder: running %s's contract in isolation over %d seeds\n", s.ID, len(seeds))
-		res, err = contract.Run(ctx, s, contract.Options{Dir: opts.Dir, RegistryPath: opts.RegistryPath, ResultsRoot: opts.ResultsRoot,
-			LayerEnv: opts.LayerEnv, Seeds: seeds, Level: max(opts.Level, 1), Out: opts.Out})
+		res, err = contract.Run(ctx, s, contract.Options{Env: opts.Env, Seeds: seeds, Out: opts.Out})
 		if err != nil {
 			return nil, err
 		}
@@ -242,16 +237,15 @@ func rerun(ctx context.Context, name, pkg string, opts Options) Reruns {
 	r := Reruns{Class: "not rerun"}
 	for i := range opts.Reruns {
 		rel := filepath.Join("ladder", "reruns", FileName(name), fmt.Sprintf("run-%d", i+1))
-		dir := filepath.Join(opts.ResultsRoot, rel)
-		if err := atomicfile.EmptyDir(opts.ResultsRoot, rel); err != nil {
+		dir := filepath.Join(opts.Env.ResultsDir, rel)
+		if err := atomicfile.EmptyDir(opts.Env.ResultsDir, rel); err != nil {
 			if opts.Out != nil {
 				fmt.Fprintf(opts.Out, "ladder: not rerunning %s: %v\n", name, err)
 			}
 			break
 		}
-		env := append(append([]string(nil), opts.LayerEnv...),
-			faultrecord.EnvResultsDir+"="+dir, registry.EnvPath+"="+opts.RegistryPath)
-		res, err := battery.Run(ctx, battery.Options{Dir: opts.Dir, Patterns: []string{pkg}, Args: []string{"-run", contested.RunPattern(name)}, Env: env})
+		env := opts.Env.WithResultsDir(dir).Environ()
+		res, err := battery.Run(ctx, battery.Options{Dir: opts.Env.ModuleRoot, Patterns: []string{pkg}, Args: []string{"-run", contested.RunPattern(name)}, Env: env})
 		if err != nil {
 			break
 		}
@@ -282,19 +276,19 @@ func Locate(ctx context.Context, testID string, opts Options) (registry.Surface,
 	if listPkg == "" {
 		listPkg = "./..."
 	}
-	names, err := gotest.List(ctx, opts.Dir, listPkg)
+	names, err := gotest.List(ctx, opts.Env.ModuleRoot, listPkg)
 	if err != nil {
 		return registry.Surface{}, fmt.Errorf("list the tests of %s: %w", listPkg, err)
 	}
 	if !slices.Contains(names, top) {
 		return registry.Surface{}, fmt.Errorf("%w: %s is not a test of %s (go test -list); give a test name as the battery reports it", ErrUnknownTest, top, listPkg)
 	}
-	module, _ := contract.ModulePath(opts.Dir)
+	module, _ := contract.ModulePath(opts.Env.ModuleRoot)
 	s, ok := contract.SurfaceOf(opts.Registry, module, pkg, name)
 	if !ok {
 		p := NewPlain(pkg, name, "")
 		return registry.Surface{}, fmt.Errorf("%w: %s: no surface in %s lists it, so there is nothing to arbitrate (no surface, legs or owning team); owner: %s; %s",
-			ErrNotContractTest, name, opts.RegistryPath, p.Owner, p.Action)
+			ErrNotContractTest, name, opts.Env.Registry, p.Owner, p.Action)
 	}
 	return s, nil
 }

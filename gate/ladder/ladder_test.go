@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/contested/contested/internal/testlog"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/contested/contested/contested/runenv"
+	"github.com/contested/contested/internal/testlog"
 
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultlayer/faulttest"
@@ -35,8 +37,8 @@ func options(t *testing.T, extraEnv ...string) Options {
 	l := faulttest.Layer(t)
 	p := faultlayer.Preflight{Checks: []faultlayer.Check{{Name: "toxiproxy /version", OK: true}}}
 	t.Setenv("CONTESTED_SEEDS", "1")
-	return Options{Dir: dir, Registry: reg, RegistryPath: regPath, ResultsRoot: t.TempDir(),
-		LayerEnv: append(l.Env(), extraEnv...), Preflight: &p, Reruns: 3, Out: testlog.Writer(t)}
+	env := runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: t.TempDir()}.Attach(append(l.Env(), extraEnv...), l.RunID)
+	return Options{Env: env, Registry: reg, Preflight: &p, Reruns: 3, Out: testlog.Writer(t)}
 }
 
 func TestAComponentDefectIsTheComponentsWithAReproducibleSeed(t *testing.T) {
@@ -128,7 +130,7 @@ func TestATestOutsideTheRegistryIsNotAContractTest(t *testing.T) {
 		t.Fatal(err)
 	}
 	// No fault layer: step 1 decides before one is needed.
-	opts := Options{Dir: dir, Registry: reg, RegistryPath: regPath, ResultsRoot: t.TempDir(), Out: testlog.Writer(t)}
+	opts := Options{Env: runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: t.TempDir()}, Registry: reg, Out: testlog.Writer(t)}
 	for _, id := range []string{"TestOutsideRegistry", "example.com/adopter.TestOutsideRegistry"} {
 		o, err := Walk(context.Background(), id, opts)
 		if !errors.Is(err, ErrNotContractTest) || o != nil {

@@ -18,11 +18,11 @@ import (
 
 	"github.com/fatih/color"
 
-	"github.com/contested/contested/contested"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/gate/ladder"
 	"github.com/contested/contested/internal/capacity"
+	"github.com/contested/contested/internal/envvar"
 )
 
 // ArbitrateOptions configures Arbitrate.
@@ -56,16 +56,12 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	if err != nil {
 		return err
 	}
-	dir, reg, regPath, root := ws.dir, ws.reg, ws.regPath, ws.root
-	level, err := contested.Level()
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUsage, err)
-	}
-	cfg, err := layerConfig(out)
+	dir, root := ws.env.ModuleRoot, ws.env.ResultsDir
+	cfg, err := layerConfig(ws.env, out)
 	if err != nil {
 		return err
 	}
-	lo := ladder.Options{Dir: dir, Registry: reg, RegistryPath: regPath, ResultsRoot: root, Out: out, Contracts: map[string]*contract.Result{}, Level: level}
+	lo := ladder.Options{Env: ws.env, Registry: ws.reg, Out: out, Contracts: map[string]*contract.Result{}}
 	// A name no _test.go file declares is refused from the sources alone,
 	// in well under a second: go test -list (step 1) builds every test
 	// binary of the module first.
@@ -81,8 +77,8 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 		lo.LayerErr = err
 	} else {
 		defer l.Close(context.WithoutCancel(ctx))
-		p, _ := Preflight(ctx, l, true, out)
-		lo.Preflight, lo.LayerEnv = &p, l.Env()
+		p, _ := Preflight(ctx, l, true, root, out)
+		lo.Preflight, lo.Env = &p, lo.Env.Attach(l.Env(), l.RunID)
 	}
 	if c, err := capacity.Load(filepath.Join(root, capacityFile)); err == nil {
 		lo.Capacity = c
@@ -189,19 +185,16 @@ func saveOutcome(root string, o *ladder.Outcome, out io.Writer) {
 // ladderBudget is how long validate spends arbitrating failing tests:
 // CONTESTED_LADDER_BUDGET, default ten minutes.
 func ladderBudget() (time.Duration, error) {
-	v := strings.TrimSpace(os.Getenv(envLadderBudget))
+	v := strings.TrimSpace(os.Getenv(envvar.LadderBudget))
 	if v == "" {
 		return 10 * time.Minute, nil
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < 0 {
-		return 0, fmt.Errorf("%w: %s=%q is not a duration such as 10m", ErrUsage, envLadderBudget, v)
+		return 0, fmt.Errorf("%w: %s=%q is not a duration such as 10m", ErrUsage, envvar.LadderBudget, v)
 	}
 	return d, nil
 }
-
-// envLadderBudget bounds validate's time on the ladder.
-const envLadderBudget = "CONTESTED_LADDER_BUDGET"
 
 func paintOwner(o ladder.Owner) string {
 	switch o {

@@ -21,9 +21,9 @@ import (
 	"strings"
 
 	"github.com/contested/contested/cluster"
-	"github.com/contested/contested/contested"
+	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultlayer"
-	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/interrupt"
 	"github.com/contested/contested/internal/secret"
 	"github.com/contested/contested/internal/supervise"
@@ -62,7 +62,7 @@ func ExitCode(err error) int {
 		return ExitRed
 	case exitStatus(err) >= 0:
 		return exitStatus(err)
-	case errors.Is(err, ErrUsage), errors.Is(err, faultlayer.ErrConfig), errors.Is(err, registry.ErrInvalid), errors.Is(err, cluster.ErrUsage):
+	case errors.Is(err, ErrUsage), errors.Is(err, faultlayer.ErrConfig), errors.Is(err, registry.ErrInvalid), errors.Is(err, runenv.ErrInvalid), errors.Is(err, cluster.ErrUsage):
 		return ExitUsage
 	case errors.Is(err, ErrCannotRun), errors.Is(err, faultlayer.ErrCannotRun), errors.Is(err, cluster.ErrCannotRun):
 		return ExitCannotRun
@@ -93,10 +93,10 @@ func NotBuilt(target string) error {
 // CONTESTED_PG_BIN and CONTESTED_RUN_ID.
 const (
 	varLayer  = "layer"
-	varLevel  = contested.EnvLevel
-	varSeed   = contested.EnvSeed
-	varSeeds  = contract.EnvSeeds
-	varBudget = envLadderBudget
+	varLevel  = envvar.Level
+	varSeed   = envvar.Seed
+	varSeeds  = envvar.Seeds
+	varBudget = envvar.LadderBudget
 )
 
 // checkVariables refuses the variables a command reads that cannot work,
@@ -112,24 +112,33 @@ func checkVariables(names ...string) error {
 		case varLayer:
 			_, err = faultlayer.ConfigFromEnv()
 		case varLevel:
-			_, err = contested.Level()
+			_, err = runenv.Level()
 		case varSeed:
-			_, err = contested.Seed()
+			_, _, err = runenv.Seed()
 		case varSeeds:
-			_, err = contract.Seeds(1)
+			_, err = runenv.Seeds()
 		case varBudget:
 			_, err = ladderBudget()
 		default:
 			err = fmt.Errorf("internal error: no check for %s", n)
 		}
 		if err != nil {
-			problems = append(problems, strings.TrimPrefix(strings.TrimPrefix(err.Error(), ErrUsage.Error()+": "), faultlayer.ErrConfig.Error()+": "))
+			problems = append(problems, trimSentinels(err.Error(), ErrUsage, faultlayer.ErrConfig, runenv.ErrInvalid))
 		}
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: %s", ErrUsage, strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// trimSentinels drops the sentinels' texts that lead msg, so that a list of
+// problems names each variable first.
+func trimSentinels(msg string, sentinels ...error) string {
+	for _, s := range sentinels {
+		msg = strings.TrimPrefix(msg, s.Error()+": ")
+	}
+	return msg
 }
 
 // withSignals returns ctx cancelled on the first SIGINT, SIGTERM or SIGHUP

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/registry"
 )
 
@@ -81,19 +82,19 @@ func TestFaultPreflightOnBadInput(t *testing.T) {
 		required bool
 		want     int
 	}{
-		{"bogus layer", map[string]string{faultlayer.EnvLayer: "bogus"}, true, ExitUsage},
-		{"bogus layer, report-only", map[string]string{faultlayer.EnvLayer: "bogus"}, false, ExitUsage},
-		{"half an external layer", map[string]string{faultlayer.EnvToxiproxyURL: "http://" + dead}, true, ExitUsage},
-		{"bad port range", map[string]string{faultlayer.EnvLayer: "embedded", faultlayer.EnvProxyPorts: "20000"}, true, ExitUsage},
-		{"unreachable external, required", map[string]string{faultlayer.EnvToxiproxyURL: "http://" + dead, faultlayer.EnvPostgresDSN: "postgres://u:p@" + dead + "/db"}, true, ExitCannotRun},
-		{"unreachable external, report-only", map[string]string{faultlayer.EnvToxiproxyURL: "http://" + dead, faultlayer.EnvPostgresDSN: "postgres://u:p@" + dead + "/db"}, false, ExitGreen},
+		{"bogus layer", map[string]string{envvar.Layer: "bogus"}, true, ExitUsage},
+		{"bogus layer, report-only", map[string]string{envvar.Layer: "bogus"}, false, ExitUsage},
+		{"half an external layer", map[string]string{envvar.ToxiproxyURL: "http://" + dead}, true, ExitUsage},
+		{"bad port range", map[string]string{envvar.Layer: "embedded", envvar.ProxyPorts: "20000"}, true, ExitUsage},
+		{"unreachable external, required", map[string]string{envvar.ToxiproxyURL: "http://" + dead, envvar.PostgresDSN: "postgres://u:p@" + dead + "/db"}, true, ExitCannotRun},
+		{"unreachable external, report-only", map[string]string{envvar.ToxiproxyURL: "http://" + dead, envvar.PostgresDSN: "postgres://u:p@" + dead + "/db"}, false, ExitGreen},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// Under validate the battery inherits its layer's variables
 			// (a listen host of 0.0.0.0 for a containers layer among them).
-			for _, k := range []string{faultlayer.EnvLayer, faultlayer.EnvToxiproxyURL, faultlayer.EnvPostgresDSN, faultlayer.EnvProxyPorts,
-				faultlayer.EnvProxyListenHost, faultlayer.EnvPostgresUpstream, faultlayer.EnvRunID} {
+			for _, k := range []string{envvar.Layer, envvar.ToxiproxyURL, envvar.PostgresDSN, envvar.ProxyPorts,
+				envvar.ProxyListenHost, envvar.PostgresUpstream, envvar.RunID} {
 				t.Setenv(k, tt.env[k])
 				if tt.env[k] == "" {
 					os.Unsetenv(k)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/fatih/color"
 
-	"github.com/contested/contested/contested"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/gate/verdict"
@@ -45,32 +44,28 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 	if err != nil {
 		return err
 	}
-	dir, reg, regPath, root := ws.dir, ws.reg, ws.regPath, ws.root
+	dir, reg, root, level := ws.env.ModuleRoot, ws.reg, ws.env.ResultsDir, ws.env.Level
 	surfaces, err := selectSurfaces(reg, opts.Surface)
 	if err != nil {
 		return err
 	}
-	level, err := contested.Level()
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUsage, err)
-	}
 	if err := checkSurfaceTests(ctx, dir, reg, surfaces); err != nil {
 		return err
 	}
-	cfg, err := layerConfig(out)
+	cfg, err := layerConfig(ws.env, out)
 	if err != nil {
 		return err
 	}
 
-	copts := contract.Options{Dir: dir, RegistryPath: regPath, ResultsRoot: root, Level: level, Out: out}
+	copts := contract.Options{Env: ws.env, Out: out}
 	l, err := faultlayer.Up(ctx, cfg)
 	reportUpError(out, err)
 	if err == nil {
 		defer l.Close(context.WithoutCancel(ctx))
-		if _, perr := Preflight(ctx, l, true, out); perr != nil {
+		if _, perr := Preflight(ctx, l, true, root, out); perr != nil {
 			copts.EnvMissing = perr.Error()
 		}
-		copts.LayerEnv = l.Env()
+		copts.Env = copts.Env.Attach(l.Env(), l.RunID)
 	} else {
 		copts.EnvMissing = err.Error()
 	}

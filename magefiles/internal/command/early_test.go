@@ -10,9 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/contested/contested/faultlayer"
-	"github.com/contested/contested/faultrecord"
-	"github.com/contested/contested/registry"
+	"github.com/contested/contested/internal/envvar"
 )
 
 // watchedLayer is an external layer that counts every contact: HTTP
@@ -84,17 +82,17 @@ func TestBadVariablesAreRefusedBeforeAnythingStarts(t *testing.T) {
 		}, nil},
 	}
 	bad := map[string]string{
-		varSeed:                       "x",
-		varSeeds:                      "0",
-		varLevel:                      "9",
-		varBudget:                     "soon",
-		faultlayer.EnvRunID:           "bad/id",
-		faultlayer.EnvProxyListenHost: "everywhere",
-		faultlayer.EnvProxyPorts:      "20000",
-		faultlayer.EnvLayer:           "bogus",
-		faultlayer.EnvPostgresBin:     "/no/such/postgres",
+		varSeed:                "x",
+		varSeeds:               "0",
+		varLevel:               "9",
+		varBudget:              "soon",
+		envvar.RunID:           "bad/id",
+		envvar.ProxyListenHost: "everywhere",
+		envvar.ProxyPorts:      "20000",
+		envvar.Layer:           "bogus",
+		envvar.PostgresBin:     "/no/such/postgres",
 	}
-	layerVars := []string{faultlayer.EnvRunID, faultlayer.EnvProxyListenHost, faultlayer.EnvProxyPorts, faultlayer.EnvLayer, faultlayer.EnvPostgresBin}
+	layerVars := []string{envvar.RunID, envvar.ProxyListenHost, envvar.ProxyPorts, envvar.Layer, envvar.PostgresBin}
 	for _, tg := range targets {
 		for _, v := range append(append([]string(nil), tg.reads...), layerVars...) {
 			t.Run(tg.name+"/"+v, func(t *testing.T) {
@@ -105,10 +103,10 @@ func TestBadVariablesAreRefusedBeforeAnythingStarts(t *testing.T) {
 					t.Setenv(k, "")
 					os.Unsetenv(k)
 				}
-				t.Setenv(faultlayer.EnvToxiproxyURL, w.toxiproxy)
-				t.Setenv(faultlayer.EnvPostgresDSN, w.postgres)
-				t.Setenv(faultrecord.EnvResultsDir, results)
-				t.Setenv(registry.EnvPath, "")
+				t.Setenv(envvar.ToxiproxyURL, w.toxiproxy)
+				t.Setenv(envvar.PostgresDSN, w.postgres)
+				t.Setenv(envvar.ResultsDir, results)
+				t.Setenv(envvar.Surfaces, "")
 				t.Setenv(v, bad[v])
 				out.Reset()
 				err := tg.run(context.Background(), dir)
@@ -126,10 +124,10 @@ func TestBadVariablesAreRefusedBeforeAnythingStarts(t *testing.T) {
 	}
 	t.Run("control: good variables reach the layer", func(t *testing.T) {
 		w := watchLayer(t)
-		t.Setenv(faultlayer.EnvLayer, "")
-		t.Setenv(faultlayer.EnvToxiproxyURL, w.toxiproxy)
-		t.Setenv(faultlayer.EnvPostgresDSN, w.postgres)
-		t.Setenv(faultrecord.EnvResultsDir, t.TempDir())
+		t.Setenv(envvar.Layer, "")
+		t.Setenv(envvar.ToxiproxyURL, w.toxiproxy)
+		t.Setenv(envvar.PostgresDSN, w.postgres)
+		t.Setenv(envvar.ResultsDir, t.TempDir())
 		out.Reset()
 		err := FaultPreflight(context.Background(), PreflightOptions{Required: true, Out: &out})
 		if ExitCode(err) != ExitCannotRun || w.contacts.Load() == 0 {
@@ -144,11 +142,11 @@ func TestBadVariablesAreRefusedBeforeAnythingStarts(t *testing.T) {
 func TestArbitrateRefusesAnUndeclaredTestFromTheSources(t *testing.T) {
 	dir := module(t)
 	w := watchLayer(t)
-	t.Setenv(faultlayer.EnvLayer, "")
-	t.Setenv(faultlayer.EnvToxiproxyURL, w.toxiproxy)
-	t.Setenv(faultlayer.EnvPostgresDSN, w.postgres)
-	t.Setenv(faultrecord.EnvResultsDir, t.TempDir())
-	t.Setenv(registry.EnvPath, "")
+	t.Setenv(envvar.Layer, "")
+	t.Setenv(envvar.ToxiproxyURL, w.toxiproxy)
+	t.Setenv(envvar.PostgresDSN, w.postgres)
+	t.Setenv(envvar.ResultsDir, t.TempDir())
+	t.Setenv(envvar.Surfaces, "")
 	if err := declaredTest(context.Background(), dir, "TestNoSuch/sub"); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "none of its 1 _test.go files declares func TestNoSuch") {
 		t.Errorf("undeclared test: %v, want exit 2 saying no file declares it", err)
 	}

@@ -12,9 +12,10 @@ import (
 	"github.com/fatih/color"
 
 	"github.com/contested/contested/cluster"
+	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultlayer"
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/images"
 )
 
@@ -35,13 +36,15 @@ type PreflightOptions struct {
 func FaultPreflight(ctx context.Context, opts PreflightOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
-	if _, err := preflightResults(); err != nil {
-		return err
-	}
-	cfg, err := layerConfig(opts.Out)
+	root, err := preflightResults()
 	if err != nil {
 		return err
 	}
+	cfg, err := faultlayer.ConfigFromEnv()
+	if err != nil {
+		return err
+	}
+	cfg.Log = opts.Out
 	mode := "report-only"
 	if opts.Required {
 		mode = "required"
@@ -55,7 +58,7 @@ func FaultPreflight(ctx context.Context, opts PreflightOptions) error {
 		// Up refused the layer before creating or deleting anything in it:
 		// its identity checks failed. They are this preflight's answer.
 		fmt.Fprintf(opts.Out, "fault-preflight (%s): %s layer, not touched: it failed the checks that come before any change to it\n", mode, pe.Preflight.Layer)
-		return reportPreflight(pe.Preflight, opts.Required, opts.Out)
+		return reportPreflight(pe.Preflight, opts.Required, root, opts.Out)
 	}
 	if err != nil {
 		fmt.Fprintf(opts.Out, "fault-preflight (%s): %s\n", mode, color.RedString("the fault layer cannot run"))
@@ -66,28 +69,29 @@ func FaultPreflight(ctx context.Context, opts PreflightOptions) error {
 		return nil
 	}
 	defer l.Close(context.WithoutCancel(ctx))
-	_, err = Preflight(ctx, l, opts.Required, opts.Out)
+	_, err = Preflight(ctx, l, opts.Required, root, opts.Out)
 	return err
 }
 
 // Preflight runs the checks on a layer that is up, prints them and saves
-// them, and returns an error wrapping ErrCannotRun when preflight fails in
-// this mode.
-func Preflight(ctx context.Context, l *faultlayer.Layer, required bool, out io.Writer) (faultlayer.Preflight, error) {
+// them as preflight.json under the results directory root ("" saves
+// nothing), and returns an error wrapping ErrCannotRun when preflight fails
+// in this mode.
+func Preflight(ctx context.Context, l *faultlayer.Layer, required bool, root string, out io.Writer) (faultlayer.Preflight, error) {
 	mode := "report-only"
 	if required {
 		mode = "required"
 	}
 	fmt.Fprintf(out, "fault-preflight (%s): %s layer (%s)\n", mode, l.Kind, l.Reason)
 	p := faultlayer.RunPreflight(ctx, l)
-	return p, reportPreflight(p, required, out)
+	return p, reportPreflight(p, required, root, out)
 }
 
 // reportPreflight prints and saves a preflight result and returns its
 // verdict in this mode.
-func reportPreflight(p faultlayer.Preflight, required bool, out io.Writer) error {
+func reportPreflight(p faultlayer.Preflight, required bool, root string, out io.Writer) error {
 	p.Write(out)
-	if path, err := savePreflight(p); err != nil {
+	if path, err := savePreflight(p, root); err != nil {
 		notSaved(out, "fault-preflight", path, err)
 	}
 	err := preflightVerdict(p, required)
@@ -140,39 +144,32 @@ func firstFailure(p faultlayer.Preflight) string {
 	return ""
 }
 
-// preflightResults is the results directory preflight.json goes to:
-// CONTESTED_RESULTS_DIR resolved from the working directory's module, and
-// checked as every command checks it (see resultsRoot) before the layer
-// comes up. Outside a module, with a relative CONTESTED_RESULTS_DIR, there
-// is none ("", nil): preflight runs and says it saved nothing.
+// preflightResults is the results directory preflight.json goes to when
+// fault-preflight runs on its own: that of the working directory's module
+// (runenv.ModuleRoot, runenv.PrepareResultsDir), checked as every command
+// checks it before the layer comes up. Outside a module, with a relative
+// CONTESTED_RESULTS_DIR, there is none ("", nil): preflight runs and says
+// it saved nothing.
 func preflightResults() (string, error) {
-	root, err := faultrecord.ResultsDir()
-	if errors.Is(err, faultrecord.ErrNoModuleRoot) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrUsage, err)
-	}
 	mod := ""
 	if wd, err := os.Getwd(); err == nil {
-		mod, _ = faultrecord.ModuleRoot(wd)
+		mod, _ = runenv.ModuleRoot(wd)
 	}
-	root, err = faultrecord.PrepareResultsDir(root, mod)
-	if err != nil {
+	root, err := runenv.PrepareResultsDir(mod)
+	switch {
+	case errors.Is(err, runenv.ErrNoModuleRoot):
+		return "", nil
+	case err != nil:
 		return "", fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	return root, nil
 }
 
-// savePreflight saves preflight.json under the results directory and
+// savePreflight saves preflight.json under the results directory root and
 // returns its path.
-func savePreflight(p faultlayer.Preflight) (string, error) {
-	root, err := preflightResults()
-	if err != nil {
-		return "preflight.json", err
-	}
+func savePreflight(p faultlayer.Preflight, root string) (string, error) {
 	if root == "" {
-		return "preflight.json", fmt.Errorf("no module root to anchor %s", faultrecord.EnvResultsDir)
+		return "preflight.json", fmt.Errorf("no module root to anchor %s", envvar.ResultsDir)
 	}
 	return saveJSON(root, "preflight.json", p)
 }
@@ -192,8 +189,8 @@ func Images(ctx context.Context, out io.Writer) error {
 		image images.Image
 		env   string
 	}{
-		{images.Toxiproxy(), faultlayer.EnvToxiproxyImage},
-		{images.Postgres(), faultlayer.EnvPostgresImage},
+		{images.Toxiproxy(), envvar.ToxiproxyImage},
+		{images.Postgres(), envvar.PostgresImage},
 	} {
 		ref, err := im.image.Ensure(ctx, cli, os.Getenv(im.env), out)
 		if err != nil {

@@ -7,12 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contested/contested/faultlayer"
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate"
 	"github.com/contested/contested/gate/ladder"
 	"github.com/contested/contested/gate/report"
-	"github.com/contested/contested/registry"
+	"github.com/contested/contested/internal/envvar"
 )
 
 // TestABadResultsDirIsRefusedBeforeAnythingStarts runs every target that
@@ -78,15 +76,15 @@ func TestABadResultsDirIsRefusedBeforeAnythingStarts(t *testing.T) {
 		for _, target := range targets {
 			t.Run(d.name+"/"+target.name, func(t *testing.T) {
 				mod := module(t)
-				t.Setenv(faultlayer.EnvLayer, "")
-				t.Setenv(faultlayer.EnvToxiproxyURL, "http://"+dead)
-				t.Setenv(faultlayer.EnvPostgresDSN, "postgres://u:p@"+dead+"/db")
-				t.Setenv(registry.EnvPath, "")
-				t.Setenv(faultrecord.EnvResultsDir, d.setup(t, mod))
+				t.Setenv(envvar.Layer, "")
+				t.Setenv(envvar.ToxiproxyURL, "http://"+dead)
+				t.Setenv(envvar.PostgresDSN, "postgres://u:p@"+dead+"/db")
+				t.Setenv(envvar.Surfaces, "")
+				t.Setenv(envvar.ResultsDir, d.setup(t, mod))
 				before := entries(t, mod)
 				var out strings.Builder
 				err := target.run(context.Background(), mod, &out)
-				if got := ExitCode(err); got != ExitUsage || !strings.Contains(err.Error(), d.says) || !strings.Contains(err.Error(), faultrecord.EnvResultsDir) && !strings.Contains(err.Error(), "remove the link") {
+				if got := ExitCode(err); got != ExitUsage || !strings.Contains(err.Error(), d.says) || !strings.Contains(err.Error(), envvar.ResultsDir) && !strings.Contains(err.Error(), "remove the link") {
 					t.Fatalf("exit %d (%v), want %d saying %q and what to do; output:\n%s", got, err, ExitUsage, d.says, out.String())
 				}
 				if strings.Contains(out.String(), "fault-preflight") {

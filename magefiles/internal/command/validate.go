@@ -15,7 +15,7 @@ import (
 
 	"github.com/fatih/color"
 
-	"github.com/contested/contested/contested"
+	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate"
@@ -26,6 +26,7 @@ import (
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/capacity"
 	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/gotest"
 	"github.com/contested/contested/registry"
 )
@@ -96,7 +97,6 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
 	start := time.Now()
-	out := opts.Out
 	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varBudget); err != nil {
 		return err
 	}
@@ -104,162 +104,228 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	if err != nil {
 		return err
 	}
-	dir, reg, regPath, root := ws.dir, ws.reg, ws.regPath, ws.root
-	faultDir := faultrecord.FaultDir(root)
-
 	budget, err := ladderBudget()
 	if err != nil {
 		return err
 	}
-	level, err := contested.Level()
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUsage, err)
-	}
-	cfg, err := layerConfig(out)
+	cfg, err := layerConfig(ws.env, opts.Out)
 	if err != nil {
 		return err
 	}
-	rep := &ValidateReport{RunID: cfg.RunID, Level: level}
-	fmt.Fprintf(out, "%s run %s in %s\n", bold("validate:"), cfg.RunID, dir)
+	v := &validation{opts: opts, out: opts.Out, reg: ws.reg, env: ws.env,
+		rep: &ValidateReport{RunID: ws.env.RunID, Level: ws.env.Level}}
+	fmt.Fprintf(v.out, "%s run %s in %s\n", bold("validate:"), ws.env.RunID, ws.env.ModuleRoot)
 
-	l, err := faultlayer.Up(ctx, cfg)
+	l, err := v.layerUp(ctx, cfg)
 	if err != nil {
-		reportUpError(out, err)
-		fmt.Fprintf(out, "validate: %s: the fault layer cannot run; refusing to run the battery\n", color.RedString("CANNOT RUN"))
 		return err
 	}
 	defer l.Close(context.WithoutCancel(ctx))
-	// The layer's run id: a shared CONTESTED_RUN_ID got a suffix of its own.
-	rep.RunID, rep.Layer = l.RunID, string(l.Kind)
-	p, err := Preflight(ctx, l, true, out)
-	rep.Preflight = p
-	if err != nil {
-		fmt.Fprintf(out, "validate: %s: fault-preflight failed; refusing to run the battery (nothing was purged)\n", color.RedString("CANNOT RUN"))
+	if err := v.stamp(); err != nil {
 		return err
 	}
+	res, err := v.runBattery(ctx)
+	if err != nil {
+		return err
+	}
+	verified, err := v.verify(ctx, res)
+	if err != nil {
+		return err
+	}
+	judged := v.judge(ctx, res, verified)
+	contractFails, contracts := v.arbitrate(ctx, res, budget)
+	v.summarize(res, verified, judged, contractFails)
+	v.rep.Reasons = validateReasons(res, verified, judged, wholeBattery(opts), v.rep.Registry)
+	v.rep.Green = len(v.rep.Reasons) == 0
+	v.rep.Took = time.Since(start)
+	return v.finish(res, verified, judged, contracts)
+}
 
-	if err := gate.Purge(faultDir); err != nil {
+// validation is one validate run as it goes: the run environment (with
+// the layer attached once it is up), the registry and the report so far.
+type validation struct {
+	opts ValidateOptions
+	out  io.Writer
+	reg  *registry.Registry
+	env  runenv.Env
+	rep  *ValidateReport
+	// preflight and capacity are the evidence the ladder reads.
+	preflight faultlayer.Preflight
+	capacity  capacity.Report
+}
+
+// faultDir is the run's fault directory.
+func (v *validation) faultDir() string { return faultrecord.FaultDir(v.env.ResultsDir) }
+
+// layerUp brings the fault layer up and runs fault-preflight in required
+// mode; the layer's coordinates join the run environment. On error nothing
+// was purged and the layer is down.
+func (v *validation) layerUp(ctx context.Context, cfg faultlayer.Config) (*faultlayer.Layer, error) {
+	l, err := faultlayer.Up(ctx, cfg)
+	if err != nil {
+		reportUpError(v.out, err)
+		fmt.Fprintf(v.out, "validate: %s: the fault layer cannot run; refusing to run the battery\n", color.RedString("CANNOT RUN"))
+		return nil, err
+	}
+	// The layer's run id: a shared CONTESTED_RUN_ID got a suffix of its own.
+	v.env = v.env.Attach(l.Env(), l.RunID)
+	v.rep.RunID, v.rep.Layer = l.RunID, string(l.Kind)
+	p, err := Preflight(ctx, l, true, v.env.ResultsDir, v.out)
+	v.rep.Preflight, v.preflight = p, p
+	if err != nil {
+		l.Close(context.WithoutCancel(ctx))
+		fmt.Fprintf(v.out, "validate: %s: fault-preflight failed; refusing to run the battery (nothing was purged)\n", color.RedString("CANNOT RUN"))
+		return nil, err
+	}
+	return l, nil
+}
+
+// stamp purges the previous run's evidence and writes a fresh gate stamp.
+func (v *validation) stamp() error {
+	if err := gate.Purge(v.faultDir()); err != nil {
 		return fmt.Errorf("purge old records: %w", err)
 	}
-	if err := gate.WriteStamp(faultDir, l.RunID); err != nil {
+	if err := gate.WriteStamp(v.faultDir(), v.env.RunID); err != nil {
 		return fmt.Errorf("write the gate stamp: %w", err)
 	}
-	fmt.Fprintf(out, "validate: purged old records and wrote %s\n", filepath.Join(faultDir, faultrecord.StampName))
+	fmt.Fprintf(v.out, "validate: purged old records and wrote %s\n", filepath.Join(v.faultDir(), faultrecord.StampName))
+	return nil
+}
 
+// runBattery runs go test over the module with the run environment, its
+// events saved, while the machine is sampled.
+func (v *validation) runBattery(ctx context.Context) (*battery.Result, error) {
+	root := v.env.ResultsDir
 	events, err := createArtifact(root, filepath.Join("battery", "go-test.json"))
 	if err != nil {
-		return fmt.Errorf("create the battery's event log: %w", err)
+		return nil, fmt.Errorf("create the battery's event log: %w", err)
 	}
-	env := append(l.Env(),
-		faultrecord.EnvResultsDir+"="+root,
-		registry.EnvPath+"="+regPath,
-	)
 	sampler := startSampler(ctx, root)
-	res, err := battery.Run(ctx, battery.Options{Dir: dir, Patterns: opts.Patterns, Args: opts.Args, Env: env, Out: out, Events: events})
+	res, err := battery.Run(ctx, battery.Options{Dir: v.env.ModuleRoot, Patterns: v.opts.Patterns, Args: v.opts.Args,
+		Env: v.env.Environ(), Out: v.out, Events: events})
 	events.Close()
-	capRep := sampler.Stop()
-	rep.Capacity = &capRep
-	if path, err := saveJSON(root, capacityFile, capRep); err != nil {
-		notSaved(out, "validate", path, err)
+	v.capacity = sampler.Stop()
+	v.rep.Capacity = &v.capacity
+	if path, err := saveJSON(root, capacityFile, v.capacity); err != nil {
+		notSaved(v.out, "validate", path, err)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrRed, err)
+		return nil, fmt.Errorf("%w: %v", ErrRed, err)
 	}
-	rep.Battery = res
+	v.rep.Battery = res
+	return res, nil
+}
 
-	inv := cachedInventory(dir)
-	verified, gerr := gate.Verify(ctx, gate.Options{
-		Dir:              faultDir,
+// verify runs the six phases, paired (consuming the stamp only on
+// success), and checks that the tests the registry names exist.
+func (v *validation) verify(ctx context.Context, res *battery.Result) (*gate.Report, error) {
+	inv := cachedInventory(v.env.ModuleRoot)
+	verified, err := gate.Verify(ctx, gate.Options{
+		Dir:              v.faultDir(),
 		Mode:             gate.Paired,
-		RecordingClasses: reg.Gate.RecordingClasses,
-		KnownClasses:     reg.Classes(),
-		Surfaces:         reg.IDs(),
-		SelfTests:        reg.Gate.SelfTests,
+		RecordingClasses: v.reg.Gate.RecordingClasses,
+		KnownClasses:     v.reg.Classes(),
+		Surfaces:         v.reg.IDs(),
+		SelfTests:        v.reg.Gate.SelfTests,
 		Inventory:        inv,
 	})
-	if gerr != nil && verified == nil {
-		return fmt.Errorf("verify: %w", gerr)
+	if err != nil && verified == nil {
+		return nil, fmt.Errorf("verify: %w", err)
 	}
-	rep.Gate = verified
+	v.rep.Gate = verified
 	if names, err := inv(ctx); err == nil {
-		if err := reg.CheckTests(names); err != nil {
-			rep.Registry = strings.Split(err.Error(), "\n")
+		if err := v.reg.CheckTests(names); err != nil {
+			v.rep.Registry = strings.Split(err.Error(), "\n")
 		}
 	}
+	return verified, nil
+}
 
-	// One verdict: the surfaces, judged from this battery.
-	mod, _ := contract.ModulePath(dir)
-	recs, err := contract.ReadRecords(faultDir)
+// judge gives every registered surface that ran its contract verdict from
+// this battery (one verdict: a failing leg is first rerun alone with its
+// seed), and saves the verdicts beside the six phases.
+func (v *validation) judge(ctx context.Context, res *battery.Result, verified *gate.Report) []*contract.Result {
+	mod, _ := contract.ModulePath(v.env.ModuleRoot)
+	recs, err := contract.ReadRecords(v.faultDir())
 	if err != nil {
-		fmt.Fprintf(out, "validate: read the records to judge the surfaces: %v\n", err)
+		fmt.Fprintf(v.out, "validate: read the records to judge the surfaces: %v\n", err)
 	}
-	bat := contract.Battery{Registry: reg, Module: mod, Result: res, Records: recs, Level: level}
+	bat := contract.Battery{Registry: v.reg, Module: mod, Result: res, Records: recs, Level: v.env.Level}
 	if !res.OK() {
-		reruns, err := contract.RerunFailures(ctx, bat, contract.RerunOptions{Dir: dir, Env: append(l.Env(), registry.EnvPath+"="+regPath),
-			Root: filepath.Join(root, "reruns"), Out: out})
+		reruns, err := contract.RerunFailures(ctx, bat, contract.RerunOptions{Env: v.env,
+			Root: filepath.Join(v.env.ResultsDir, "reruns"), Out: v.out})
 		if err != nil {
-			fmt.Fprintf(out, "validate: %v (a failure not rerun is FAIL-nondeterministic)\n", err)
+			fmt.Fprintf(v.out, "validate: %v (a failure not rerun is FAIL-nondeterministic)\n", err)
 		}
 		bat.Reruns = reruns
 	}
 	judged := contract.JudgeBattery(bat)
-	rep.Surfaces = contract.Verdicts(judged)
-	verified.Surfaces = rep.Surfaces
+	v.rep.Surfaces = contract.Verdicts(judged)
+	verified.Surfaces = v.rep.Surfaces
 	if err := verified.Save(); err != nil {
-		notSaved(out, "validate", filepath.Join(faultDir, faultrecord.ReportName), err)
+		notSaved(v.out, "validate", filepath.Join(v.faultDir(), faultrecord.ReportName), err)
 	}
+	return judged
+}
 
-	// Contract tests walk the ladder; every other failure is plain.
+// arbitrate walks the ladder for the failing contract tests, within the
+// budget; every other failure is listed as plain.
+func (v *validation) arbitrate(ctx context.Context, res *battery.Result, budget time.Duration) ([]battery.Test, map[string]*contract.Result) {
+	mod, _ := contract.ModulePath(v.env.ModuleRoot)
 	var contractFails []battery.Test
 	for _, t := range contract.LeafFailures(res) {
-		if _, ok := contract.SurfaceOf(reg, mod, t.Package, t.Name); ok {
+		if _, ok := contract.SurfaceOf(v.reg, mod, t.Package, t.Name); ok {
 			contractFails = append(contractFails, t)
 			continue
 		}
-		rep.BatteryFailures = append(rep.BatteryFailures, ladder.NewPlain(t.Package, t.Name, t.Output))
+		v.rep.BatteryFailures = append(v.rep.BatteryFailures, ladder.NewPlain(t.Package, t.Name, t.Output))
 	}
 	for _, p := range res.FailedPackages() {
-		rep.BatteryFailures = append(rep.BatteryFailures, ladder.NewPlain(p.Name, "", p.Output))
+		v.rep.BatteryFailures = append(v.rep.BatteryFailures, ladder.NewPlain(p.Name, "", p.Output))
 	}
 	contracts := map[string]*contract.Result{}
-	rep.Ladder, rep.NotArbitrated = arbitrateAll(ctx, contractFails, budget, ladder.Options{
-		Dir: dir, Registry: reg, RegistryPath: regPath, ResultsRoot: root, LayerEnv: l.Env(),
-		Preflight: &p, Capacity: &capRep, Contracts: contracts, Level: level, Out: out,
-	}, out)
+	v.rep.Ladder, v.rep.NotArbitrated = arbitrateAll(ctx, contractFails, budget, ladder.Options{
+		Env: v.env, Registry: v.reg, Preflight: &v.preflight, Capacity: &v.capacity, Contracts: contracts, Out: v.out,
+	}, v.out)
+	return contractFails, contracts
+}
 
-	whole := wholeBattery(opts)
-	fmt.Fprintln(out)
-	verified.WriteSummary(out)
+// summarize prints the six phases, the surfaces, the battery, the ladder
+// and the registry's problems.
+func (v *validation) summarize(res *battery.Result, verified *gate.Report, judged []*contract.Result, contractFails []battery.Test) {
+	fmt.Fprintln(v.out)
+	verified.WriteSummary(v.out)
 	note := ""
-	if !whole {
+	if !wholeBattery(v.opts) {
 		note = "a selected battery: NOT-RUN legs do not count against it"
 	}
-	writeSurfaceSummary(out, judged, level, note)
-	writeBatterySummary(out, res, contractFails, rep.BatteryFailures)
-	writeLadderSummary(out, rep)
-	if len(rep.Registry) > 0 {
-		fmt.Fprintf(out, "\n%s\n", bold("registry"))
-		for _, line := range rep.Registry {
-			fmt.Fprintf(out, "  %s\n", line)
+	writeSurfaceSummary(v.out, judged, v.env.Level, note)
+	writeBatterySummary(v.out, res, contractFails, v.rep.BatteryFailures)
+	writeLadderSummary(v.out, v.rep)
+	if len(v.rep.Registry) > 0 {
+		fmt.Fprintf(v.out, "\n%s\n", bold("registry"))
+		for _, line := range v.rep.Registry {
+			fmt.Fprintf(v.out, "  %s\n", line)
 		}
 	}
+}
 
-	rep.Reasons = validateReasons(res, verified, judged, whole, rep.Registry)
-	rep.Green = len(rep.Reasons) == 0
-	rep.Took = time.Since(start)
+// finish writes the reports and validate.json and returns the verdict.
+func (v *validation) finish(res *battery.Result, verified *gate.Report, judged []*contract.Result, contracts map[string]*contract.Result) error {
+	rep, root := v.rep, v.env.ResultsDir
 	writeReports(root, report.Page{Title: "contested validate", RunID: rep.RunID, Layer: rep.Layer, Green: rep.Green,
-		Reasons: rep.Reasons, Gate: verified, Battery: res, Surfaces: judged, Level: level, Plain: rep.BatteryFailures,
-		Ladder: rep.Ladder, Contracts: contractList(contracts), Capacity: rep.Capacity}, out)
+		Reasons: rep.Reasons, Gate: verified, Battery: res, Surfaces: judged, Level: v.env.Level, Plain: rep.BatteryFailures,
+		Ladder: rep.Ladder, Contracts: contractList(contracts), Capacity: rep.Capacity}, v.out)
 	if path, err := saveJSON(root, "validate.json", rep); err != nil {
-		notSaved(out, "validate", path, err)
+		notSaved(v.out, "validate", path, err)
 	} else {
-		fmt.Fprintf(out, "validate: saved %s\n", path)
+		fmt.Fprintf(v.out, "validate: saved %s\n", path)
 	}
 	if rep.Green {
-		fmt.Fprintf(out, "\nvalidate: %s in %s\n", color.GreenString("GREEN"), rep.Took.Round(time.Second))
+		fmt.Fprintf(v.out, "\nvalidate: %s in %s\n", color.GreenString("GREEN"), rep.Took.Round(time.Second))
 		return nil
 	}
-	fmt.Fprintf(out, "\nvalidate: %s: %s\n", color.RedString("RED"), strings.Join(rep.Reasons, "; "))
+	fmt.Fprintf(v.out, "\nvalidate: %s: %s\n", color.RedString("RED"), strings.Join(rep.Reasons, "; "))
 	return fmt.Errorf("%w: %s", ErrRed, strings.Join(rep.Reasons, "; "))
 }
 
@@ -288,11 +354,7 @@ func ProgramGate(ctx context.Context, opts ProgramGateOptions) error {
 	if err != nil {
 		return err
 	}
-	dir, reg, root := ws.dir, ws.reg, ws.root
-	level, err := contested.Level()
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUsage, err)
-	}
+	dir, reg, root, level := ws.env.ModuleRoot, ws.reg, ws.env.ResultsDir, ws.env.Level
 	if err := FaultPreflight(ctx, PreflightOptions{Required: true, Out: out}); err != nil {
 		fmt.Fprintf(out, "program-gate: %s: fault-preflight failed; not verifying\n", color.RedString("CANNOT RUN"))
 		return err
@@ -337,101 +399,81 @@ func ProgramGate(ctx context.Context, opts ProgramGateOptions) error {
 	return nil
 }
 
-// moduleDir returns dir (default: the working directory) made absolute,
-// after checking it holds a go.mod.
+// moduleDir is the module root a command runs in (runenv.ModuleDir), a
+// usage error when dir is none.
 func moduleDir(dir string) (string, error) {
-	if dir == "" {
-		var err error
-		if dir, err = os.Getwd(); err != nil {
-			return "", err
-		}
-	}
-	dir, err := filepath.Abs(dir)
+	dir, err := runenv.ModuleDir(dir)
 	if err != nil {
-		return "", err
-	}
-	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
-		return "", fmt.Errorf("%w: %s has no go.mod: run the targets from the module root", ErrUsage, dir)
+		return "", fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	return dir, nil
 }
 
-// loadRegistryIn loads CONTESTED_SURFACES (relative to the module) and
-// returns it with its absolute path.
-func loadRegistryIn(dir string) (*registry.Registry, string, error) {
-	p := registry.Path()
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(dir, p)
-	}
-	reg, err := registry.Load(p)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, p, fmt.Errorf("%w: %v: create the registry (see the README) or point %s at it", ErrUsage, err, registry.EnvPath)
-		}
-		if !errors.Is(err, registry.ErrInvalid) {
-			err = fmt.Errorf("%w: %v", ErrUsage, err)
-		}
-		return nil, p, err
-	}
-	return reg, p, nil
-}
-
-// resultsRoot is the results directory for the module in dir, checked and
-// readied once, before the command starts anything: CONTESTED_RESULTS_DIR
-// (default test-results), relative to dir, through
-// faultrecord.PrepareResultsDir. It comes back absolute with its ancestors'
-// links resolved, because the battery's packages all run in other
-// directories. A directory that can never hold artifacts (/, a system
-// directory, the home directory, the module root, a file, a link,
-// read-only, one that holds a link) is bad input: exit 2, saying what to
-// set.
+// resultsRoot is the results directory of the module in dir, checked and
+// readied once, before the command starts anything
+// (runenv.PrepareResultsDir). A directory that can never hold artifacts
+// (/, a system directory, the home directory, the module root, a file, a
+// link, read-only, one that holds a link) is bad input: exit 2, saying
+// what to set.
 func resultsRoot(dir string) (string, error) {
-	v := os.Getenv(faultrecord.EnvResultsDir)
-	if v == "" {
-		v = faultrecord.DefaultResultsDir
-	}
-	if !filepath.IsAbs(v) {
-		v = filepath.Join(dir, v)
-	}
-	root, err := faultrecord.PrepareResultsDir(filepath.Clean(v), dir)
+	root, err := runenv.PrepareResultsDir(dir)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	return root, nil
 }
 
-// workspace is the module a command runs on: its root, its registry and
-// its results directory.
-type workspace struct {
-	dir     string
-	reg     *registry.Registry
-	regPath string
-	root    string
+// loadRegistry loads the registry at path (runenv.RegistryPath).
+func loadRegistry(path string) (*registry.Registry, error) {
+	reg, err := registry.Load(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %v: create the registry (see the README) or point %s at it", ErrUsage, err, envvar.Surfaces)
+		}
+		if !errors.Is(err, registry.ErrInvalid) {
+			err = fmt.Errorf("%w: %v", ErrUsage, err)
+		}
+		return nil, err
+	}
+	return reg, nil
 }
 
-// openWorkspace checks dir is a module root (default: the working
-// directory), loads its registry and checks its results directory.
+// workspace is the module a command runs on: its run environment, built
+// once from the environment (runenv.Load), and its registry.
+type workspace struct {
+	env runenv.Env
+	reg *registry.Registry
+}
+
+// openWorkspace builds the run environment of the module in dir (default:
+// the working directory), which must be a module root, loads its registry
+// and reads the level: everything a command reads, checked before it
+// starts anything. Bad input is a usage error.
 func openWorkspace(dir string) (*workspace, error) {
 	dir, err := moduleDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	reg, regPath, err := loadRegistryIn(dir)
+	reg, err := loadRegistry(runenv.RegistryPath(dir))
 	if err != nil {
 		return nil, err
 	}
-	root, err := resultsRoot(dir)
+	env, err := runenv.Load(dir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
-	return &workspace{dir: dir, reg: reg, regPath: regPath, root: root}, nil
+	if env.Level, err = runenv.Level(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	return &workspace{env: env, reg: reg}, nil
 }
 
-// layerConfig reads the fault layer's configuration from the environment,
-// with progress going to out.
-func layerConfig(out io.Writer) (faultlayer.Config, error) {
+// layerConfig is the fault layer's configuration from the environment
+// (faultlayer.ConfigFromEnv), carrying the run's id, with progress going to
+// out.
+func layerConfig(env runenv.Env, out io.Writer) (faultlayer.Config, error) {
 	cfg, err := faultlayer.ConfigFromEnv()
-	cfg.Log = out
+	cfg.RunID, cfg.SharedRunID, cfg.Log = env.RunID, env.SharedRunID, out
 	return cfg, err
 }
 
@@ -645,7 +687,7 @@ func arbitrateAll(ctx context.Context, tests []battery.Test, budget time.Duratio
 			left = append(left, t.ID())
 			continue
 		}
-		saveOutcome(lo.ResultsRoot, o, out)
+		saveOutcome(lo.Env.ResultsDir, o, out)
 		done = append(done, o)
 	}
 	return done, left

@@ -9,14 +9,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate"
 	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/testmodule"
-	"github.com/contested/contested/registry"
 )
 
 // module writes a minimal module with a registry into a temp dir.
@@ -44,11 +43,11 @@ func deadAddr(t *testing.T) string {
 func TestValidateRefusesToRunTheBatteryWhenPreflightFails(t *testing.T) {
 	dir := module(t)
 	dead := deadAddr(t)
-	t.Setenv(faultlayer.EnvLayer, "")
-	t.Setenv(faultlayer.EnvToxiproxyURL, "http://"+dead)
-	t.Setenv(faultlayer.EnvPostgresDSN, "postgres://u:p@"+dead+"/db")
-	t.Setenv(faultrecord.EnvResultsDir, "")
-	t.Setenv(registry.EnvPath, "")
+	t.Setenv(envvar.Layer, "")
+	t.Setenv(envvar.ToxiproxyURL, "http://"+dead)
+	t.Setenv(envvar.PostgresDSN, "postgres://u:p@"+dead+"/db")
+	t.Setenv(envvar.ResultsDir, "")
+	t.Setenv(envvar.Surfaces, "")
 	faultDir := filepath.Join(dir, "test-results", "fault")
 	if err := os.MkdirAll(faultDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -89,13 +88,13 @@ func TestValidateOnBadInput(t *testing.T) {
 		{"a registry that does not parse", func(t *testing.T, dir string) {
 			os.WriteFile(filepath.Join(dir, "contested-surfaces.toml"), []byte("schema = 1\n[gate\n"), 0o644)
 		}, ExitUsage, "contested-surfaces.toml:2"},
-		{"bogus layer", func(t *testing.T, dir string) { t.Setenv(faultlayer.EnvLayer, "bogus") }, ExitUsage, "CONTESTED_LAYER"},
+		{"bogus layer", func(t *testing.T, dir string) { t.Setenv(envvar.Layer, "bogus") }, ExitUsage, "CONTESTED_LAYER"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := module(t)
-			t.Setenv(faultlayer.EnvLayer, "")
-			t.Setenv(registry.EnvPath, "")
+			t.Setenv(envvar.Layer, "")
+			t.Setenv(envvar.Surfaces, "")
 			tt.setup(t, dir)
 			var out strings.Builder
 			err := Validate(context.Background(), ValidateOptions{Dir: dir, Out: &out})
@@ -122,7 +121,7 @@ func TestContestedOnBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := module(t)
-			t.Setenv(registry.EnvPath, "")
+			t.Setenv(envvar.Surfaces, "")
 			t.Setenv("CONTESTED_LEVEL", tt.env["CONTESTED_LEVEL"])
 			if name := tt.env["REWRITE_TEST"]; name != "" {
 				p := filepath.Join(dir, "contested-surfaces.toml")
@@ -156,11 +155,11 @@ func TestArbitrateExitCodes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv(faultlayer.EnvLayer, "")
-			t.Setenv(faultlayer.EnvToxiproxyURL, "http://"+dead)
-			t.Setenv(faultlayer.EnvPostgresDSN, "postgres://u:p@"+dead+"/db")
-			t.Setenv(faultrecord.EnvResultsDir, t.TempDir())
-			t.Setenv(registry.EnvPath, "")
+			t.Setenv(envvar.Layer, "")
+			t.Setenv(envvar.ToxiproxyURL, "http://"+dead)
+			t.Setenv(envvar.PostgresDSN, "postgres://u:p@"+dead+"/db")
+			t.Setenv(envvar.ResultsDir, t.TempDir())
+			t.Setenv(envvar.Surfaces, "")
 			var out strings.Builder
 			err := Arbitrate(context.Background(), ArbitrateOptions{Dir: adopter, Test: tt.test, Out: &out})
 			if got := ExitCode(err); got != tt.want || !strings.Contains(err.Error(), tt.says) {
