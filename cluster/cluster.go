@@ -32,10 +32,10 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/contested/contested/faultlayer"
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/images"
 	"github.com/contested/contested/internal/reap"
+	"github.com/contested/contested/internal/runid"
 )
 
 // Class is the recording class of the rig's legs.
@@ -116,7 +116,7 @@ func Run(ctx context.Context, svc Service, opts Options) (*Report, error) {
 		opts.Out = io.Discard
 	}
 	out := opts.Out
-	rep := &Report{Run: faultrecord.NewRunID(time.Now()), Service: spec.Name, Replicas: opts.Replicas}
+	rep := &Report{Run: runid.New(time.Now()), Service: spec.Name, Replicas: opts.Replicas}
 
 	fmt.Fprintf(out, "cluster: sweeping stale rigs\n")
 	if err := Sweep(ctx, out); err != nil {

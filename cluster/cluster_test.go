@@ -19,8 +19,9 @@ import (
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/faultlayer/levers"
-	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate"
 	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/reap"
 	"github.com/contested/contested/internal/reexec"
 	"github.com/contested/contested/internal/testlog"
@@ -72,7 +73,7 @@ func TestRigOnLocalProcesses(t *testing.T) {
 	if rep.Mode != "local processes" || rep.Reason != "asked for" || rep.Service != "jobs" || len(rep.Legs) != len(legs) {
 		t.Fatalf("mode %q (reason %q), service %q, %d legs; want local processes, asked for, jobs, %d legs", rep.Mode, rep.Reason, rep.Service, len(rep.Legs), len(legs))
 	}
-	recs, unreadable, err := faultrecord.ReadRecords(filepath.Join(results, "cluster", "fault"))
+	recs, unreadable, err := gate.ReadRecords(filepath.Join(results, "cluster", "fault"))
 	if err != nil || len(unreadable) > 0 || len(recs) != len(legs) {
 		t.Fatalf("records: %d, unreadable %v, %v; want one per leg", len(recs), unreadable, err)
 	}
@@ -152,7 +153,7 @@ func TestALegTheVictimsDidNotFeelDoesNotFire(t *testing.T) {
 	if !errors.Is(err, ErrRed) || rep.Green {
 		t.Errorf("rig over a blind workload: %v, green %v; want red", err, rep.Green)
 	}
-	recs, _, err := faultrecord.ReadRecords(filepath.Join(results, "cluster", "fault"))
+	recs, _, err := gate.ReadRecords(filepath.Join(results, "cluster", "fault"))
 	if err != nil || len(recs) != len(legs) {
 		t.Fatalf("records: %d, %v; want one per leg", len(recs), err)
 	}
@@ -207,7 +208,7 @@ func embeddedDirsOf(t *testing.T, run string) []string {
 // chooses local processes and says why, or refuses within seconds when
 // containers are required.
 func TestRigSaysWhereItsReplicasRun(t *testing.T) {
-	t.Setenv(faultlayer.EnvPostgresImage, "contested.local/does-not-exist:1")
+	t.Setenv(envvar.PostgresImage, "contested.local/does-not-exist:1")
 	tests := []struct {
 		name    string
 		opts    Options

@@ -23,6 +23,7 @@ import (
 	"github.com/contested/contested/faultlayer/lease"
 	"github.com/contested/contested/faultlayer/levers"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/registry"
 )
 
@@ -122,7 +123,7 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 	}
 	dir, _ := packageDir()
 	l := &Leg{t: t, surface: s, lever: lever, value: value, seed: seed, rand: newRand(seed), replay: ReplayCommand(seed, dir, t.Name())}
-	t.Logf("contested: leg %s/%s of surface %s: %s=%d; replay: %s", t.Name(), lever, surface, EnvSeed, seed, l.replay)
+	t.Logf("contested: leg %s/%s of surface %s: %s=%d; replay: %s", t.Name(), lever, surface, envvar.Seed, seed, l.replay)
 	t.Cleanup(l.cleanup)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -20,6 +20,7 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/images"
 	"github.com/contested/contested/internal/reap"
 	"github.com/contested/contested/internal/secret"
@@ -70,12 +71,12 @@ func upContainers(ctx context.Context, cfg Config) (_ *Layer, err error) {
 	ports, err := ParseProxyPorts(spec, "0.0.0.0", "127.0.0.1")
 	if err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, EnvProxyPorts, err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, envvar.ProxyPorts, err)
 	}
 	for _, p := range ports {
 		if p.Dial != net.JoinHostPort("127.0.0.1", strconv.Itoa(p.Port)) {
 			cli.Close()
-			return nil, fmt.Errorf("%w: %s: the containers provider publishes its own ports; give a range, not port=address mappings", ErrConfig, EnvProxyPorts)
+			return nil, fmt.Errorf("%w: %s: the containers provider publishes its own ports; give a range, not port=address mappings", ErrConfig, envvar.ProxyPorts)
 		}
 	}
 	if err := Sweep(ctx, cfg.Log); err != nil {

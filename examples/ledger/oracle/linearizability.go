@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/contested/contested/contested/history"
-	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/contested/runenv"
 )
 
 // VisualizationDir is where failed linearizability checks leave their evidence, under the
@@ -35,8 +35,8 @@ func CheckLinearizable(ctx context.Context, model history.Model, ops []history.O
 	}
 	v.Produced = len(mine)
 	dir := ""
-	if root, err := faultrecord.ResultsDir(); err == nil {
-		dir = filepath.Join(root, VisualizationDir)
+	if env, err := runenv.Process(); err == nil {
+		dir = filepath.Join(env.ResultsDir, VisualizationDir)
 	}
 	res, err := history.Check(ctx, model, mine, history.Options{
 		Timeout: timeout, Expected: len(mine), VisualizeDir: dir, Name: name, Faults: faults,

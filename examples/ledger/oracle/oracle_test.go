@@ -11,7 +11,7 @@ import (
 
 	"github.com/contested/contested/contested/history"
 	"github.com/contested/contested/examples/ledger"
-	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/envvar"
 )
 
 // Every oracle must be able to fail: each table below has cases that hold and cases that
@@ -373,7 +373,7 @@ func TestBatchOrder(t *testing.T) {
 
 func TestLinearizableSavesTheVisualizationOnFailure(t *testing.T) {
 	dir := t.TempDir()
-	t.Setenv(faultrecord.EnvResultsDir, dir)
+	t.Setenv(envvar.ResultsDir, dir)
 	opening := map[string]int64{"x": 50, "y": 50}
 	read := func(id int64, acct string, v int64, at int64) history.Op {
 		b, _ := json.Marshal(v)
