@@ -30,11 +30,7 @@ type leg struct {
 
 // fired collects a leg's evidence from both sides.
 type fired struct {
-	injector  []string
-	victim    []string
-	injected  bool
-	landed    bool
-	at        time.Time
+	faultrecord.Sides
 	mark      time.Time      // when the fault was injected
 	healing   time.Time      // when healing began
 	busy      map[string]int // per replica, rows acknowledged in the second before the fault
@@ -49,8 +45,7 @@ var legs = []leg{
 			if err != nil {
 				return err
 			}
-			f.injector = append(f.injector, "SIGKILL: "+status)
-			f.injected = true
+			f.Injector("SIGKILL: "+status, true)
 			return nil
 		},
 		heal: func(ctx context.Context, r *rig, f *fired) error {
@@ -63,6 +58,7 @@ var legs = []leg{
 			var mu sync.Mutex
 			var wg sync.WaitGroup
 			var errs []error
+			var killed []string
 			for i := range r.replicas.Names() {
 				wg.Add(1)
 				go func() {
@@ -74,14 +70,14 @@ var legs = []leg{
 						errs = append(errs, err)
 						return
 					}
-					f.injector = append(f.injector, "SIGKILL: "+status)
+					killed = append(killed, "SIGKILL: "+status)
 				}()
 			}
 			wg.Wait()
 			if len(errs) > 0 {
 				return fmt.Errorf("kill every replica: %v", errs)
 			}
-			f.injected = len(f.injector) == len(r.replicas.Names())
+			f.Injector(strings.Join(killed, "; "), len(killed) == len(r.replicas.Names()))
 			return nil
 		},
 		heal: func(ctx context.Context, r *rig, f *fired) error {
@@ -107,8 +103,7 @@ var legs = []leg{
 			if err != nil {
 				return err
 			}
-			f.injected = !back.Enabled
-			f.injector = append(f.injector, fmt.Sprintf("proxy %s between replica-2 and Postgres disabled (read back enabled=%v)", back.Name, back.Enabled))
+			f.Injector(fmt.Sprintf("proxy %s between replica-2 and Postgres disabled (read back enabled=%v)", back.Name, back.Enabled), !back.Enabled)
 			return nil
 		},
 		heal: func(ctx context.Context, r *rig, f *fired) error {
@@ -178,12 +173,12 @@ func (r *rig) runLeg(ctx context.Context, l leg, n int) (res LegResult) {
 	f := &fired{busy: map[string]int{}}
 	defer func() {
 		res.Took = time.Since(start)
-		res.Injector = strings.Join(f.injector, "; ")
-		res.Victim = strings.Join(f.victim, "; ")
-		res.Fired = f.injected && f.landed
+		res.Injector = f.InjectorText()
+		res.Victim = f.VictimText()
+		res.Fired = f.Both()
 		rec := faultrecord.Record{
 			Test: r.testName + "/" + l.name, Surface: Surface, Class: Class, Leg: l.lever,
-			Replay: "go tool mage cluster-tests", Armed: true, ArmedAt: f.mark, Fired: res.Fired, FiredAt: f.at,
+			Replay: "go tool mage cluster-tests", Armed: true, ArmedAt: f.mark, Fired: res.Fired, FiredAt: f.LandedAt(),
 			Evidence:   faultrecord.Evidence{Injector: orNothing(res.Injector), Victim: orNothing(res.Victim)},
 			TestFailed: !res.OK() && res.Fired,
 		}
@@ -299,8 +294,7 @@ func (r *rig) victimEvidence(ctx context.Context, l leg, f *fired, at, healed ti
 			busy = busy || f.busy[name] > 0
 			resumed = resumed || after > 0
 		}
-		f.victim = append(f.victim, fmt.Sprintf("killed with %d transfers still to come; %s", f.remaining, strings.Join(parts, "; ")))
-		f.landed = busy && resumed && f.remaining > 0
+		f.Victim(fmt.Sprintf("killed with %d transfers still to come; %s", f.remaining, strings.Join(parts, "; ")), busy && resumed && f.remaining > 0, time.Now())
 	case "partition":
 		during := r.ackedBetween(ctx, names[1], at, healed)
 		others := 0
@@ -308,11 +302,7 @@ func (r *rig) victimEvidence(ctx context.Context, l leg, f *fired, at, healed ti
 			others += r.ackedBetween(ctx, name, at, healed)
 		}
 		after := r.ackedSince(ctx, names[1], healed)
-		f.victim = append(f.victim, fmt.Sprintf("while cut off replica-2 acknowledged %d rows and the others %d; after healing it acknowledged %d", during, others, after))
-		f.landed = during == 0 && others > 0
-	}
-	if f.landed {
-		f.at = time.Now()
+		f.Victim(fmt.Sprintf("while cut off replica-2 acknowledged %d rows and the others %d; after healing it acknowledged %d", during, others, after), during == 0 && others > 0, time.Now())
 	}
 }
 

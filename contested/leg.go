@@ -8,8 +8,6 @@ import (
 	"net"
 	"os/exec"
 	"slices"
-	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -57,24 +55,13 @@ type Leg struct {
 // fault is one armed fault of a leg, from Arm to Heal: it becomes one
 // record.
 type fault struct {
-	armedAt   time.Time
-	healedAt  time.Time
-	firedAt   time.Time
-	injector  []string // what the injector side saw
-	injected  bool     // the injector side proved the fault is in place
-	confirmed bool     // server-side confirmation a lever needs (confirm-timeout's commit)
-	victim    map[string]int
+	faultrecord.Sides // the evidence from both sides
+	armedAt           time.Time
+	healedAt          time.Time
+	confirmed         bool // server-side confirmation a lever needs (confirm-timeout's commit)
 }
 
-func (f *fault) victimSaw(what string, at time.Time) {
-	if f.victim == nil {
-		f.victim = map[string]int{}
-	}
-	f.victim[what]++
-	if f.firedAt.IsZero() {
-		f.firedAt = at
-	}
-}
+func (f *fault) victimSaw(what string, at time.Time) { f.Victim(what, true, at) }
 
 // Option configures a leg.
 type Option func(*options)
@@ -304,8 +291,7 @@ func (l *Leg) arm(ctx context.Context, f *fault) error {
 func (l *Leg) injector(f *fault, ok bool, what string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	f.injected = f.injected || ok
-	f.injector = append(f.injector, what)
+	f.Injector(what, ok)
 }
 
 // Heal takes the fault away. A fault still armed at the end of the test is
@@ -405,7 +391,7 @@ func (l *Leg) Committed(ctx context.Context, query string, args ...any) bool {
 	}
 	if f != nil {
 		f.confirmed = f.confirmed || ok
-		f.injector = append(f.injector, fmt.Sprintf("server side, bypassing the proxy: %s → %v", query, ok))
+		f.Injector(fmt.Sprintf("server side, bypassing the proxy: %s → %v", query, ok), false)
 	}
 	return ok
 }
@@ -541,7 +527,7 @@ func (l *Leg) cleanup() {
 // place (and, for confirm-timeout, the write committed server-side), and
 // the victim side saw it.
 func (f *fault) fired(l Lever) bool {
-	if !f.injected || len(f.victim) == 0 {
+	if !f.Both() {
 		return false
 	}
 	if l == ConfirmTimeout && !f.confirmed {
@@ -551,15 +537,10 @@ func (f *fault) fired(l Lever) bool {
 }
 
 func (f *fault) victimEvidence() string {
-	if len(f.victim) == 0 {
+	if !f.Landed() {
 		return "nothing: no error or event with this lever's signature was seen while it was armed"
 	}
-	var parts []string
-	for what, n := range f.victim {
-		parts = append(parts, fmt.Sprintf("%s x%d", what, n))
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ", ")
+	return f.VictimText()
 }
 
 func (l *Leg) record() {
@@ -592,9 +573,9 @@ func (l *Leg) record() {
 			Armed:   true,
 			ArmedAt: f.armedAt,
 			Fired:   fired,
-			FiredAt: f.firedAt,
+			FiredAt: f.LandedAt(),
 			Evidence: faultrecord.Evidence{
-				Injector: strings.Join(f.injector, "; "),
+				Injector: f.InjectorText(),
 				Victim:   f.victimEvidence(),
 			},
 			Oracles:    oracles,
@@ -605,9 +586,9 @@ func (l *Leg) record() {
 		}
 		if !fired {
 			missing := "the victim never saw it"
-			if !f.injected {
+			if !f.Injected() {
 				missing = "the injector could not prove it in place"
-			} else if l.lever == ConfirmTimeout && len(f.victim) > 0 {
+			} else if l.lever == ConfirmTimeout && f.Landed() {
 				missing = "the write was not confirmed committed server-side (call Committed)"
 			}
 			l.t.Errorf("contested: leg %s/%s (fault %d of %d) ARMED BUT DID NOT FIRE: %s.\n\tinjector: %s\n\tvictim: %s\n\treplay: %s",
