@@ -298,6 +298,18 @@ tests = ["TestOutsideRegistry"]
 
 func TestBadInputExitsTwoWithFileAndLine(t *testing.T) {
 	badRegistry := "schema = 1\n[gate]\nrecording_classes = [\"store\"]\n\n[[surface]]\nid = \"adopter.stock\"\nclass = \"store\"\nownr = \"stock-team\"\n"
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "adopter", "contested-surfaces.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	registry := string(b)
+	noCluster, _, found := strings.Cut(registry, "[cluster]")
+	if !found {
+		t.Fatal("the adopter's registry has no [cluster] table")
+	}
+	withCluster := func(old, new string) map[string]string {
+		return map[string]string{"contested-surfaces.toml": strings.Replace(registry, old, new, 1)}
+	}
 	tests := []struct {
 		name  string
 		edits map[string]string
@@ -314,7 +326,12 @@ func TestBadInputExitsTwoWithFileAndLine(t *testing.T) {
 		{"arbitrate an unknown test", nil, nil, []string{"arbitrate", "TestNoSuchThing"}, "is not a test of"},
 		{"an unknown layer", nil, []string{"CONTESTED_LAYER=bogus"}, []string{"fault-preflight"}, `CONTESTED_LAYER="bogus"`},
 		{"an unknown target", nil, nil, []string{"no-such-target"}, "Unknown target"},
-		{"the cluster rig outside this repository", nil, nil, []string{"cluster-tests"}, "reference service"},
+		{"cluster-tests without a [cluster] table", map[string]string{"contested-surfaces.toml": noCluster}, nil, []string{"cluster-tests"}, "declares no cluster service"},
+		{"cluster-tests naming a test that is not there", withCluster(`test = "TestStockCluster"`, `test = "TestStockClusters"`), nil, []string{"cluster-tests"},
+			"contested-surfaces.toml:21: [cluster] test TestStockClusters is not a test of ."},
+		{"a [cluster] test that is no test name", withCluster(`test = "TestStockCluster"`, `test = "TestStock/kill-one"`), nil, []string{"cluster-tests"},
+			`contested-surfaces.toml:23:8: [cluster] test "TestStock/kill-one" is not a Go test name`},
+		{"cluster-tests with too few replicas", nil, nil, []string{"cluster-tests", "-replicas=2"}, "between 3 and 9"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -23,10 +23,12 @@ type Sides struct {
 	landedAt time.Time
 }
 
-// Injector records what the injector side did or read back; proved says it shows the fault
-// in place. Once proved, the injector side stays proved.
+// Injector records what the injector side did or read back ("" records the proof alone);
+// proved says it shows the fault in place. Once proved, the injector side stays proved.
 func (s *Sides) Injector(what string, proved bool) {
-	s.injector = append(s.injector, what)
+	if what != "" {
+		s.injector = append(s.injector, what)
+	}
 	s.injected = s.injected || proved
 }
 
@@ -53,6 +55,9 @@ func (s *Sides) Landed() bool { return s.landed }
 
 // Both reports whether both sides saw the fault: it fired.
 func (s *Sides) Both() bool { return s.injected && s.landed }
+
+// VictimKinds is how many different things the victim side saw.
+func (s *Sides) VictimKinds() int { return len(s.victim) }
 
 // LandedAt is when the victim side first saw the fault land (zero when it did not).
 func (s *Sides) LandedAt() time.Time { return s.landedAt }

@@ -23,6 +23,7 @@ func TestSides(t *testing.T) {
 			s.Injector("reset_peer added", false)
 			s.Injector("read back: present", true)
 			s.Injector("a later note that proves nothing", false)
+			s.Injector("", false)
 			s.Victim("ECONNRESET", true, t0)
 			s.Victim("EOF", true, t0.Add(time.Second))
 			s.Victim("ECONNRESET", true, t0.Add(2*time.Second))

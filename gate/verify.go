@@ -231,7 +231,7 @@ func Verify(ctx context.Context, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("verify %s: %w", dir, faultrecord.ErrNotFaultDir)
 	}
 
-	// The inventory (go test -list over a module) is the slow part; run it while reading.
+	// The inventory (the module's test files, listed and parsed) may take a second or two; read it while reading records.
 	var inv inventoryResult
 	invDone := make(chan struct{})
 	if len(opts.SelfTests) > 0 && opts.Inventory != nil {

@@ -30,8 +30,13 @@
 //	hardening = { seeds = 3, faults = 5, duration = "2m" }
 //	release = { not_provided = "no soak rig yet", revisit_when = "the nightly stage exists" }
 //
+//	[cluster]                        # optional: the module's service in the cluster rig
+//	package = "./examples/ledger"    # the Go package of the rig's test, as go test takes it
+//	test = "TestClusterRig"          # the top-level test that runs the rig
+//
 // The keys of DESIGN §4.6 are a contract; the others (guard, package,
-// budget, levels) are additions. Every other key, at any level, is an error.
+// budget, levels, cluster) are additions. Every other key, at any level, is
+// an error.
 //
 // # Budgets
 //
@@ -56,6 +61,19 @@
 // Each key must be one of the surface's legs and each value a non-empty
 // array of distinct levels from 1 to 3. A leg not run at the current level
 // is reported as such by the verdict code, never as NOT-RUN.
+//
+// # Cluster
+//
+// The [cluster] table names the Go test that runs the module's service in
+// the cluster rig (a test that calls cluster.Run, usually through
+// clustertest.Run, with the service's implementation of cluster.Service).
+// `go tool mage cluster-tests` runs exactly that test, `go test -run
+// '^<test>$' <package>` in the module root, with the target's options in
+// its environment. Both keys are required; package is one package (no
+// "..."), test a top-level test name. CheckTests requires the test to be in
+// the inventory. The test need not be a surface's: a module whose rig is
+// too slow for every battery keeps it out of [[surface]] and lets the test
+// skip outside the target (cluster.UnderTarget).
 //
 // # Errors
 //

@@ -21,6 +21,8 @@ type Registry struct {
 	Gate     Gate
 	Guard    Guard
 	Surfaces []Surface // in file order
+	// Cluster is the [cluster] table, nil when the file has none.
+	Cluster *Cluster
 }
 
 // Gate is the [gate] table: what program-gate insists on beyond "every
@@ -154,9 +156,10 @@ func (r *Registry) IDs() []string {
 	return ids
 }
 
-// CheckTests checks that every test the registry names exists in the test
-// inventory (top-level test names, as `go test -list` prints them; subtest
-// paths in the inventory are reduced to their top-level name). A surface's
+// CheckTests checks that every test the registry names (surfaces' tests,
+// the [cluster] test, gate self-tests) exists in the test inventory
+// (top-level test names, as internal/gotest.List reads them from source;
+// subtest paths in the inventory are reduced to their top-level name). A surface's
 // tests entry is checked by its top-level name: subtests cannot be listed
 // without running them. The ErrorList it returns matches ErrMissingTest
 // (and so ErrInvalid); each problem points at the entry and names the
@@ -170,7 +173,7 @@ func (r *Registry) CheckTests(inventory []string) error {
 	}
 	if len(have) == 0 {
 		return ErrorList{{File: r.Path, Kind: ErrMissingTest,
-			Msg: "the test inventory is empty, so no registered test can be found; build it with `go test -list . ./...`"}}
+			Msg: "the test inventory is empty, so no registered test can be found; check that the module's _test.go files declare TestXxx functions"}}
 	}
 	var errs ErrorList
 	for _, s := range r.Surfaces {
@@ -183,6 +186,9 @@ func (r *Registry) CheckTests(inventory []string) error {
 				Msg: fmt.Sprintf("surface %q (line %d) lists test %q, which is not in the test inventory; rename the entry to an existing test, or restore the test%s",
 					s.ID, s.Line, topLevel(t), suggest(topLevel(t), keysOf(have)))})
 		}
+	}
+	if e := r.checkClusterTest(have); e != nil {
+		errs = append(errs, e)
 	}
 	for i, t := range r.Gate.SelfTests {
 		if have[topLevel(t)] {

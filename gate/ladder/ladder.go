@@ -281,7 +281,7 @@ func Locate(ctx context.Context, testID string, opts Options) (registry.Surface,
 		return registry.Surface{}, fmt.Errorf("list the tests of %s: %w", listPkg, err)
 	}
 	if !slices.Contains(names, top) {
-		return registry.Surface{}, fmt.Errorf("%w: %s is not a test of %s (go test -list); give a test name as the battery reports it", ErrUnknownTest, top, listPkg)
+		return registry.Surface{}, fmt.Errorf("%w: %s is not a test of %s (no _test.go file there declares it); give a test name as the battery reports it", ErrUnknownTest, top, listPkg)
 	}
 	module, _ := contract.ModulePath(opts.Env.ModuleRoot)
 	s, ok := contract.SurfaceOf(opts.Registry, module, pkg, name)

@@ -63,8 +63,7 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	}
 	lo := ladder.Options{Env: ws.env, Registry: ws.reg, Out: out, Contracts: map[string]*contract.Result{}}
 	// A name no _test.go file declares is refused from the sources alone,
-	// in well under a second: go test -list (step 1) builds every test
-	// binary of the module first.
+	// in well under a second, before the registry is consulted.
 	if err := declaredTest(ctx, dir, opts.Test); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package contested
+package levers
 
 import (
 	"context"

@@ -1,10 +1,65 @@
-package contested
+package levers
 
 import (
 	"cmp"
+	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 )
+
+// NameBurst is Burst's name.
+const NameBurst = "burst"
+
+// Burst floods a consumer with a seeded permutation of duplicate, shuffled
+// and out-of-order deliveries. Arm plans the burst of Target.Burst and
+// returns it as a Delivering fault; the injector side proves the plan
+// perturbs something, the victim side is a perturbed delivery consumed.
+var Burst Lever = burst{spec{
+	name:    NameBurst,
+	meaning: "a seeded flood of duplicate, shuffled and out-of-order deliveries reaches a consumer",
+	needs:   NeedPlan,
+}}
+
+func init() { register(40, Burst) }
+
+type burst struct{ spec }
+
+// BurstTarget is the shape of one burst: Messages sent in order,
+// perturbed by Plan from Seed. Zero messages arm nothing.
+type BurstTarget struct {
+	Seed     int64
+	Messages int
+	Plan     BurstPlan
+}
+
+// Delivering is an armed burst: the delivery order the consumer processes.
+type Delivering interface {
+	Fault
+	Deliveries() []Delivery
+}
+
+func (burst) Arm(_ context.Context, t Target) (Fault, error) {
+	b := &burstFault{}
+	if t.Burst.Messages == 0 {
+		return b, nil
+	}
+	b.deliveries = Plan(t.Burst.Seed, t.Burst.Messages, t.Burst.Plan)
+	dups, re := burstStats(b.deliveries)
+	b.perturbed = dups+re > 0
+	b.what = fmt.Sprintf("seeded burst (seed %d): %d deliveries of %d messages, %d duplicates, %d out of order", t.Burst.Seed, len(b.deliveries), t.Burst.Messages, dups, re)
+	return b, nil
+}
+
+type burstFault struct {
+	deliveries []Delivery
+	perturbed  bool
+	what       string
+}
+
+func (b *burstFault) Injector() (bool, string)   { return b.perturbed, b.what }
+func (b *burstFault) Heal(context.Context) error { return nil }
+func (b *burstFault) Deliveries() []Delivery     { return b.deliveries }
 
 // DeliveryKind says how a burst perturbed a delivery.
 type DeliveryKind int
@@ -55,7 +110,7 @@ func Plan(seed int64, n int, p BurstPlan) []Delivery {
 	if p.Window == 0 {
 		p.Window = 8
 	}
-	r := newRand(seed)
+	r := rand.New(rand.NewPCG(uint64(seed), uint64(seed)^0x9e3779b97f4a7c15))
 	type slot struct {
 		index int
 		key   float64
@@ -90,7 +145,7 @@ func Plan(seed int64, n int, p BurstPlan) []Delivery {
 	return out
 }
 
-// burstStats summarizes a plan for the injector-side evidence.
+// burstStats counts a plan's perturbations.
 func burstStats(d []Delivery) (dups, reordered int) {
 	for _, x := range d {
 		switch x.Kind {
@@ -101,9 +156,4 @@ func burstStats(d []Delivery) (dups, reordered int) {
 		}
 	}
 	return
-}
-
-func describePlan(seed int64, n int, d []Delivery) string {
-	dups, re := burstStats(d)
-	return fmt.Sprintf("seeded burst (seed %d): %d deliveries of %d messages, %d duplicates, %d out of order", seed, len(d), n, dups, re)
 }

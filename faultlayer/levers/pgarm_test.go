@@ -1,4 +1,4 @@
-package contested
+package levers
 
 import (
 	"context"
@@ -22,11 +22,9 @@ import (
 func TestDSNGuardRefusesCanonicalDB(t *testing.T) {
 	l := faulttest.Layer(t)
 	ctx := context.Background()
-	reg, err := loadRegistry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := NewPgFaultArmer(ctx, l.DB(), reg.Guard.CanonicalDatabases)
+	// "ledger" is canonical as a registry's [guard] canonical_databases
+	// declares it (contested's own test registry does).
+	a, err := NewPgFaultArmer(ctx, l.DB(), []string{"ledger"})
 	if err != nil {
 		t.Fatal(err)
 	}

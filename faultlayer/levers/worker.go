@@ -1,4 +1,4 @@
-package contested
+package levers
 
 import (
 	"context"
@@ -7,14 +7,14 @@ import (
 	"os/exec"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 )
 
-// Worker is a process a crash-and-resume leg kills and restarts. The leg
-// builds a fresh command for each start, since an exec.Cmd runs once.
+// Worker is a process crash-and-resume kills and restarts: the Process of
+// a leg. It builds a fresh command for each start, since an exec.Cmd runs
+// once, and sends the process's output to a log (a test's, line by line).
 type Worker struct {
-	t     testing.TB
+	log   Logger
 	make  func() *exec.Cmd
 	mu    sync.Mutex
 	cmd   *exec.Cmd
@@ -24,12 +24,26 @@ type Worker struct {
 	runs  int
 }
 
-func (w *Worker) start() error {
+var _ Process = (*Worker)(nil)
+
+// Logger takes a worker's output, one line per call: a testing.TB.
+type Logger interface {
+	Log(args ...any)
+}
+
+// NewWorker returns a worker that runs make's command, not started yet;
+// a command without Stdout and Stderr of its own logs its output to log.
+func NewWorker(log Logger, make func() *exec.Cmd) *Worker {
+	return &Worker{log: log, make: make}
+}
+
+// Start starts a new generation of the worker.
+func (w *Worker) Start(context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	cmd := w.make()
-	if cmd.Stdout == nil {
-		cmd.Stdout = logWriter{w.t, fmt.Sprintf("worker#%d: ", w.runs+1)}
+	if cmd.Stdout == nil && w.log != nil {
+		cmd.Stdout = logWriter{w.log, fmt.Sprintf("worker#%d: ", w.runs+1)}
 	}
 	if cmd.Stderr == nil {
 		cmd.Stderr = cmd.Stdout
@@ -49,10 +63,10 @@ func (w *Worker) start() error {
 	return nil
 }
 
-// kill sends SIGKILL to the running generation and waits for it, and
-// returns its exit status. A worker that had already exited is not killed:
-// the crash did not happen mid-work, and the error says so.
-func (w *Worker) kill(ctx context.Context) (string, error) {
+// Kill sends SIGKILL to the running generation, waits for it and returns
+// its exit status. A worker that had already exited is not killed: the
+// crash did not happen mid-work, and the error says so.
+func (w *Worker) Kill(ctx context.Context) (string, error) {
 	w.mu.Lock()
 	cmd, done := w.cmd, w.done
 	w.mu.Unlock()
@@ -122,8 +136,8 @@ func (w *Worker) Running() bool {
 	}
 }
 
-// stop kills whatever generation is still running, at the end of the test.
-func (w *Worker) stop() {
+// Stop kills whatever generation is still running: at the end of a test.
+func (w *Worker) Stop() {
 	w.mu.Lock()
 	cmd, done := w.cmd, w.done
 	w.mu.Unlock()
@@ -141,15 +155,15 @@ func (w *Worker) stop() {
 	}
 }
 
-// logWriter sends a process's output to the test log, line by line.
+// logWriter sends a process's output to a log, line by line.
 type logWriter struct {
-	t      testing.TB
+	log    Logger
 	prefix string
 }
 
 func (w logWriter) Write(p []byte) (int, error) {
 	for _, line := range splitLines(string(p)) {
-		w.t.Log(w.prefix + line)
+		w.log.Log(w.prefix + line)
 	}
 	return len(p), nil
 }
