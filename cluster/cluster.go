@@ -3,6 +3,9 @@
 // containers cannot come up here), and contests it with kill legs: one
 // replica killed mid-stream and restarted, every replica killed at once
 // and restarted, one replica partitioned from the database and healed.
+// Each leg is a lever of the fault set (faultlayer/levers: crash-and-resume,
+// mass-restart, partition) armed on the rig's replicas through
+// levers.Cluster, healed, and judged by the lever's own fired rule.
 //
 // The service is any that implements Service: how to build it, its replica
 // count and command line, the health endpoint each replica serves, the
@@ -29,10 +32,10 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/contested/contested/faultlayer"
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/images"
 	"github.com/contested/contested/internal/reap"
+	"github.com/contested/contested/internal/runid"
 )
 
 // Class is the recording class of the rig's legs.
@@ -113,7 +116,7 @@ func Run(ctx context.Context, svc Service, opts Options) (*Report, error) {
 		opts.Out = io.Discard
 	}
 	out := opts.Out
-	rep := &Report{Run: faultrecord.NewRunID(time.Now()), Service: spec.Name, Replicas: opts.Replicas}
+	rep := &Report{Run: runid.New(time.Now()), Service: spec.Name, Replicas: opts.Replicas}
 
 	fmt.Fprintf(out, "cluster: sweeping stale rigs\n")
 	if err := Sweep(ctx, out); err != nil {

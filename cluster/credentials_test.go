@@ -16,8 +16,8 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/contested/contested/faultlayer"
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/runid"
 	"github.com/contested/contested/internal/secret"
 	"github.com/contested/contested/internal/testlog"
 )
@@ -80,7 +80,7 @@ func upRig(t *testing.T, kind faultlayer.Kind) (*rig, *faultlayer.Layer) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
-	run := faultrecord.NewRunID(time.Now())
+	run := runid.New(time.Now())
 	opts := Options{Dir: moduleRoot(t), ResultsRoot: t.TempDir(), Local: kind != faultlayer.Containers,
 		RequireContainers: kind == faultlayer.Containers, Out: testlog.Writer(t)}
 	spec, opts, err := settle(jobsService{}.Spec(), opts)

@@ -16,7 +16,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/reexec"
 )
 
@@ -31,7 +33,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	os.Setenv(faultrecord.EnvResultsDir, dir)
+	os.Setenv(envvar.ResultsDir, dir)
 	defer os.RemoveAll(dir)
 	Main(m)
 }
@@ -104,10 +106,11 @@ func runProbe(t *testing.T, body func(tb *probe)) *probe {
 // records reads the records a test (by name prefix) wrote.
 func records(t *testing.T, test string) []faultrecord.Record {
 	t.Helper()
-	root, err := faultrecord.ResultsDir()
+	env, err := runenv.Process()
 	if err != nil {
 		t.Fatal(err)
 	}
+	root := env.ResultsDir
 	files, _ := filepath.Glob(filepath.Join(faultrecord.FaultDir(root), "*.json"))
 	var out []faultrecord.Record
 	for _, f := range files {
@@ -362,7 +365,7 @@ func TestStartRefusesWhatTheRegistryDoesNotAllow(t *testing.T) {
 }
 
 func TestBadSeedIsRefused(t *testing.T) {
-	t.Setenv(EnvSeed, "forty-two")
+	t.Setenv(envvar.Seed, "forty-two")
 	p := runProbe(t, func(tb *probe) { Start(tb, "test.consumer", Burst) })
 	if !strings.Contains(p.errors(), `CONTESTED_SEED="forty-two" is not a non-negative integer`) {
 		t.Errorf("errors = %q", p.errors())
@@ -370,7 +373,7 @@ func TestBadSeedIsRefused(t *testing.T) {
 }
 
 func TestSeedFromTheEnvironmentIsUsed(t *testing.T) {
-	t.Setenv(EnvSeed, "42")
+	t.Setenv(envvar.Seed, "42")
 	p := runProbe(t, func(tb *probe) {
 		leg := Start(tb, "test.consumer", Burst)
 		if leg.Seed() != 42 {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/contested/contested/cluster"
-	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate"
 )
 
 // TestAdopterClusterTests: the adopter runs a service of its own
@@ -43,7 +43,7 @@ func TestAdopterClusterTests(t *testing.T) {
 			t.Errorf("artifact %s missing or empty: %v", f, err)
 		}
 	}
-	recs, unreadable, err := faultrecord.ReadRecords(filepath.Join(results, "fault"))
+	recs, unreadable, err := gate.ReadRecords(filepath.Join(results, "fault"))
 	if err != nil || len(unreadable) > 0 || len(recs) != 3 {
 		t.Fatalf("records: %d, unreadable %v, %v; want one per leg", len(recs), unreadable, err)
 	}

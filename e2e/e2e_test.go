@@ -21,7 +21,8 @@ import (
 
 	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/faultrecord"
-	"github.com/contested/contested/internal/contract"
+	"github.com/contested/contested/gate"
+	"github.com/contested/contested/gate/contract"
 )
 
 // parallel is how many of these tests run at once unless go test's
@@ -179,13 +180,13 @@ func runTarget(t *testing.T, dir string, env, argv []string) (string, int) {
 	return string(out), code
 }
 
-func readReport(t *testing.T, dir string) *faultrecord.Report {
+func readReport(t *testing.T, dir string) *gate.Report {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "test-results", "fault", faultrecord.ReportName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r faultrecord.Report
+	var r gate.Report
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
@@ -248,13 +249,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultrecord"
 )
 
 // A valid record whose mtime predates the gate stamp: evidence of an
 // earlier run passed off as this one's.
 func TestPoisonStale(t *testing.T) {
-	rec, err := faultrecord.NewRecorder("example.com/adopter")
+	env, err := runenv.Process()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := faultrecord.NewRecorder("example.com/adopter", faultrecord.WithResultsDir(env.ResultsDir), faultrecord.WithRunID(env.RunID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,17 +283,18 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultrecord"
 )
 
 // Half a record, as a writer killed mid-write without the atomic rename
 // would leave it.
 func TestPoisonTruncated(t *testing.T) {
-	root, err := faultrecord.ResultsDir()
+	env, err := runenv.Process()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(faultrecord.FaultDir(root), "truncated.json")
+	p := filepath.Join(faultrecord.FaultDir(env.ResultsDir), "truncated.json")
 	if err := os.WriteFile(p, []byte(` + "`" + `{"schema":"contested/faultrecord@1","run_id":"x","test":"TestStockContract/reset","surf` + "`" + `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -459,9 +466,9 @@ func itoa(i int) string { return string(rune('0' + i)) }
 
 // validateJSON is the part of validate.json these tests read.
 type validateJSON struct {
-	Green           bool                         `json:"green"`
-	Level           int                          `json:"level"`
-	Surfaces        []faultrecord.SurfaceVerdict `json:"surfaces"`
+	Green           bool                  `json:"green"`
+	Level           int                   `json:"level"`
+	Surfaces        []gate.SurfaceVerdict `json:"surfaces"`
 	BatteryFailures []struct {
 		Package   string `json:"package"`
 		Test      string `json:"test"`
@@ -486,9 +493,9 @@ func readJSON(t *testing.T, path string, v any) {
 
 // sameVerdicts compares validate's entry for a surface with contested's
 // result for it: the surface's verdict and every leg's.
-func sameVerdicts(t *testing.T, dir, surface string, validate []faultrecord.SurfaceVerdict) {
+func sameVerdicts(t *testing.T, dir, surface string, validate []gate.SurfaceVerdict) {
 	t.Helper()
-	var got *faultrecord.SurfaceVerdict
+	var got *gate.SurfaceVerdict
 	for i := range validate {
 		if validate[i].ID == surface {
 			got = &validate[i]

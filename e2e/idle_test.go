@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contested/contested/contested/verdict"
-	"github.com/contested/contested/internal/contract"
-	"github.com/contested/contested/internal/ladder"
+	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/gate/ladder"
+	"github.com/contested/contested/gate/verdict"
 )
 
 // idleLeg is a leg of the adopter's surface that arms its fault and stays

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/reap"
 )
 
@@ -138,7 +138,7 @@ func batteryProcesses(run string) []string {
 	procs, _ := filepath.Glob("/proc/[0-9]*/environ")
 	for _, p := range procs {
 		b, err := os.ReadFile(p)
-		if err != nil || !strings.Contains(string(b), faultlayer.EnvRunID+"="+run+"\x00") {
+		if err != nil || !strings.Contains(string(b), envvar.RunID+"="+run+"\x00") {
 			continue
 		}
 		cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))

@@ -5,29 +5,14 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/contested/contested/internal/envvar"
 )
-
-// EnvPath names the environment variable that points at the registry file
-// (DESIGN §4.2).
-const EnvPath = "CONTESTED_SURFACES"
-
-// DefaultPath is the registry file used when EnvPath is unset, relative to
-// the module root where the targets run.
-const DefaultPath = "contested-surfaces.toml"
 
 // SchemaVersion is the only value of the top-level schema key this package
 // reads. A future incompatible format bumps it, so an old binary refuses a
 // new file instead of misreading it.
 const SchemaVersion = 1
-
-// Path returns the registry file to load: $CONTESTED_SURFACES when set,
-// DefaultPath otherwise.
-func Path() string {
-	if p := os.Getenv(EnvPath); p != "" {
-		return p
-	}
-	return DefaultPath
-}
 
 // Registry is a loaded, validated contested-surfaces.toml.
 type Registry struct {
@@ -96,7 +81,7 @@ type Surface struct {
 func Load(path string) (*Registry, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot read the surface registry (set %s to its path, or create it): %w", path, EnvPath, err)
+		return nil, fmt.Errorf("%s: cannot read the surface registry (set %s to its path, or create it): %w", path, envvar.Surfaces, err)
 	}
 	return Parse(path, data)
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/contested/contested/internal/envvar"
 )
 
 // problem is one expected error: its position (line:col) and a fragment
@@ -305,8 +307,8 @@ func TestLoadMissingFile(t *testing.T) {
 	if errors.Is(err, ErrInvalid) {
 		t.Errorf("a missing file is not an invalid registry: %v", err)
 	}
-	if !strings.HasPrefix(err.Error(), "testdata/does-not-exist.toml: ") || !strings.Contains(err.Error(), EnvPath) {
-		t.Errorf("want the path first and a hint about %s, got %q", EnvPath, err)
+	if !strings.HasPrefix(err.Error(), "testdata/does-not-exist.toml: ") || !strings.Contains(err.Error(), envvar.Surfaces) {
+		t.Errorf("want the path first and a hint about %s, got %q", envvar.Surfaces, err)
 	}
 }
 
@@ -527,17 +529,6 @@ func TestCheckRecord(t *testing.T) {
 			t.Errorf("want two problems, got %v", err)
 		}
 	})
-}
-
-func TestPath(t *testing.T) {
-	t.Setenv(EnvPath, "")
-	if got := Path(); got != "contested-surfaces.toml" {
-		t.Errorf("Path() = %q, want the default", got)
-	}
-	t.Setenv(EnvPath, "/etc/contested/surfaces.toml")
-	if got := Path(); got != "/etc/contested/surfaces.toml" {
-		t.Errorf("Path() = %q, want $%s", got, EnvPath)
-	}
 }
 
 func TestLevers(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/contested/contested/cluster"
-	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/internal/testlog"
 )
 
@@ -33,11 +33,11 @@ func Options(t testing.TB) (cluster.Options, error) {
 	if err != nil {
 		return cluster.Options{}, err
 	}
-	dir, err := faultrecord.ModuleRoot(wd)
+	dir, err := runenv.ModuleRoot(wd)
 	if err != nil {
 		return cluster.Options{}, err
 	}
-	root, err := faultrecord.ResultsDir()
+	root, err := runenv.ResultsDir(dir)
 	if err != nil {
 		return cluster.Options{}, err
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/contested/contested/cluster"
-	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/envvar"
 )
 
 func TestOptions(t *testing.T) {
@@ -15,7 +15,7 @@ func TestOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	results := t.TempDir()
-	t.Setenv(faultrecord.EnvResultsDir, results)
+	t.Setenv(envvar.ResultsDir, results)
 	tests := []struct {
 		name    string
 		env     map[string]string

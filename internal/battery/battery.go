@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/interrupt"
 	"github.com/contested/contested/internal/secret"
 )
@@ -158,22 +159,19 @@ type Options struct {
 	Timeout time.Duration
 }
 
-// EnvTimeout names the battery's go test -timeout: a Go duration, "0" for
-// none.
-const EnvTimeout = "CONTESTED_TEST_TIMEOUT"
-
-// DefaultTimeout is the battery's go test -timeout when EnvTimeout is
-// unset: generous for a whole module, unlike go test's own 10m.
+// DefaultTimeout is the battery's go test -timeout when
+// CONTESTED_TEST_TIMEOUT (envvar.TestTimeout) is unset: generous for a whole module, unlike go test's own 10m.
 const DefaultTimeout = 30 * time.Minute
 
-// ErrBadTimeout: EnvTimeout is set to something that is not a duration.
-var ErrBadTimeout = errors.New(EnvTimeout + " is not a duration")
+// ErrBadTimeout: CONTESTED_TEST_TIMEOUT is set to something that is not a
+// duration.
+var ErrBadTimeout = errors.New(envvar.TestTimeout + " is not a duration")
 
-// TimeoutFromEnv returns the battery's go test -timeout: EnvTimeout when
-// set (0: none), else DefaultTimeout. Commands check it before they start
+// TimeoutFromEnv returns the battery's go test -timeout:
+// CONTESTED_TEST_TIMEOUT when set (0: none), else DefaultTimeout. Commands check it before they start
 // anything.
 func TimeoutFromEnv() (time.Duration, error) {
-	v := strings.TrimSpace(os.Getenv(EnvTimeout))
+	v := strings.TrimSpace(os.Getenv(envvar.TestTimeout))
 	if v == "" {
 		return DefaultTimeout, nil
 	}
@@ -403,7 +401,7 @@ func (f *follower) event(ev Event) {
 		word := map[string]string{"pass": "ok  ", "fail": "FAIL", "skip": "----"}[ev.Action]
 		how := ""
 		if p.Timeout != "" {
-			how = ": " + p.TimedOut() + " (go test -timeout; " + EnvTimeout + " sets it)"
+			how = ": " + p.TimedOut() + " (go test -timeout; " + envvar.TestTimeout + " sets it)"
 		}
 		fmt.Fprintf(f.out, "battery: [%*d/%d] %s %s (%s)%s\n", len(fmt.Sprint(f.total)), f.done, f.total, word, short(pkg), el.Round(100*time.Millisecond), how)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/testmodule"
 )
 
@@ -148,12 +149,12 @@ func TestTheTimeoutComesFromTheEnvironment(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv(EnvTimeout, tt.value)
+			t.Setenv(envvar.TestTimeout, tt.value)
 			var progress strings.Builder
 			res, err := Run(context.Background(), Options{Dir: dir, Out: &progress})
 			if tt.err != nil {
-				if !errors.Is(err, ErrNotRun) || !strings.Contains(err.Error(), EnvTimeout) || !strings.Contains(err.Error(), tt.value) {
-					t.Fatalf("Run with %s=%q: %v, want ErrNotRun naming the variable and its value", EnvTimeout, tt.value, err)
+				if !errors.Is(err, ErrNotRun) || !strings.Contains(err.Error(), envvar.TestTimeout) || !strings.Contains(err.Error(), tt.value) {
+					t.Fatalf("Run with %s=%q: %v, want ErrNotRun naming the variable and its value", envvar.TestTimeout, tt.value, err)
 				}
 				if _, err := TimeoutFromEnv(); !errors.Is(err, tt.err) {
 					t.Errorf("TimeoutFromEnv: %v, want %v", err, tt.err)

@@ -8,7 +8,7 @@
 // fault layer is unhealthy).
 //
 // Each target runs its command in a worker process of its own (see
-// internal/command.Supervise): Ctrl-C or SIGTERM stops it, and it tears
+// command.Supervise): Ctrl-C or SIGTERM stops it, and it tears
 // down what it started; a second signal ends it at once.
 package targets
 
@@ -25,8 +25,8 @@ import (
 
 	"github.com/magefile/mage/mg"
 
-	"github.com/contested/contested/internal/command"
 	"github.com/contested/contested/internal/secret"
+	"github.com/contested/contested/magefiles/internal/command"
 )
 
 // A worker process runs its target here, before Mage's main: see workers.
