@@ -168,6 +168,7 @@ func runTarget(t *testing.T, dir string, env, argv []string) (string, int) {
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), faulttest.Layer(t).Env()...), "NO_COLOR=1", "CONTESTED_RESULTS_DIR=", "CONTESTED_SURFACES=")
 	cmd.Env = append(cmd.Env, env...)
+	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	code := 0
 	var exit *exec.ExitError
@@ -177,6 +178,7 @@ func runTarget(t *testing.T, dir string, env, argv []string) (string, int) {
 	case err != nil:
 		t.Fatalf("%v: %v\n%s", argv, err, out)
 	}
+	t.Logf("%s %s: exit %d in %s", filepath.Base(argv[0]), strings.Join(args, " "), code, time.Since(start).Round(100*time.Millisecond))
 	return string(out), code
 }
 
