@@ -160,7 +160,8 @@ type Options struct {
 }
 
 // DefaultTimeout is the battery's go test -timeout when
-// CONTESTED_TEST_TIMEOUT (envvar.TestTimeout) is unset: generous for a whole module, unlike go test's own 10m.
+// CONTESTED_TEST_TIMEOUT (envvar.TestTimeout) is unset: generous for a
+// whole module, unlike go test's own 10m.
 const DefaultTimeout = 30 * time.Minute
 
 // ErrBadTimeout: CONTESTED_TEST_TIMEOUT is set to something that is not a
@@ -168,8 +169,8 @@ const DefaultTimeout = 30 * time.Minute
 var ErrBadTimeout = errors.New(envvar.TestTimeout + " is not a duration")
 
 // TimeoutFromEnv returns the battery's go test -timeout:
-// CONTESTED_TEST_TIMEOUT when set (0: none), else DefaultTimeout. Commands check it before they start
-// anything.
+// CONTESTED_TEST_TIMEOUT when set (0: none), else DefaultTimeout. Commands
+// check it before they start anything.
 func TimeoutFromEnv() (time.Duration, error) {
 	v := strings.TrimSpace(os.Getenv(envvar.TestTimeout))
 	if v == "" {
@@ -211,15 +212,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotRun, err)
 	}
-	timeout := opts.Timeout
-	if timeout == 0 {
-		if timeout, err = TimeoutFromEnv(); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrNotRun, err)
-		}
+	args, err := goTestArgs(opts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotRun, err)
 	}
-	args := []string{"test", "-json", "-count=1", "-timeout=" + max(timeout, 0).String()}
-	args = append(args, opts.Args...)
-	args = append(args, opts.Patterns...)
 	cmd := interrupt.Command(ctx, StopAfter, "go", args...)
 	cmd.Dir = opts.Dir
 	cmd.Env = env
@@ -277,6 +273,21 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	f.summarize(res)
 	return res, nil
+}
+
+// goTestArgs is the battery's go test command line: -json, -count=1, the
+// timeout, the caller's flags (a -timeout among them wins), the patterns.
+func goTestArgs(opts Options) ([]string, error) {
+	timeout := opts.Timeout
+	if timeout == 0 {
+		var err error
+		if timeout, err = TimeoutFromEnv(); err != nil {
+			return nil, err
+		}
+	}
+	args := []string{"test", "-json", "-count=1", "-timeout=" + max(timeout, 0).String()}
+	args = append(args, opts.Args...)
+	return append(args, opts.Patterns...), nil
 }
 
 func countPackages(ctx context.Context, dir string, env []string, patterns []string) (int, error) {
