@@ -1,11 +1,20 @@
-// Package cluster runs the reference ledger service as several replicas
-// behind Toxiproxy, with Postgres, on a private network (or as local
-// processes when containers cannot come up here), and contests it with kill
-// legs: one replica killed mid-stream and restarted, every replica killed
-// at once and restarted, one replica partitioned from the database and
-// healed. It owns the whole lifecycle: sweep stale rigs, build, bring up,
-// run the legs one after another, collect artifacts, tear down (also on
-// Ctrl-C and SIGTERM).
+// Package cluster runs a service as several replicas behind Toxiproxy,
+// with Postgres, on a private network (or as local processes when
+// containers cannot come up here), and contests it with kill legs: one
+// replica killed mid-stream and restarted, every replica killed at once
+// and restarted, one replica partitioned from the database and healed.
+// Each leg is a lever of the fault set (faultlayer/levers: crash-and-resume,
+// mass-restart, partition) armed on the rig's replicas through
+// levers.Cluster, healed, and judged by the lever's own fired rule.
+//
+// The service is any that implements Service: how to build it, its replica
+// count and command line, the health endpoint each replica serves, the
+// workload the legs drive and the oracle that judges them. The reference
+// ledger's lives in examples/ledger. The rig owns the whole lifecycle:
+// sweep stale rigs, build, bring up and wait for every replica's health
+// endpoint, run the legs one after another, collect artifacts, tear down
+// (also on Ctrl-C and SIGTERM). A Go test runs it (Test), and `go tool mage
+// cluster-tests` runs the test the registry's [cluster] table names.
 package cluster
 
 import (
@@ -13,8 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -22,25 +29,17 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/testcontainers/testcontainers-go"
 
-	"github.com/contested/contested/examples/ledger"
-	"github.com/contested/contested/examples/ledger/oracle"
 	"github.com/contested/contested/faultlayer"
-	"github.com/contested/contested/faultrecord"
-	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/images"
 	"github.com/contested/contested/internal/reap"
+	"github.com/contested/contested/internal/runid"
 )
 
-// Surface and class of the rig's legs in the registry.
-const (
-	Surface = "ledger.cluster"
-	Class   = "cluster"
-)
+// Class is the recording class of the rig's legs.
+const Class = "cluster"
 
 // Sentinel errors callers map to exit codes.
 var (
@@ -48,17 +47,17 @@ var (
 	ErrCannotRun = errors.New("cluster rig cannot run")
 	// ErrRed: a leg did not fire or an oracle was violated (exit 1).
 	ErrRed = errors.New("cluster rig red")
-	// ErrUsage: bad options (exit 2).
+	// ErrUsage: bad options or a bad spec (exit 2).
 	ErrUsage = errors.New("bad cluster options")
 )
 
 // Options configures Run.
 type Options struct {
-	// Dir is this module's root, where the service's command is built from.
+	// Dir is the module's root, where the service's package is built.
 	Dir string
 	// ResultsRoot is the results directory; artifacts go to cluster/.
 	ResultsRoot string
-	// Replicas is how many replicas run (at least 3).
+	// Replicas is how many replicas run (3 to 9; default the spec's).
 	Replicas int
 	// Keep leaves the rig up for inspection; the next run's sweep reaps it.
 	Keep bool
@@ -69,8 +68,11 @@ type Options struct {
 	// containers cannot come up here, instead of running the replicas as
 	// local processes. The tests of the containers mode set it.
 	RequireContainers bool
-	// Transfers is how many transfers each leg streams (default 240).
-	Transfers int
+	// Ops is how many operations each leg streams (default 240).
+	Ops int
+	// HealthWait bounds how long a started replica may take to answer 200
+	// on its health endpoint (default a minute).
+	HealthWait time.Duration
 	// RecordDir is the results root the legs' fault records go under (in
 	// its fault/ directory); default ResultsRoot/cluster. A test in the
 	// battery points it at the battery's results root, so the gate counts
@@ -78,12 +80,17 @@ type Options struct {
 	RecordDir string
 	// TestName prefixes each leg's record test id (default ClusterTests).
 	TestName string
-	Out      io.Writer
+	// Package is the import path the legs' records name: the rig test's
+	// package, so that the gate and the verdicts map them to the surface
+	// registered there (default this package's).
+	Package string
+	Out     io.Writer
 }
 
 // Report is what one rig run did.
 type Report struct {
 	Run      string        `json:"run"`
+	Service  string        `json:"service"`
 	Mode     string        `json:"mode"`   // containers or local processes
 	Reason   string        `json:"reason"` // why this mode
 	Replicas int           `json:"replicas"`
@@ -93,118 +100,131 @@ type Report struct {
 	Took     time.Duration `json:"took_ns"`
 }
 
-// Run runs the rig once: sweep, build, up, legs, artifacts, teardown.
-// Artifacts (ps.txt, logs.txt, legs.json and the legs' fault records) are
-// written on every outcome that got as far as starting replicas.
-func Run(ctx context.Context, opts Options) (rep *Report, err error) {
+// Run runs the rig once for svc: sweep, build, up, legs, artifacts,
+// teardown. Artifacts (ps.txt, logs.txt, legs.json and the legs' fault
+// records) are written on every outcome that got as far as starting
+// replicas.
+func Run(ctx context.Context, svc Service, opts Options) (*Report, error) {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
+	spec, opts, err := settle(svc.Spec(), opts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
 	out := opts.Out
-	if out == nil {
-		out = io.Discard
-	}
-	if opts.Replicas == 0 {
-		opts.Replicas = 3
-	}
-	if opts.Replicas < 3 || opts.Replicas > 9 {
-		return nil, fmt.Errorf("%w: %d replicas; the rig runs between 3 and 9", ErrUsage, opts.Replicas)
-	}
-	if opts.Transfers == 0 {
-		opts.Transfers = 240
-	}
-	run := faultrecord.NewRunID(time.Now())
-	rep = &Report{Run: run, Replicas: opts.Replicas}
-	artifacts := filepath.Join(opts.ResultsRoot, "cluster")
+	rep := &Report{Run: runid.New(time.Now()), Service: spec.Name, Replicas: opts.Replicas}
 
 	fmt.Fprintf(out, "cluster: sweeping stale rigs\n")
 	if err := Sweep(ctx, out); err != nil {
 		fmt.Fprintf(out, "cluster: sweep: %v\n", err)
 	}
-
-	kind, reason, err := replicaMode(ctx, opts, out)
+	p, err := prepare(ctx, spec, opts, rep)
+	defer p.close()
 	if err != nil {
 		return rep, err
 	}
-	rep.Mode, rep.Reason = "local processes", reason
-	var cli *testcontainers.DockerClient
-	if kind == faultlayer.Containers {
-		rep.Mode = "containers"
-		if cli, err = dockerenv.Connect(ctx); err != nil {
-			return rep, fmt.Errorf("%w: %v", ErrCannotRun, err)
-		}
-		defer cli.Close()
-	}
-	fmt.Fprintf(out, "cluster: replicas run as %s: %s\n", rep.Mode, reason)
-
-	fmt.Fprintf(out, "cluster: building the ledger service\n")
-	var image, bin string
-	if kind == faultlayer.Containers {
-		image, err = BuildImage(ctx, cli, opts.Dir, out)
-	} else {
-		var clean func()
-		bin, clean, err = buildLocal(ctx, opts.Dir, "./examples/ledger/cmd/ledger")
-		if clean != nil {
-			defer clean()
-		}
-	}
+	layer, err := p.layerUp(ctx, rep.Run, out)
 	if err != nil {
-		return rep, fmt.Errorf("%w: build the service: %v", ErrCannotRun, err)
+		return rep, err
 	}
+	defer teardown(ctx, layer, opts.Keep, rep, out)
 
-	cfg := faultlayer.ConfigFor(kind)
-	cfg.RunID, cfg.Log = run, out
-	layer, err := faultlayer.Up(ctx, cfg)
-	if err != nil {
-		return rep, fmt.Errorf("%w: %v", ErrCannotRun, err)
-	}
-	teardown := func() {
-		if opts.Keep && ctx.Err() == nil {
-			rep.Kept = true
-			fmt.Fprintf(out, "cluster: kept up for inspection (run %s); the next run's sweep reaps it\n", run)
-			return
-		}
-		fmt.Fprintf(out, "cluster: tearing down run %s\n", run)
-		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		layer.Close(tctx)
-	}
-	defer func() { teardown() }()
-
-	rig, err := newRig(ctx, layer, opts, run, image, bin, cli)
-	if rig != nil {
-		defer rig.close(ctx)
-		defer func() { rig.artifacts(context.WithoutCancel(ctx), artifacts, rep, out) }()
+	r, err := newRig(ctx, svc, spec, layer, opts, rep.Run, p)
+	if r != nil {
+		defer r.close(ctx)
+		defer func() { r.artifacts(context.WithoutCancel(ctx), filepath.Join(opts.ResultsRoot, "cluster"), rep, out) }()
 	}
 	if err != nil {
 		return rep, fmt.Errorf("%w: bring up the replicas: %v", ErrCannotRun, err)
 	}
-	fmt.Fprintf(out, "cluster: %d replicas up (%s), run %s\n", opts.Replicas, rep.Mode, run)
-
-	stalled := ""
-	for _, leg := range legs {
-		if err := ctx.Err(); err != nil {
-			return rep, err
-		}
-		res := LegResult{Name: leg.name, Lever: leg.lever, Error: "not run: the replicas stopped consuming in leg " + stalled}
-		if stalled == "" {
-			res = rig.runLeg(ctx, leg, opts.Transfers)
-			if res.stalled {
-				stalled = leg.name
-			}
-		}
-		rep.Legs = append(rep.Legs, res)
-		fmt.Fprintf(out, "cluster: leg %s: %s\n", leg.name, res.summary())
-	}
-	rep.Green = true
-	for _, l := range rep.Legs {
-		rep.Green = rep.Green && l.OK()
+	fmt.Fprintf(out, "cluster: %d replicas up (%s), run %s\n", opts.Replicas, rep.Mode, rep.Run)
+	if err := r.runLegs(ctx, opts.Ops, rep, out); err != nil {
+		return rep, err
 	}
 	rep.Took = time.Since(start)
 	if !rep.Green {
 		return rep, fmt.Errorf("%w: %s", ErrRed, failures(rep))
 	}
 	return rep, nil
+}
+
+// platform is where the replicas run and what they run: the mode, the
+// Docker client (containers) and the service's image or binary.
+type platform struct {
+	kind  faultlayer.Kind
+	cli   *testcontainers.DockerClient
+	image string
+	bin   string
+	clean func()
+}
+
+// prepare chooses where the replicas run and builds the service for it.
+// The platform it returns, even with an error, must be closed.
+func prepare(ctx context.Context, spec Spec, opts Options, rep *Report) (*platform, error) {
+	out := opts.Out
+	p := &platform{}
+	kind, reason, err := replicaMode(ctx, opts, out)
+	if err != nil {
+		return p, err
+	}
+	p.kind = kind
+	rep.Mode, rep.Reason = "local processes", reason
+	if kind == faultlayer.Containers {
+		rep.Mode = "containers"
+		if p.cli, err = dockerenv.Connect(ctx); err != nil {
+			return p, fmt.Errorf("%w: %v", ErrCannotRun, err)
+		}
+	}
+	fmt.Fprintf(out, "cluster: replicas run as %s: %s\n", rep.Mode, reason)
+
+	fmt.Fprintf(out, "cluster: building the %s service (%s)\n", spec.Name, spec.Package)
+	if kind == faultlayer.Containers {
+		p.image, err = BuildImage(ctx, p.cli, opts.Dir, spec.Name, spec.Package, out)
+	} else {
+		p.bin, p.clean, err = buildLocal(ctx, opts.Dir, spec.Name, spec.Package)
+	}
+	if err != nil {
+		return p, fmt.Errorf("%w: build the service: %v", ErrCannotRun, err)
+	}
+	return p, nil
+}
+
+func (p *platform) close() {
+	if p.clean != nil {
+		p.clean()
+	}
+	if p.cli != nil {
+		p.cli.Close()
+	}
+}
+
+// layerUp brings up the rig's own fault layer, of the platform's kind.
+func (p *platform) layerUp(ctx context.Context, run string, out io.Writer) (*faultlayer.Layer, error) {
+	cfg := faultlayer.ConfigFor(p.kind)
+	cfg.RunID, cfg.Log = run, out
+	layer, err := faultlayer.Up(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCannotRun, err)
+	}
+	return layer, nil
+}
+
+// teardown closes the layer, or keeps it up when asked and not
+// interrupted.
+func teardown(ctx context.Context, layer *faultlayer.Layer, keep bool, rep *Report, out io.Writer) {
+	if keep && ctx.Err() == nil {
+		rep.Kept = true
+		fmt.Fprintf(out, "cluster: kept up for inspection (run %s); the next run's sweep reaps it\n", rep.Run)
+		return
+	}
+	fmt.Fprintf(out, "cluster: tearing down run %s\n", rep.Run)
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	layer.Close(tctx)
 }
 
 // replicaMode decides where the replicas run: as local processes when
@@ -260,201 +280,28 @@ func Sweep(ctx context.Context, out io.Writer) error {
 	return errors.Join(errs...)
 }
 
-// rigImage is the rig's own tag: building it never touches another image.
-const rigImage = "contested.local/ledger:rig"
-
-// BuildImage builds the reference service's rig image from the module at dir:
-// the command compiled static (CGO_ENABLED=0) and put on scratch, tagged
-// contested.local/ledger:rig, a tag of the rig's own.
-func BuildImage(ctx context.Context, d images.Docker, dir string, out io.Writer) (string, error) {
+// BuildImage builds a service's rig image from the module at dir: the Go
+// package pkg compiled static (CGO_ENABLED=0) and put on scratch as
+// /<name>, tagged contested.local/<name>:rig, a tag of the rig's own.
+func BuildImage(ctx context.Context, d images.Docker, dir, name, pkg string, out io.Writer) (string, error) {
+	if !validName.MatchString(name) {
+		return "", fmt.Errorf("%w: image name %q must be lower-case letters and digits, starting with a letter", ErrUsage, name)
+	}
+	tag := Spec{Name: name}.image()
 	tmp, err := os.MkdirTemp("", "contested-rig-build-")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "ledger")
-	cmd := goCmd(ctx, dir, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./examples/ledger/cmd/ledger")
+	bin := filepath.Join(tmp, name)
+	cmd := goCmd(ctx, dir, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./examples/ledger/cmd/ledger: %w\n%s", err, b)
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
 	}
-	if err := images.FromBinary(ctx, d, rigImage, bin, []string{"help"}, map[string]string{"dev.contested.image": "ledger-rig"}, io.Discard); err != nil {
+	if err := images.FromBinary(ctx, d, tag, bin, []string{"help"}, map[string]string{"dev.contested.image": name + "-rig"}, io.Discard); err != nil {
 		return "", err
 	}
-	fmt.Fprintf(out, "cluster: built %s (static, on scratch)\n", rigImage)
-	return rigImage, nil
-}
-
-// rig is a running cluster: the layer, the ledger database and replicas.
-type rig struct {
-	layer    *faultlayer.Layer
-	replicas replicas
-	proxies  []string // proxy name per replica
-	ledger   string   // the ledger database's DSN as this process reaches it
-	service  string   // the service role's password, which only the replicas' DSN files hold
-	db       *pgxpool.Pool
-	run      string
-	opening  int64
-	accounts []string
-	rec      *faultrecord.Recorder
-	hist     *oracle.Recorder
-	testName string
-	legSeq   int
-}
-
-const ledgerDB = "ledger_rig"
-
-func newRig(ctx context.Context, layer *faultlayer.Layer, opts Options, run, image, bin string, cli *testcontainers.DockerClient) (*rig, error) {
-	r := &rig{layer: layer, run: run, accounts: ledger.AccountNames(8), hist: oracle.NewRecorder()}
-	if _, err := layer.DB().Exec(ctx, "CREATE DATABASE "+pgx.Identifier{ledgerDB}.Sanitize()); err != nil {
-		return nil, fmt.Errorf("create the ledger database: %w", err)
-	}
-	var err error
-	if r.ledger, err = withHostDB(layer.PostgresDSN, "", ledgerDB); err != nil {
-		return nil, err
-	}
-	if r.db, err = ledger.Connect(ctx, r.ledger, 6); err != nil {
-		return nil, err
-	}
-	if err := ledger.Migrate(ctx, r.db); err != nil {
-		return nil, err
-	}
-	open := map[string]int64{}
-	for _, a := range r.accounts {
-		open[a] = 1000
-		r.opening += 1000
-	}
-	if err := ledger.OpenAccounts(ctx, r.db, open); err != nil {
-		return nil, err
-	}
-	recDir := opts.RecordDir
-	if recDir == "" {
-		recDir = filepath.Join(opts.ResultsRoot, "cluster")
-		if err := os.RemoveAll(faultrecord.FaultDir(recDir)); err != nil {
-			return nil, err
-		}
-	}
-	r.testName = opts.TestName
-	if r.testName == "" {
-		r.testName = "ClusterTests"
-	}
-	if r.rec, err = faultrecord.NewRecorder("github.com/contested/contested/cluster", faultrecord.WithResultsDir(recDir), faultrecord.WithRunID(run)); err != nil {
-		return nil, err
-	}
-
-	// One proxy per replica between it and the database: the partition
-	// leg disables one of them.
-	// The replicas connect as the service role, never as the test plane's
-	// superuser, and get their DSN in a file, never on their command line.
-	password, err := serviceCredentials(ctx, layer.DB(), r.db)
-	if err != nil {
-		return nil, err
-	}
-	r.service = password
-	upstreamDSN := func(i int) string {
-		_, port, _ := net.SplitHostPort(layer.Ports[i].Listen)
-		host := "127.0.0.1"
-		if image != "" {
-			host = "toxiproxy" // its name on the rig's network
-		}
-		return serviceDSN(net.JoinHostPort(host, port), password)
-	}
-	for i := range opts.Replicas {
-		name := fmt.Sprintf("rig-replica-%d", i+1)
-		if _, err := layer.Toxiproxy().CreateProxy(name, layer.Ports[i].Listen, layer.PostgresUpstream); err != nil {
-			return nil, fmt.Errorf("create proxy %s: %w", name, err)
-		}
-		r.proxies = append(r.proxies, name)
-	}
-	args := func(i int, dsnFile string) []string {
-		return []string{"work", "-dsn-file", dsnFile, "-name", fmt.Sprintf("replica-%d", i+1), "-consumers", "2", "-batch", "5", "-poll", "20ms"}
-	}
-	if image != "" {
-		r.replicas, err = newDockerReplicas(ctx, cli, image, layer.Network, run, opts.Replicas, args, upstreamDSN)
-	} else {
-		r.replicas, err = newLocalReplicas(ctx, bin, opts.Replicas, args, upstreamDSN)
-	}
-	if r.replicas == nil {
-		return nil, err
-	}
-	if err != nil {
-		return r, err
-	}
-	return r, r.waitHealthy(ctx)
-}
-
-// waitHealthy waits until every replica has run for a second without
-// exiting: the service has no health endpoint, and a worker that cannot
-// reach its database exits at once.
-func (r *rig) waitHealthy(ctx context.Context) error {
-	deadline := time.Now().Add(time.Second)
-	for time.Now().Before(deadline) {
-		for i, name := range r.replicas.Names() {
-			if !r.replicas.Running(ctx, i) {
-				return fmt.Errorf("%s exited during start-up:\n%s", name, tail(r.replicas.Logs(ctx), 20))
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return nil
-}
-
-func (r *rig) close(ctx context.Context) {
-	if r.db != nil {
-		r.db.Close()
-	}
-	if r.replicas != nil {
-		r.replicas.Close(context.WithoutCancel(ctx))
-	}
-}
-
-// artifacts writes ps.txt, logs.txt and legs.json: on a green run they are
-// the baseline a red run is compared against.
-func (r *rig) artifacts(ctx context.Context, dir string, rep *Report, out io.Writer) {
-	if r.replicas == nil {
-		return
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		fmt.Fprintf(out, "cluster: artifacts: %v\n", err)
-		return
-	}
-	files := map[string]string{
-		"ps.txt":   r.replicas.PS(ctx),
-		"logs.txt": r.replicas.Logs(ctx),
-	}
-	for name, body := range files {
-		if err := atomicfile.Write(filepath.Join(dir, name), []byte(body)); err != nil {
-			fmt.Fprintf(out, "cluster: artifacts: %v\n", err)
-		}
-	}
-	if err := atomicfile.WriteJSON(filepath.Join(dir, "legs.json"), rep); err != nil {
-		fmt.Fprintf(out, "cluster: artifacts: %v\n", err)
-	}
-	fmt.Fprintf(out, "cluster: artifacts in %s (ps.txt, logs.txt, legs.json, fault/)\n", dir)
-}
-
-// withHostDB returns dsn with another host:port (when not empty) and
-// database.
-func withHostDB(dsn, hostport, db string) (string, error) {
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return "", fmt.Errorf("parse the test-plane DSN: %w", err)
-	}
-	if hostport != "" {
-		u.Host = hostport
-	}
-	u.Path = "/" + db
-	return u.String(), nil
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	fmt.Fprintf(out, "cluster: built %s (static, on scratch)\n", tag)
+	return tag, nil
 }

@@ -8,16 +8,20 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/contested/contested/examples/ledger"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultlayer/faulttest"
-	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/faultlayer/levers"
+	"github.com/contested/contested/gate"
 	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/reap"
 	"github.com/contested/contested/internal/reexec"
 	"github.com/contested/contested/internal/testlog"
@@ -28,7 +32,8 @@ func TestMain(m *testing.M) {
 	faulttest.Main(m)
 }
 
-// moduleRoot is this repository's root, where the service is built from.
+// moduleRoot is this repository's root, where the test service is built
+// from.
 func moduleRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := filepath.Abs("..")
@@ -38,12 +43,12 @@ func moduleRoot(t testing.TB) string {
 	return dir
 }
 
-// rigProcess runs the rig on containers as a separate process, for the
-// tests that interrupt or kill it. RIG_KEEP keeps it up.
+// rigProcess runs the rig of the test service on containers as a separate
+// process, for the tests that interrupt or kill it. RIG_KEEP keeps it up.
 func rigProcess() int {
-	_, err := Run(context.Background(), Options{
+	_, err := Run(context.Background(), jobsService{}, Options{
 		Dir: os.Getenv("RIG_DIR"), ResultsRoot: os.Getenv("RIG_RESULTS"),
-		Keep: os.Getenv("RIG_KEEP") != "", RequireContainers: true, Transfers: 90, Out: os.Stdout,
+		Keep: os.Getenv("RIG_KEEP") != "", RequireContainers: true, Ops: 90, Out: os.Stdout,
 	})
 	if err != nil {
 		fmt.Println("rig:", err)
@@ -52,58 +57,131 @@ func rigProcess() int {
 	return 0
 }
 
-// TestClusterRig is a green run of the rig, with the legs' records in the
-// battery's results, so the gate counts the cluster class. It follows the
-// fault layer: containers when they can come up here, local processes
-// otherwise (the same legs, the same records), and says which.
-func TestClusterRig(t *testing.T) {
-	root, err := faultrecord.ResultsDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "containers"
-	if err := faultlayer.ContainersCanRun(context.Background(), faultlayer.ConfigFor(faultlayer.Containers)); err != nil {
-		want = "local processes"
-		t.Logf("the rig runs on local processes: %v", err)
-	}
-	artifacts := t.TempDir()
-	rep, err := Run(context.Background(), Options{Dir: moduleRoot(t), ResultsRoot: artifacts, RecordDir: root,
+// TestRigOnLocalProcesses is a green run of the rig over the test
+// service with its replicas as local processes, the way the rig runs
+// without Docker: every kill leg fires on the replica its lever acts on
+// and is judged by the service's oracles, each leg's record names the
+// service's surface, class cluster and the lever, the artifacts are
+// written, and nothing of the layer is left.
+func TestRigOnLocalProcesses(t *testing.T) {
+	results := t.TempDir()
+	rep, err := Run(context.Background(), jobsService{}, Options{Dir: moduleRoot(t), ResultsRoot: results, Local: true, Ops: 120,
 		TestName: t.Name(), Out: testlog.Writer(t)})
 	if err != nil {
-		t.Fatalf("a healthy rig is not green: %v", err)
+		t.Fatalf("local rig: %v", err)
 	}
-	if rep.Mode != want || rep.Reason == "" || len(rep.Legs) != len(legs) {
-		t.Fatalf("mode %s (reason %q), %d legs; want %s, a reason, and %d legs", rep.Mode, rep.Reason, len(rep.Legs), want, len(legs))
+	if rep.Mode != "local processes" || rep.Reason != "asked for" || rep.Service != "jobs" || len(rep.Legs) != len(legs) {
+		t.Fatalf("mode %q (reason %q), service %q, %d legs; want local processes, asked for, jobs, %d legs", rep.Mode, rep.Reason, rep.Service, len(rep.Legs), len(legs))
 	}
-	for _, l := range rep.Legs {
-		if !l.Fired || l.Record == "" || len(l.Oracles) != 3 {
-			t.Errorf("leg %s: fired %v, record %q, %d oracles", l.Name, l.Fired, l.Record, len(l.Oracles))
+	recs, unreadable, err := gate.ReadRecords(filepath.Join(results, "cluster", "fault"))
+	if err != nil || len(unreadable) > 0 || len(recs) != len(legs) {
+		t.Fatalf("records: %d, unreadable %v, %v; want one per leg", len(recs), unreadable, err)
+	}
+	for i, l := range rep.Legs {
+		if !l.Fired || len(l.Oracles) != 2 {
+			t.Errorf("leg %s: fired %v, %d oracles; want fired and judged by both", l.Name, l.Fired, len(l.Oracles))
+		}
+		rec := recs[i]
+		if rec.Surface != "jobs.cluster" || rec.Class != Class || rec.Test != t.Name()+"/"+l.Name || rec.Leg != l.Lever || !rec.Fired {
+			t.Errorf("leg %s's record: surface %q, class %q, test %q, leg %q, fired %v", l.Name, rec.Surface, rec.Class, rec.Test, rec.Leg, rec.Fired)
+		}
+		for _, want := range evidenceOf[l.Name] {
+			if got := rec.Evidence.Injector + " | " + rec.Evidence.Victim; !strings.Contains(got, want) {
+				t.Errorf("leg %s's evidence %q does not say %q", l.Name, got, want)
+			}
 		}
 	}
+	artifacts(t, filepath.Join(results, "cluster"), rep.Replicas)
+	if dirs := embeddedDirsOf(t, rep.Run); len(dirs) > 0 {
+		t.Errorf("the rig left the embedded layer's data directories %v after a normal run", dirs)
+	}
+}
+
+// evidenceOf is what each leg's evidence must say: the replicas its lever
+// acted on, from both sides.
+var evidenceOf = map[string][]string{
+	"kill-one":     {"SIGKILL: replica-1 ", "replica-1 acknowledged"},
+	"mass-restart": {"SIGKILL: replica-1 ", "SIGKILL: replica-2 ", "SIGKILL: replica-3 ", "replica-3 acknowledged"},
+	"partition":    {"proxy rig-replica-2 between replica-2 and Postgres disabled (read back enabled=false)", "while cut off replica-2 acknowledged 0 items"},
+}
+
+// TestTheRigsLegsAreTheFaultSetsLevers: each leg arms a lever of the set
+// (the very value levers.Lookup returns for the name it records), and
+// every cluster lever of the set has a leg.
+func TestTheRigsLegsAreTheFaultSetsLevers(t *testing.T) {
+	armed := map[string]bool{}
+	for _, l := range legs {
+		if got, ok := levers.Lookup(l.lever.Name()); !ok || !reflect.DeepEqual(got, l.lever) {
+			t.Errorf("leg %s arms %v, which is not the set's lever of that name (%v)", l.name, l.lever, got)
+		}
+		armed[l.lever.Name()] = true
+	}
+	for _, l := range levers.All() {
+		if l.Cluster() && !armed[l.Name()] {
+			t.Errorf("the cluster lever %s has no leg in the rig", l.Name())
+		}
+	}
+}
+
+// blindService is the test service with a workload that cannot tell which
+// replica completed what (DoneBy counts nothing): no lever's victim side
+// can see its fault land.
+type blindService struct{ jobsService }
+
+func (s blindService) Setup(ctx context.Context, db *pgxpool.Pool) (Workload, Oracle, error) {
+	w, o, err := s.jobsService.Setup(ctx, db)
+	return blindWorkload{w}, o, err
+}
+
+type blindWorkload struct{ Workload }
+
+func (blindWorkload) DoneBy(context.Context, string, time.Time, time.Time) (int, error) {
+	return 0, nil
+}
+
+// TestALegTheVictimsDidNotFeelDoesNotFire: the legs arm and heal their
+// levers as usual and the oracles hold, but with no victim-side evidence
+// the levers' fired rule says they did not fire; the rig is red, each
+// leg says what was missing, and each record says not fired.
+func TestALegTheVictimsDidNotFeelDoesNotFire(t *testing.T) {
+	results := t.TempDir()
+	rep, err := Run(context.Background(), blindService{}, Options{Dir: moduleRoot(t), ResultsRoot: results, Local: true, Ops: 60,
+		TestName: t.Name(), Out: testlog.Writer(t)})
+	if rep == nil || len(rep.Legs) != len(legs) {
+		t.Fatalf("rig over a blind workload: %v; want every leg run", err)
+	}
+	if !errors.Is(err, ErrRed) || rep.Green {
+		t.Errorf("rig over a blind workload: %v, green %v; want red", err, rep.Green)
+	}
+	recs, _, err := gate.ReadRecords(filepath.Join(results, "cluster", "fault"))
+	if err != nil || len(recs) != len(legs) {
+		t.Fatalf("records: %d, %v; want one per leg", len(recs), err)
+	}
+	for i, l := range rep.Legs {
+		if l.Fired || l.Error != "" || !strings.Contains(l.Unfired, levers.ErrUnseen.Error()) || !strings.Contains(l.Injector, "replica-") {
+			t.Errorf("leg %s: fired %v, unfired %q, error %q, injector %q; want armed, not fired: %s", l.Name, l.Fired, l.Unfired, l.Error, l.Injector, levers.ErrUnseen)
+		}
+		if recs[i].Fired || !recs[i].Armed || recs[i].TestFailed {
+			t.Errorf("leg %s's record: armed %v, fired %v, test failed %v; want armed and not fired", l.Name, recs[i].Armed, recs[i].Fired, recs[i].TestFailed)
+		}
+	}
+}
+
+// artifacts checks the rig's artifacts in dir: ps.txt, logs.txt with a
+// line of every replica, legs.json.
+func artifacts(t *testing.T, dir string, replicas int) {
+	t.Helper()
 	for _, f := range []string{"ps.txt", "logs.txt", "legs.json"} {
-		b, err := os.ReadFile(filepath.Join(artifacts, "cluster", f))
+		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil || len(b) == 0 {
 			t.Errorf("artifact %s missing or empty: %v", f, err)
 		}
 	}
-	logs, _ := os.ReadFile(filepath.Join(artifacts, "cluster", "logs.txt"))
-	for i := 1; i <= 3; i++ {
+	logs, _ := os.ReadFile(filepath.Join(dir, "logs.txt"))
+	for i := 1; i <= replicas; i++ {
 		if !strings.Contains(string(logs), fmt.Sprintf("[replica-%d]", i)) {
 			t.Errorf("logs.txt has no line of replica-%d", i)
 		}
-	}
-	if rep.Mode != "containers" {
-		if dirs := embeddedDirsOf(t, rep.Run); len(dirs) > 0 {
-			t.Errorf("the rig left the embedded layer's data directories %v after a normal run", dirs)
-		}
-		return
-	}
-	left, err := reap.Leftovers(context.Background(), dockerenv.Require(t), reap.Run(rep.Run))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !left.Empty() {
-		t.Errorf("the rig left %s after a normal run: %+v", left, left)
 	}
 }
 
@@ -130,7 +208,7 @@ func embeddedDirsOf(t *testing.T, run string) []string {
 // chooses local processes and says why, or refuses within seconds when
 // containers are required.
 func TestRigSaysWhereItsReplicasRun(t *testing.T) {
-	t.Setenv(faultlayer.EnvPostgresImage, "contested.local/does-not-exist:1")
+	t.Setenv(envvar.PostgresImage, "contested.local/does-not-exist:1")
 	tests := []struct {
 		name    string
 		opts    Options
@@ -158,22 +236,64 @@ func TestRigSaysWhereItsReplicasRun(t *testing.T) {
 	}
 }
 
-// TestClusterRigOnLocalProcesses runs the same legs with replicas as local
-// processes, the way the rig runs without Docker.
-func TestClusterRigOnLocalProcesses(t *testing.T) {
-	rep, err := Run(context.Background(), Options{Dir: moduleRoot(t), ResultsRoot: t.TempDir(), Local: true, Transfers: 120, Out: testlog.Writer(t)})
-	if err != nil {
-		t.Fatalf("local rig: %v", err)
+// TestBadOptionsAndSpecsAreUsageErrors: the rig refuses them before it
+// sweeps or builds anything.
+func TestBadOptionsAndSpecsAreUsageErrors(t *testing.T) {
+	good := jobsService{}.Spec()
+	tests := []struct {
+		name string
+		spec func(*Spec)
+		opts Options
+		says string
+	}{
+		{"too few replicas", nil, Options{Replicas: 2}, "between 3 and 9"},
+		{"too many replicas", nil, Options{Replicas: 10}, "between 3 and 9"},
+		{"the spec's replicas", func(s *Spec) { s.Replicas = 1 }, Options{}, "1 replicas"},
+		{"a name that cannot name a database", func(s *Spec) { s.Name = "Jobs Service" }, Options{}, `name "Jobs Service"`},
+		{"no package", func(s *Spec) { s.Package = "" }, Options{}, "no package"},
+		{"no surface", func(s *Spec) { s.Surface = "" }, Options{}, "no surface"},
+		{"no command line", func(s *Spec) { s.Args = nil }, Options{}, "no Args"},
+		{"a relative health path", func(s *Spec) { s.HealthPath = "healthz" }, Options{}, `health path "healthz"`},
 	}
-	if rep.Mode != "local processes" || rep.Reason != "asked for" {
-		t.Errorf("mode %q (reason %q), want local processes, asked for", rep.Mode, rep.Reason)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := good
+			if tt.spec != nil {
+				tt.spec(&spec)
+			}
+			tt.opts.Dir, tt.opts.ResultsRoot = moduleRoot(t), t.TempDir()
+			var out strings.Builder
+			tt.opts.Out = &out
+			_, err := Run(context.Background(), specService{jobsService{}, spec}, tt.opts)
+			if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), tt.says) {
+				t.Fatalf("err = %v, want a usage error saying %q", err, tt.says)
+			}
+			if out.Len() > 0 {
+				t.Errorf("the rig started before refusing: %s", out.String())
+			}
+		})
 	}
 }
 
-func TestTooFewReplicasIsAUsageError(t *testing.T) {
-	_, err := Run(context.Background(), Options{Dir: moduleRoot(t), ResultsRoot: t.TempDir(), Replicas: 2})
-	if err == nil || !strings.Contains(err.Error(), "between 3 and 9") {
-		t.Fatalf("err = %v, want a usage error", err)
+// specService is a service with another spec.
+type specService struct {
+	Service
+	spec Spec
+}
+
+func (s specService) Spec() Spec { return s.spec }
+
+// TestTheRigWaitsForEveryReplicasHealthEndpoint: a replica that runs but
+// never answers 200 on the health path keeps the rig from its legs; it
+// fails bring-up, naming the replica and what the endpoint said.
+func TestTheRigWaitsForEveryReplicasHealthEndpoint(t *testing.T) {
+	rep, err := Run(context.Background(), jobsService{healthPath: "/not-served"}, Options{Dir: moduleRoot(t), ResultsRoot: t.TempDir(),
+		Local: true, HealthWait: 3 * time.Second, Out: testlog.Writer(t)})
+	if !errors.Is(err, ErrCannotRun) || !strings.Contains(err.Error(), "replica-1 did not answer 200 on /not-served") || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("err = %v; want the rig unable to run, replica-1 answering 404 on /not-served", err)
+	}
+	if rep == nil || len(rep.Legs) != 0 {
+		t.Errorf("legs ran without healthy replicas: %+v", rep)
 	}
 }
 
@@ -298,33 +418,20 @@ func (exitedReplicas) Logs(context.Context) string {
 	return "[replica-1] connect: connection refused\n"
 }
 
+// idleWorkload is a workload nothing ever completes.
+type idleWorkload struct{ Workload }
+
+func (idleWorkload) Done(context.Context, string) (int, error) { return 0, nil }
+
 // TestALegStopsWaitingWhenNoReplicaRuns: with every replica gone, nothing
-// will ever be acknowledged, and the leg says so at once, with the
-// replicas' last lines, instead of after its minute.
+// will ever be completed, and the leg says so at once, with the replicas'
+// last lines, instead of after its minute.
 func TestALegStopsWaitingWhenNoReplicaRuns(t *testing.T) {
-	l := faulttest.Layer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	db := "rig_stall_" + strings.ToLower(strings.ReplaceAll(faultrecord.NewRunID(time.Now()), "-", "_"))
-	if _, err := l.DB().Exec(ctx, "CREATE DATABASE "+db); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.DB().Exec(context.Background(), "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)") })
-	dsn, err := withHostDB(l.PostgresDSN, "", db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := ledger.Connect(ctx, dsn, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := ledger.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	r := &rig{db: pool, replicas: exitedReplicas{}}
-	err = r.waitAcked(ctx, "kill-one-", 10)
+	r := &rig{work: idleWorkload{}, replicas: exitedReplicas{}}
+	err := r.waitDone(ctx, "kill-one", 10)
 	if err == nil || !strings.Contains(err.Error(), "no replica is running") || !strings.Contains(err.Error(), "connection refused") {
-		t.Fatalf("waitAcked with every replica exited: %v; want it to say no replica is running, with their last lines", err)
+		t.Fatalf("waitDone with every replica exited: %v; want it to say no replica is running, with their last lines", err)
 	}
 }

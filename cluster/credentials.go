@@ -14,27 +14,19 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/contested/contested/examples/ledger"
 	"github.com/contested/contested/internal/secret"
 )
 
-// serviceRole is the login role the replicas connect as. It is no
-// superuser and may create nothing: it may only read and write the ledger
-// database's tables, which is all the service does. The test plane's
-// superuser DSN never reaches a replica.
-const serviceRole = "ledger_rig_service"
-
-// dsnFileInContainer is where a replica container finds its DSN: a file
-// copied in with mode 0600 before it starts, so the password is neither on
-// its command line nor in its environment (docker inspect shows both).
-const dsnFileInContainer = "/run/contested/ledger.dsn"
-
-// serviceCredentials creates the service role (or, left by an earlier rig
-// on the same server, gives it a fresh password and takes back any right
-// it gained), grants it DML on the tables and sequences of the ledger
-// database that db is connected to, and returns its password. admin is
-// connected to the test plane as its superuser; db to the ledger database.
-func serviceCredentials(ctx context.Context, admin, db *pgxpool.Pool) (string, error) {
+// serviceCredentials creates the login role the replicas connect as,
+// serviceRole (or, left by an earlier rig on the same server, gives it a
+// fresh password and takes back any right it gained), grants it DML on the
+// tables and sequences of the service's database that db is connected to,
+// and returns its password. The role is no superuser and may create
+// nothing: it may only read and write the service's tables, which is all a
+// service does. The test plane's superuser DSN never reaches a replica.
+// admin is connected to the test plane as its superuser; db to the
+// service's database.
+func serviceCredentials(ctx context.Context, admin, db *pgxpool.Pool, serviceRole string) (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("service role: %w", err)
@@ -72,16 +64,16 @@ func serviceCredentials(ctx context.Context, admin, db *pgxpool.Pool) (string, e
 }
 
 // serviceDSN is the DSN a replica uses: the service role at hostport, in
-// the ledger database.
-func serviceDSN(hostport, password string) string {
-	u := url.URL{Scheme: "postgres", User: url.UserPassword(serviceRole, password), Host: hostport,
-		Path: "/" + ledgerDB, RawQuery: "sslmode=disable"}
+// the service's database.
+func serviceDSN(hostport string, spec Spec, password string) string {
+	u := url.URL{Scheme: "postgres", User: url.UserPassword(spec.role(), password), Host: hostport,
+		Path: "/" + spec.database(), RawQuery: "sslmode=disable"}
 	return u.String()
 }
 
 // dsnFiles writes one file per replica, mode 0600 in a directory of mode
-// 0700, for local replicas (`ledger work -dsn-file PATH`). Remove the
-// directory when the replicas are gone.
+// 0700, for local replicas (Replica.DSNFile). Remove the directory when
+// the replicas are gone.
 func dsnFiles(dsns []string) (dir string, paths []string, err error) {
 	dir, err = os.MkdirTemp("", "contested-rig-dsn-")
 	if err != nil {
@@ -99,9 +91,10 @@ func dsnFiles(dsns []string) (dir string, paths []string, err error) {
 }
 
 // replicaEnv is this process's environment without the variables that
-// carry credentials: a local replica inherits nothing it was not given.
-func replicaEnv() []string {
-	drop := append([]string{secret.EnvPassword, ledger.EnvDSN}, secret.EnvDSNs...)
+// carry credentials, contested's and the service's own (secretEnv): a
+// local replica inherits nothing it was not given.
+func replicaEnv(secretEnv []string) []string {
+	drop := append(append([]string{secret.EnvPassword}, secret.EnvDSNs...), secretEnv...)
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")

@@ -14,11 +14,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/moby/moby/client"
-	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/contested/contested/faultlayer"
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/runid"
 	"github.com/contested/contested/internal/secret"
 	"github.com/contested/contested/internal/testlog"
 )
@@ -75,36 +74,30 @@ func TestReplicasGetLeastPrivilegeAndNoPasswordOnTheirCommandLine(t *testing.T) 
 	})
 }
 
-// upRig brings up a layer of kind and a rig of three replicas on it, torn
-// down when the test ends.
+// upRig brings up a layer of kind and a rig of three replicas of the test
+// service on it, torn down when the test ends.
 func upRig(t *testing.T, kind faultlayer.Kind) (*rig, *faultlayer.Layer) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
-	run := faultrecord.NewRunID(time.Now())
-	var image, bin string
-	var err error
-	cli := dockerClient(t, kind)
-	if kind == faultlayer.Containers {
-		image, err = BuildImage(ctx, cli, moduleRoot(t), testlog.Writer(t))
-	} else {
-		var clean func()
-		bin, clean, err = buildLocal(ctx, moduleRoot(t), "./examples/ledger/cmd/ledger")
-		if clean != nil {
-			t.Cleanup(clean)
-		}
-	}
+	run := runid.New(time.Now())
+	opts := Options{Dir: moduleRoot(t), ResultsRoot: t.TempDir(), Local: kind != faultlayer.Containers,
+		RequireContainers: kind == faultlayer.Containers, Out: testlog.Writer(t)}
+	spec, opts, err := settle(jobsService{}.Spec(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := faultlayer.ConfigFor(kind)
-	cfg.RunID, cfg.Log = run, testlog.Writer(t)
-	layer, err := faultlayer.Up(ctx, cfg)
+	p, err := prepare(ctx, spec, opts, &Report{})
+	t.Cleanup(p.close)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer, err := p.layerUp(ctx, run, opts.Out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { layer.Close(context.Background()) })
-	r, err := newRig(ctx, layer, Options{Replicas: 3, ResultsRoot: t.TempDir()}, run, image, bin, cli)
+	r, err := newRig(ctx, jobsService{}, spec, layer, opts, run, p)
 	if r != nil {
 		t.Cleanup(func() { r.close(context.Background()) })
 	}
@@ -138,16 +131,17 @@ func noPassword(t *testing.T, what, seen string, r *rig, layer *faultlayer.Layer
 	}
 }
 
-// leastPrivilege: every connection of the replicas to the ledger database
-// is the service role's; that role is no superuser, may create nothing,
-// and cannot read the test plane's lease table.
+// leastPrivilege: every connection of the replicas to the service's
+// database is the service role's; that role is no superuser, may create
+// nothing, and cannot read the test plane's lease table.
 func leastPrivilege(t *testing.T, ctx context.Context, r *rig, layer *faultlayer.Layer) {
 	t.Helper()
 	admin := layer.DB()
+	serviceDB, serviceRole := r.spec.database(), r.spec.role()
 	superuser := admin.Config().ConnConfig.User
 	var n int
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND usename = $2`, ledgerDB, serviceRole).Scan(&n); err != nil {
+		if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND usename = $2`, serviceDB, serviceRole).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if n >= 3 {
@@ -155,15 +149,15 @@ func leastPrivilege(t *testing.T, ctx context.Context, r *rig, layer *faultlayer
 		}
 	}
 	if n < 3 {
-		t.Fatalf("%d connections of %s to %s; want one per replica at least", n, serviceRole, ledgerDB)
+		t.Fatalf("%d connections of %s to %s; want one per replica at least", n, serviceRole, serviceDB)
 	}
 	var others []string
-	rows, err := admin.Query(ctx, `SELECT DISTINCT usename FROM pg_stat_activity WHERE datname = $1 AND usename NOT IN ($2, $3)`, ledgerDB, serviceRole, superuser)
+	rows, err := admin.Query(ctx, `SELECT DISTINCT usename FROM pg_stat_activity WHERE datname = $1 AND usename NOT IN ($2, $3)`, serviceDB, serviceRole, superuser)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if others, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil || len(others) > 0 {
-		t.Errorf("other roles connected to %s: %v %v", ledgerDB, others, err)
+		t.Errorf("other roles connected to %s: %v %v", serviceDB, others, err)
 	}
 	var super, createdb, createrole bool
 	if err := admin.QueryRow(ctx, `SELECT rolsuper, rolcreatedb, rolcreaterole FROM pg_roles WHERE rolname = $1`, serviceRole).Scan(&super, &createdb, &createrole); err != nil {
@@ -184,11 +178,4 @@ func leastPrivilege(t *testing.T, ctx context.Context, r *rig, layer *faultlayer
 	if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
 		t.Errorf("%s reading the test plane's lease table: %v; want permission denied (42501)", serviceRole, err)
 	}
-}
-
-func dockerClient(t *testing.T, kind faultlayer.Kind) *testcontainers.DockerClient {
-	if kind != faultlayer.Containers {
-		return nil
-	}
-	return dockerenv.Require(t)
 }

@@ -2,144 +2,74 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/contested/contested/examples/ledger"
-	"github.com/contested/contested/examples/ledger/oracle"
+	"github.com/contested/contested/faultlayer/levers"
 	"github.com/contested/contested/faultrecord"
-	"github.com/contested/contested/registry"
 )
 
-// A kill leg: a lever the rig applies while transfers stream in.
+// A kill leg: a lever of the fault set (faultlayer/levers) the rig arms
+// on its replicas while the workload streams operations in.
 type leg struct {
-	name  string        // the leg's name in results
-	lever string        // the registry lever it records as
-	hold  time.Duration // how long the fault stays before heal
-	// inject applies the fault and proves it from the injector side; heal
-	// takes it away. Both run while the producer streams transfers.
-	inject func(ctx context.Context, r *rig, f *fired) error
-	heal   func(ctx context.Context, r *rig, f *fired) error
-}
-
-// fired collects a leg's evidence from both sides.
-type fired struct {
-	injector  []string
-	victim    []string
-	injected  bool
-	landed    bool
-	at        time.Time
-	mark      time.Time      // when the fault was injected
-	healing   time.Time      // when healing began
-	busy      map[string]int // per replica, rows acknowledged in the second before the fault
-	remaining int            // transfers the producer had yet to enqueue at the fault
+	name    string        // the leg's name in results
+	lever   levers.Lever  // what it does, and the lever it records as
+	replica int           // the replica a one-replica lever acts on
+	hold    time.Duration // how long the fault stays before heal
 }
 
 var legs = []leg{
-	{
-		name: "kill-one", lever: registry.LeverCrashAndResume, hold: 300 * time.Millisecond,
-		inject: func(ctx context.Context, r *rig, f *fired) error {
-			status, err := r.replicas.Kill(ctx, 0)
-			if err != nil {
-				return err
-			}
-			f.injector = append(f.injector, "SIGKILL: "+status)
-			f.injected = true
-			return nil
-		},
-		heal: func(ctx context.Context, r *rig, f *fired) error {
-			return r.replicas.Start(ctx, 0)
-		},
-	},
-	{
-		name: "mass-restart", lever: registry.LeverMassRestart, hold: 300 * time.Millisecond,
-		inject: func(ctx context.Context, r *rig, f *fired) error {
-			var mu sync.Mutex
-			var wg sync.WaitGroup
-			var errs []error
-			for i := range r.replicas.Names() {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					status, err := r.replicas.Kill(ctx, i)
-					mu.Lock()
-					defer mu.Unlock()
-					if err != nil {
-						errs = append(errs, err)
-						return
-					}
-					f.injector = append(f.injector, "SIGKILL: "+status)
-				}()
-			}
-			wg.Wait()
-			if len(errs) > 0 {
-				return fmt.Errorf("kill every replica: %v", errs)
-			}
-			f.injected = len(f.injector) == len(r.replicas.Names())
-			return nil
-		},
-		heal: func(ctx context.Context, r *rig, f *fired) error {
-			for i := range r.replicas.Names() {
-				if err := r.replicas.Start(ctx, i); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-	},
-	{
-		name: "partition", lever: registry.LeverPartition, hold: 2 * time.Second,
-		inject: func(ctx context.Context, r *rig, f *fired) error {
-			p, err := r.layer.Toxiproxy().Proxy(r.proxies[1])
-			if err != nil {
-				return err
-			}
-			if err := p.Disable(); err != nil {
-				return err
-			}
-			back, err := r.layer.Toxiproxy().Proxy(r.proxies[1])
-			if err != nil {
-				return err
-			}
-			f.injected = !back.Enabled
-			f.injector = append(f.injector, fmt.Sprintf("proxy %s between replica-2 and Postgres disabled (read back enabled=%v)", back.Name, back.Enabled))
-			return nil
-		},
-		heal: func(ctx context.Context, r *rig, f *fired) error {
-			p, err := r.layer.Toxiproxy().Proxy(r.proxies[1])
-			if err != nil {
-				return err
-			}
-			return p.Enable()
-		},
-	},
+	{name: "kill-one", lever: levers.CrashAndResume, replica: 0, hold: 300 * time.Millisecond},
+	{name: "mass-restart", lever: levers.MassRestart, hold: 300 * time.Millisecond},
+	{name: "partition", lever: levers.Partition, replica: 1, hold: 2 * time.Second},
 }
 
-// OracleResult is one oracle's verdict on a leg.
-type OracleResult struct {
-	Name   string `json:"name"`
-	Held   bool   `json:"held"`
-	Detail string `json:"detail"`
+// rigCluster is the rig as the cluster levers see it (levers.Cluster):
+// its replicas, the proxy between each and the database, and the
+// operations each completed.
+type rigCluster struct{ r *rig }
+
+var _ levers.Cluster = rigCluster{}
+
+func (c rigCluster) Names() []string { return c.r.replicas.Names() }
+
+func (c rigCluster) Kill(ctx context.Context, i int) (string, error) {
+	return c.r.replicas.Kill(ctx, i)
+}
+
+// Start starts replica i again and returns once it answers its health
+// endpoint, as after every start of a replica.
+func (c rigCluster) Start(ctx context.Context, i int) error { return c.r.restart(ctx, i) }
+
+// Link is replica i's proxy.
+func (c rigCluster) Link(i int) string { return c.r.proxies[i] }
+
+// Acked is how many operations replica i completed in (from, to]
+// (Workload.DoneBy).
+func (c rigCluster) Acked(ctx context.Context, i int, from, to time.Time) int {
+	return c.r.doneBetween(ctx, c.r.replicas.Names()[i], from, to)
 }
 
 // LegResult is one kill leg's outcome.
 type LegResult struct {
-	Name     string         `json:"name"`
-	Lever    string         `json:"lever"`
-	Fired    bool           `json:"fired"`
+	Name  string `json:"name"`
+	Lever string `json:"lever"`
+	Fired bool   `json:"fired"`
+	// Unfired is what the lever's fired rule found missing when the leg
+	// did not fire (levers.Lever.Fired).
+	Unfired  string         `json:"unfired,omitempty"`
 	Injector string         `json:"injector"`
 	Victim   string         `json:"victim"`
 	Oracles  []OracleResult `json:"oracles"`
 	Error    string         `json:"error,omitempty"`
 	Record   string         `json:"record,omitempty"`
 	Took     time.Duration  `json:"took_ns"`
-	// stalled: the replicas never consumed enough to reach the fault, so
+	// stalled: the replicas never completed enough to reach the fault, so
 	// the legs after this one would only wait for the same nothing.
 	stalled bool
 }
@@ -161,91 +91,82 @@ func (l LegResult) summary() string {
 	if l.Error != "" {
 		return "ERROR: " + l.Error
 	}
-	parts := []string{map[bool]string{true: "fired", false: "DID NOT FIRE"}[l.Fired]}
+	parts := []string{"fired"}
+	if !l.Fired {
+		parts[0] = "DID NOT FIRE (" + l.Unfired + ")"
+	}
 	for _, o := range l.Oracles {
 		parts = append(parts, fmt.Sprintf("%s %s", o.Name, map[bool]string{true: "held", false: "VIOLATED"}[o.Held]))
 	}
 	return strings.Join(parts, ", ")
 }
 
-// runLeg streams transfers through the replicas, applies the leg's fault a
-// third of the way in, heals it, waits for quiescence and judges: the fault
-// fired (both sides), no acknowledged transfer lost, none applied twice,
-// money conserved. The leg's record is written whatever happened.
+// runLegs runs the legs one after another on the shared rig. When the
+// replicas never reach a leg's fault, the legs after it are reported not
+// run instead of each waiting its minute.
+func (r *rig) runLegs(ctx context.Context, n int, rep *Report, out io.Writer) error {
+	stalled := ""
+	for _, leg := range legs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		res := LegResult{Name: leg.name, Lever: leg.lever.Name(), Error: "not run: the replicas stopped consuming in leg " + stalled}
+		if stalled == "" {
+			res = r.runLeg(ctx, leg, n)
+			if res.stalled {
+				stalled = leg.name
+			}
+		}
+		rep.Legs = append(rep.Legs, res)
+		fmt.Fprintf(out, "cluster: leg %s: %s\n", leg.name, res.summary())
+	}
+	rep.Green = true
+	for _, l := range rep.Legs {
+		rep.Green = rep.Green && l.OK()
+	}
+	return nil
+}
+
+// runLeg streams n operations through the replicas, arms the leg's
+// lever a third of the way in, heals it, waits for quiescence and judges:
+// the fault fired (the lever's rule over both sides' proof) and the
+// service's oracles held. The leg's record is written whatever happened.
 func (r *rig) runLeg(ctx context.Context, l leg, n int) (res LegResult) {
 	start := time.Now()
-	res = LegResult{Name: l.name, Lever: l.lever}
-	f := &fired{busy: map[string]int{}}
+	res = LegResult{Name: l.name, Lever: l.lever.Name()}
+	var proof levers.Proof
+	var armedAt, firedAt time.Time
 	defer func() {
 		res.Took = time.Since(start)
-		res.Injector = strings.Join(f.injector, "; ")
-		res.Victim = strings.Join(f.victim, "; ")
-		res.Fired = f.injected && f.landed
-		rec := faultrecord.Record{
-			Test: r.testName + "/" + l.name, Surface: Surface, Class: Class, Leg: l.lever,
-			Replay: "go tool mage cluster-tests", Armed: true, ArmedAt: f.mark, Fired: res.Fired, FiredAt: f.at,
-			Evidence:   faultrecord.Evidence{Injector: orNothing(res.Injector), Victim: orNothing(res.Victim)},
-			TestFailed: !res.OK() && res.Fired,
+		if err := l.lever.Fired(proof); err != nil {
+			res.Unfired = err.Error()
 		}
-		for _, o := range res.Oracles {
-			result := "held"
-			if !o.Held {
-				result = "violated"
-			}
-			rec.Oracles = append(rec.Oracles, faultrecord.OracleRun{Name: o.Name, OpsProduced: n, OpsChecked: n, Result: result, Detail: o.Detail})
-		}
-		if f.mark.IsZero() {
-			rec.ArmedAt = time.Now()
-		}
-		if path, err := r.rec.Write(rec); err == nil {
-			res.Record = path
-		} else if res.Error == "" {
-			res.Error = "write the leg's record: " + err.Error()
-		}
+		res.Fired = res.Unfired == ""
+		r.record(l, n, &res, armedAt, firedAt)
 	}()
 
 	r.legSeq++
-	// One history for the rig: the final state holds every leg's
-	// transfers, so each leg's oracles judge all of them.
-	hist := r.hist
-	transfers := ledger.Generate(uint64(r.legSeq), n, r.accounts, 50, l.name+"-")
+	r.work.Plan(l.name, r.legSeq, n)
 	prodCtx, stopProd := context.WithCancel(ctx)
 	defer stopProd()
 	produced := make(chan error, 1)
 	var sent atomic.Int64
-	go func() { produced <- r.produce(prodCtx, hist, transfers, &sent) }()
+	go func() { produced <- r.produce(prodCtx, n, &sent) }()
 
-	// Fault a third of the way into the stream, while the queue is busy.
-	if err := r.waitAcked(ctx, l.name+"-", n/3); err != nil {
-		res.Error = "before the fault: " + err.Error()
-		res.stalled = true
+	// Fault a third of the way into the stream, while the replicas are busy.
+	if err := r.waitDone(ctx, l.name, n/3); err != nil {
+		res.Error, res.stalled = "before the fault: "+err.Error(), true
 		return res
 	}
-	f.mark = time.Now()
-	f.remaining = n - int(sent.Load())
-	for _, name := range r.replicas.Names() {
-		f.busy[name] = r.ackedBetween(ctx, name, f.mark.Add(-time.Second), f.mark)
+	armedAt = time.Now()
+	f, err := r.fault(ctx, l, n-int(sent.Load()))
+	if f != nil {
+		proof.Injected, res.Injector = f.Injector()
 	}
-	if err := l.inject(ctx, r, f); err != nil {
-		res.Error = "inject: " + err.Error()
+	if err != nil {
+		res.Error = err.Error()
 		return res
 	}
-	// Judge the window from a moment after the fault: a transaction in
-	// flight when it landed may still commit.
-	at := time.Now().Add(200 * time.Millisecond)
-	healing := f.mark.Add(l.hold)
-	select {
-	case <-ctx.Done():
-		res.Error = ctx.Err().Error()
-		return res
-	case <-time.After(l.hold):
-	}
-	if err := l.heal(ctx, r, f); err != nil {
-		res.Error = "heal: " + err.Error()
-		return res
-	}
-	healed := time.Now()
-	f.healing = healing
 	if err := <-produced; err != nil {
 		res.Error = "produce: " + err.Error()
 		return res
@@ -254,80 +175,89 @@ func (r *rig) runLeg(ctx context.Context, l leg, n int) (res LegResult) {
 		res.Error = err.Error()
 		return res
 	}
-	r.victimEvidence(ctx, l, f, at, healed)
-
-	// Oracles over the history and the tables at quiescence.
-	conn, err := pgx.Connect(ctx, r.ledger)
-	if err != nil {
-		res.Error = err.Error()
+	judged, ok := f.(levers.Judged)
+	if !ok {
+		res.Error = fmt.Sprintf("the %s lever's fault armed on the rig is not judged by the work around it", l.lever.Name())
 		return res
 	}
-	defer conn.Close(ctx)
-	state, err := oracle.Load(ctx, conn)
+	landed, victim := judged.Victim(ctx)
+	res.Victim = victim
+	if landed {
+		proof.Victim, firedAt = 1, time.Now()
+	}
+	oracles, err := r.oracle.Judge(ctx)
 	if err != nil {
-		res.Error = "load the final state: " + err.Error()
+		res.Error = "judge: " + err.Error()
 		return res
 	}
-	ops := hist.Ops()
-	for _, v := range []oracle.Verdict{
-		oracle.CheckNoLostAck(ops, state),
-		oracle.CheckExactlyOnce(ops, state),
-		oracle.CheckConservation(r.opening, nil, state),
-	} {
-		res.Oracles = append(res.Oracles, OracleResult{Name: v.Oracle, Held: v.Held(), Detail: v.String()})
+	if len(oracles) == 0 {
+		res.Error = "judge: the service's oracle judged nothing"
 	}
+	res.Oracles = oracles
 	return res
 }
 
-// victimEvidence says, from the service's side, that the fault landed.
-// A kill lands mid-stream when a victim was working (it acknowledged rows
-// in the second before) while the producer still had transfers to send,
-// and the restarted victim took work again.
-func (r *rig) victimEvidence(ctx context.Context, l leg, f *fired, at, healed time.Time) {
-	names := r.replicas.Names()
-	switch l.name {
-	case "kill-one", "mass-restart":
-		victims := names
-		if l.name == "kill-one" {
-			victims = names[:1]
+// fault arms the leg's lever on the rig, with pending operations still to
+// come, holds it and heals it. It returns what was armed (nil when arming
+// changed nothing), also with an error; a fault whose arming failed half
+// way is healed at once, so the next leg finds the rig whole.
+func (r *rig) fault(ctx context.Context, l leg, pending int) (levers.Fault, error) {
+	t := levers.Target{Toxiproxy: r.layer.Toxiproxy(), Cluster: rigCluster{r}, Replica: l.replica, Pending: pending}
+	f, err := l.lever.Arm(ctx, t)
+	if err != nil {
+		if f != nil {
+			if herr := f.Heal(ctx); herr != nil {
+				err = errors.Join(err, fmt.Errorf("heal: %w", herr))
+			}
 		}
-		busy, resumed := false, false
-		var parts []string
-		for _, name := range victims {
-			after := r.ackedSince(ctx, name, f.healing)
-			parts = append(parts, fmt.Sprintf("%s acknowledged %d rows in the second before the kill and %d after its restart", name, f.busy[name], after))
-			busy = busy || f.busy[name] > 0
-			resumed = resumed || after > 0
-		}
-		f.victim = append(f.victim, fmt.Sprintf("killed with %d transfers still to come; %s", f.remaining, strings.Join(parts, "; ")))
-		f.landed = busy && resumed && f.remaining > 0
-	case "partition":
-		during := r.ackedBetween(ctx, names[1], at, healed)
-		others := 0
-		for _, name := range append(names[:1:1], names[2:]...) {
-			others += r.ackedBetween(ctx, name, at, healed)
-		}
-		after := r.ackedSince(ctx, names[1], healed)
-		f.victim = append(f.victim, fmt.Sprintf("while cut off replica-2 acknowledged %d rows and the others %d; after healing it acknowledged %d", during, others, after))
-		f.landed = during == 0 && others > 0
+		return f, fmt.Errorf("arm %s: %w", l.lever.Name(), err)
 	}
-	if f.landed {
-		f.at = time.Now()
+	select {
+	case <-ctx.Done():
+		return f, ctx.Err()
+	case <-time.After(l.hold):
+	}
+	if err := f.Heal(ctx); err != nil {
+		return f, fmt.Errorf("heal %s: %w", l.lever.Name(), err)
+	}
+	return f, nil
+}
+
+// record writes the leg's fault record.
+func (r *rig) record(l leg, n int, res *LegResult, armedAt, firedAt time.Time) {
+	rec := faultrecord.Record{
+		Test: r.testName + "/" + l.name, Surface: r.spec.Surface, Class: Class, Leg: l.lever.Name(),
+		Replay: "go tool mage cluster-tests", Armed: true, ArmedAt: armedAt, Fired: res.Fired, FiredAt: firedAt,
+		Evidence:   faultrecord.Evidence{Injector: orNothing(res.Injector), Victim: orNothing(res.Victim)},
+		TestFailed: !res.OK() && res.Fired,
+	}
+	for _, o := range res.Oracles {
+		result := "held"
+		if !o.Held {
+			result = "violated"
+		}
+		rec.Oracles = append(rec.Oracles, faultrecord.OracleRun{Name: o.Name, OpsProduced: n, OpsChecked: n, Result: result, Detail: o.Detail})
+	}
+	if armedAt.IsZero() {
+		rec.ArmedAt = time.Now()
+	}
+	if path, err := r.rec.Write(rec); err == nil {
+		res.Record = path
+	} else if res.Error == "" {
+		res.Error = "write the leg's record: " + err.Error()
 	}
 }
 
-// produce enqueues every transfer, retrying one until it is acknowledged
-// (the consumers' idempotency absorbs what an unknown outcome duplicated),
-// paced so the stream outlasts the fault.
-func (r *rig) produce(ctx context.Context, hist *oracle.Recorder, ts []ledger.Transfer, sent *atomic.Int64) error {
-	q := ledger.NewQueue(r.db)
+// produce performs the planned operations, retrying each until it is
+// acknowledged, paced so the stream outlasts the fault.
+func (r *rig) produce(ctx context.Context, n int, sent *atomic.Int64) error {
 	// The stream lasts at least four seconds whatever its size, so every
 	// fault lands mid-stream and the restarted replicas find work.
-	pace := max(8*time.Millisecond, 4*time.Second/time.Duration(max(len(ts), 1)))
-	for _, t := range ts {
+	pace := max(8*time.Millisecond, 4*time.Second/time.Duration(max(n, 1)))
+	for i := range n {
 		for {
 			actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			_, err := hist.Enqueue("producer", t, func() (int64, error) { return q.Enqueue(actx, t) })
+			err := r.work.Op(actx, i)
 			cancel()
 			if err == nil {
 				break
@@ -340,21 +270,23 @@ func (r *rig) produce(ctx context.Context, hist *oracle.Recorder, ts []ledger.Tr
 		sent.Add(1)
 		time.Sleep(pace)
 	}
-	return hist.Err()
+	return nil
 }
 
-func (r *rig) waitAcked(ctx context.Context, prefix string, want int) error {
+// waitDone waits until the replicas have completed want of leg's
+// operations.
+func (r *rig) waitDone(ctx context.Context, leg string, want int) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
-		var n int
-		if err := r.db.QueryRow(ctx, `SELECT count(*) FROM transfer_queue WHERE transfer_id LIKE $1 AND acked_at IS NOT NULL`, prefix+"%").Scan(&n); err != nil {
+		n, err := r.work.Done(ctx, leg)
+		if err != nil {
 			return err
 		}
 		if n >= want {
 			return nil
 		}
-		// A rig whose replicas all exited will never acknowledge: say so
-		// now rather than after the minute.
+		// A rig whose replicas all exited will never complete anything:
+		// say so now rather than after the minute.
 		running := 0
 		for i := range r.replicas.Names() {
 			if r.replicas.Running(ctx, i) {
@@ -362,10 +294,10 @@ func (r *rig) waitAcked(ctx context.Context, prefix string, want int) error {
 			}
 		}
 		if running == 0 {
-			return fmt.Errorf("only %d of %d rows acknowledged and no replica is running; their last lines:\n%s", n, want, tail(r.replicas.Logs(ctx), 20))
+			return fmt.Errorf("only %d of %d operations completed and no replica is running; their last lines:\n%s", n, want, tail(r.replicas.Logs(ctx), 20))
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("only %d of %d rows acknowledged after a minute: the replicas are not consuming (%d of %d running); their last lines:\n%s",
+			return fmt.Errorf("only %d of %d operations completed after a minute: the replicas are not consuming (%d of %d running); their last lines:\n%s",
 				n, want, running, len(r.replicas.Names()), tail(r.replicas.Logs(ctx), 20))
 		}
 		select {
@@ -376,12 +308,12 @@ func (r *rig) waitAcked(ctx context.Context, prefix string, want int) error {
 	}
 }
 
-// quiesce waits until nothing is pending: no in-flight enqueue (the
-// producer is done) and every queued row acknowledged.
+// quiesce waits until nothing is pending: no operation in flight (the
+// producer is done) and every acknowledged one completed.
 func (r *rig) quiesce(ctx context.Context, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
-		pending, err := ledger.NewQueue(r.db).Pending(ctx)
+		pending, err := r.work.Pending(ctx)
 		if err != nil {
 			return err
 		}
@@ -389,7 +321,7 @@ func (r *rig) quiesce(ctx context.Context, limit time.Duration) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d rows still pending %s after the fault was healed: the replicas did not recover", pending, limit)
+			return fmt.Errorf("%d operations still pending %s after the fault was healed: the replicas did not recover", pending, limit)
 		}
 		select {
 		case <-ctx.Done():
@@ -399,15 +331,14 @@ func (r *rig) quiesce(ctx context.Context, limit time.Duration) error {
 	}
 }
 
-func (r *rig) ackedSince(ctx context.Context, replica string, since time.Time) int {
-	var n int
-	r.db.QueryRow(ctx, `SELECT count(*) FROM transfer_queue WHERE worker LIKE $1 AND acked_at > $2`, replica+"/%", since).Scan(&n)
-	return n
-}
-
-func (r *rig) ackedBetween(ctx context.Context, replica string, from, to time.Time) int {
-	var n int
-	r.db.QueryRow(ctx, `SELECT count(*) FROM transfer_queue WHERE worker LIKE $1 AND acked_at > $2 AND acked_at <= $3`, replica+"/%", from, to).Scan(&n)
+// doneBetween is how many operations replica completed in (from, to]; a
+// zero to is now. An error counts nothing, which can only weaken the
+// victim's evidence, never invent it.
+func (r *rig) doneBetween(ctx context.Context, replica string, from, to time.Time) int {
+	n, err := r.work.DoneBy(ctx, replica, from, to)
+	if err != nil {
+		return 0
+	}
 	return n
 }
 

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,8 @@ import (
 	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	tcnetwork "github.com/testcontainers/testcontainers-go/network"
@@ -34,6 +38,9 @@ type replicas interface {
 	// its exit status.
 	Kill(ctx context.Context, i int) (string, error)
 	Running(ctx context.Context, i int) bool
+	// Health returns the host:port this process reaches replica i's
+	// health endpoint at (after a restart too).
+	Health(ctx context.Context, i int) (string, error)
 	// Logs returns every replica's output, each line prefixed with its name.
 	Logs(ctx context.Context) string
 	// PS describes every replica's state, one line each.
@@ -45,6 +52,25 @@ type replicas interface {
 // rigs by it.
 const replicaRole = "cluster-replica"
 
+// healthPort is the port a replica container's health endpoint listens on;
+// it is published on 127.0.0.1 only.
+const healthPort = "8080/tcp"
+
+// replicaPlan is what every replica is started from.
+type replicaPlan struct {
+	n    int
+	args func(Replica) []string
+	// dsn is replica i's DSN, written to its DSN file.
+	dsn func(i int) string
+	// dsnFile is where a container finds its DSN file.
+	dsnFile string
+	// secretEnv are the service's credential variables, which local
+	// replicas do not inherit.
+	secretEnv []string
+}
+
+func replicaName(i int) string { return fmt.Sprintf("replica-%d", i+1) }
+
 // dockerReplicas are containers of the rig image on the layer's network.
 type dockerReplicas struct {
 	cli     client.APIClient
@@ -55,21 +81,25 @@ type dockerReplicas struct {
 	ids     []string
 }
 
-// newDockerReplicas starts n containers running args(i, file), where file
-// is replica i's DSN, dsn(i), copied into the container (mode 0600) before
-// it starts: the password is on no command line and in no environment.
-func newDockerReplicas(ctx context.Context, cli client.APIClient, image, network, run string, n int, args func(i int, dsnFile string) []string, dsn func(i int) string) (*dockerReplicas, error) {
-	d := &dockerReplicas{cli: cli, image: image, network: network, run: run}
-	for i := range n {
-		name := fmt.Sprintf("replica-%d", i+1)
+// newDockerReplicas starts plan.n containers running plan.args, with
+// replica i's DSN, plan.dsn(i), copied into the container (mode 0600)
+// before it starts: the password is on no command line and in no
+// environment. Each container's health endpoint is published on a random
+// port of 127.0.0.1.
+func newDockerReplicas(ctx context.Context, cli client.APIClient, image, netName, run string, plan replicaPlan) (*dockerReplicas, error) {
+	d := &dockerReplicas{cli: cli, image: image, network: netName, run: run}
+	port := strings.TrimSuffix(healthPort, "/tcp")
+	for i := range plan.n {
+		name := replicaName(i)
 		ctr, err := testcontainers.Run(ctx, image,
-			testcontainers.WithCmd(args(i, dsnFileInContainer)...),
+			testcontainers.WithCmd(plan.args(Replica{Index: i, Name: name, DSNFile: plan.dsnFile, Health: "0.0.0.0:" + port})...),
 			testcontainers.WithFiles(testcontainers.ContainerFile{
-				Reader: strings.NewReader(dsn(i) + "\n"), ContainerFilePath: dsnFileInContainer, FileMode: 0o600,
+				Reader: strings.NewReader(plan.dsn(i) + "\n"), ContainerFilePath: plan.dsnFile, FileMode: 0o600,
 			}),
 			testcontainers.WithName(fmt.Sprintf("contested-%s-%s", run, name)),
 			testcontainers.WithLabels(reap.Labels(run, replicaRole)),
-			tcnetwork.WithNetworkName([]string{name}, network),
+			tcnetwork.WithNetworkName([]string{name}, netName),
+			loopbackPort(healthPort),
 		)
 		if ctr != nil {
 			d.names = append(d.names, name)
@@ -118,6 +148,37 @@ func (d *dockerReplicas) Running(ctx context.Context, i int) bool {
 	return err == nil && r.Container.State.Running
 }
 
+func (d *dockerReplicas) Health(ctx context.Context, i int) (string, error) {
+	r, err := d.cli.ContainerInspect(ctx, d.ids[i], client.ContainerInspectOptions{})
+	if err != nil {
+		return "", err
+	}
+	if ns := r.Container.NetworkSettings; ns != nil {
+		for _, b := range ns.Ports[network.MustParsePort(healthPort)] {
+			if b.HostIP.IsLoopback() {
+				return net.JoinHostPort("127.0.0.1", b.HostPort), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%s: port %s is not published on 127.0.0.1", d.names[i], healthPort)
+}
+
+// loopbackPort exposes port and binds it to a random port on 127.0.0.1
+// only: without the explicit address the engine binds every interface.
+func loopbackPort(port string) testcontainers.CustomizeRequestOption {
+	return func(req *testcontainers.GenericContainerRequest) error {
+		if err := testcontainers.WithExposedPorts(port)(req); err != nil {
+			return err
+		}
+		return testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+			if hc.PortBindings == nil {
+				hc.PortBindings = network.PortMap{}
+			}
+			hc.PortBindings[network.MustParsePort(port)] = []network.PortBinding{{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: "0"}}
+		})(req)
+	}
+}
+
 func (d *dockerReplicas) Logs(ctx context.Context) string {
 	var b strings.Builder
 	for i, id := range d.ids {
@@ -157,16 +218,20 @@ func (d *dockerReplicas) PS(ctx context.Context) string {
 func (d *dockerReplicas) Close(context.Context) error { return nil }
 
 // localReplicas are processes of the service's binary on this machine.
-// Each reads its DSN from a file of mode 0600 (-dsn-file) and inherits no
-// credential from this process's environment (replicaEnv).
+// Each reads its DSN from a file of mode 0600 (Replica.DSNFile), inherits
+// no credential from this process's environment (replicaEnv), and serves
+// its health endpoint on a port of 127.0.0.1 chosen when the rig starts
+// and kept across restarts.
 type localReplicas struct {
-	bin     string
-	args    func(i int, dsnFile string) []string
-	dsnDir  string
-	dsnFile []string
-	names   []string
-	mu      sync.Mutex
-	procs   []*localProc
+	bin       string
+	args      func(Replica) []string
+	secretEnv []string
+	dsnDir    string
+	dsnFile   []string
+	health    []string
+	names     []string
+	mu        sync.Mutex
+	procs     []*localProc
 }
 
 type localProc struct {
@@ -176,24 +241,39 @@ type localProc struct {
 	starts int
 }
 
-func newLocalReplicas(ctx context.Context, bin string, n int, args func(i int, dsnFile string) []string, dsn func(i int) string) (*localReplicas, error) {
-	l := &localReplicas{bin: bin, args: args}
-	dsns := make([]string, n)
+func newLocalReplicas(ctx context.Context, bin string, plan replicaPlan) (*localReplicas, error) {
+	l := &localReplicas{bin: bin, args: plan.args, secretEnv: plan.secretEnv}
+	dsns := make([]string, plan.n)
 	for i := range dsns {
-		dsns[i] = dsn(i)
+		dsns[i] = plan.dsn(i)
 	}
 	var err error
 	if l.dsnDir, l.dsnFile, err = dsnFiles(dsns); err != nil {
 		return l, fmt.Errorf("write the replicas' DSN files: %w", err)
 	}
-	for i := range n {
-		l.names = append(l.names, fmt.Sprintf("replica-%d", i+1))
+	for i := range plan.n {
+		addr, err := freePort()
+		if err != nil {
+			return l, fmt.Errorf("a health port for %s: %w", replicaName(i), err)
+		}
+		l.health = append(l.health, addr)
+		l.names = append(l.names, replicaName(i))
 		l.procs = append(l.procs, &localProc{out: &syncBuffer{}})
 		if err := l.Start(ctx, i); err != nil {
 			return l, err
 		}
 	}
 	return l, nil
+}
+
+// freePort returns 127.0.0.1:port for a port free right now.
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 func (l *localReplicas) Names() []string { return l.names }
@@ -204,8 +284,8 @@ func (l *localReplicas) Start(ctx context.Context, i int) error {
 	p := l.procs[i]
 	// Not CommandContext: the process must outlive a cancelled leg until
 	// the rig's teardown stops it.
-	cmd := exec.Command(l.bin, l.args(i, l.dsnFile[i])...)
-	cmd.Env = replicaEnv()
+	cmd := exec.Command(l.bin, l.args(Replica{Index: i, Name: l.names[i], DSNFile: l.dsnFile[i], Health: l.health[i]})...)
+	cmd.Env = replicaEnv(l.secretEnv)
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -260,6 +340,8 @@ func (l *localReplicas) Running(ctx context.Context, i int) bool {
 	}
 }
 
+func (l *localReplicas) Health(_ context.Context, i int) (string, error) { return l.health[i], nil }
+
 func (l *localReplicas) Logs(context.Context) string {
 	var b strings.Builder
 	for i, p := range l.procs {
@@ -300,13 +382,14 @@ func (l *localReplicas) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// buildLocal compiles the service's command for local replicas.
-func buildLocal(ctx context.Context, moduleDir, pkg string) (string, func(), error) {
+// buildLocal compiles the service's command, package pkg of the module at
+// moduleDir, as name, for local replicas.
+func buildLocal(ctx context.Context, moduleDir, name, pkg string) (string, func(), error) {
 	dir, err := os.MkdirTemp("", "contested-rig-bin-")
 	if err != nil {
 		return "", nil, err
 	}
-	bin := filepath.Join(dir, "ledger")
+	bin := filepath.Join(dir, name)
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
 	cmd.Dir = moduleDir
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -8,8 +8,6 @@ import (
 	"net"
 	"os/exec"
 	"slices"
-	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,7 +19,9 @@ import (
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/faultlayer/lease"
+	"github.com/contested/contested/faultlayer/levers"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/registry"
 )
 
@@ -31,6 +31,7 @@ type Leg struct {
 	t       testing.TB
 	surface registry.Surface
 	lever   Lever
+	value   levers.Lever // what the lever does
 	seed    int64
 	rand    *rand.Rand
 	replay  string
@@ -50,30 +51,19 @@ type Leg struct {
 	oracles []faultrecord.OracleRun
 	faults  []*fault
 	current *fault // the armed fault, nil when healed
-	exhaust *Exhaustion
 }
 
 // fault is one armed fault of a leg, from Arm to Heal: it becomes one
 // record.
 type fault struct {
-	armedAt   time.Time
-	healedAt  time.Time
-	firedAt   time.Time
-	injector  []string // what the injector side saw
-	injected  bool     // the injector side proved the fault is in place
-	confirmed bool     // server-side confirmation a lever needs (confirm-timeout's commit)
-	victim    map[string]int
+	faultrecord.Sides              // the evidence from both sides
+	armed             levers.Fault // what the lever armed; nil when arming failed before it acted
+	armedAt           time.Time
+	healedAt          time.Time
+	confirmed         bool // server-side confirmation a lever needs (confirm-timeout's commit)
 }
 
-func (f *fault) victimSaw(what string, at time.Time) {
-	if f.victim == nil {
-		f.victim = map[string]int{}
-	}
-	f.victim[what]++
-	if f.firedAt.IsZero() {
-		f.firedAt = at
-	}
-}
+func (f *fault) victimSaw(what string, at time.Time) { f.Victim(what, true, at) }
 
 // Option configures a leg.
 type Option func(*options)
@@ -99,7 +89,8 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 	if o.hold == 0 {
 		o.hold = 2
 	}
-	if err := lever.valid(); err != nil {
+	value, err := lever.value()
+	if err != nil {
 		t.Fatalf("contested: %v", err)
 	}
 	reg, err := loadRegistry()
@@ -118,8 +109,8 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 		t.Fatalf("contested: %v", err)
 	}
 	dir, _ := packageDir()
-	l := &Leg{t: t, surface: s, lever: lever, seed: seed, rand: newRand(seed), replay: ReplayCommand(seed, dir, t.Name())}
-	t.Logf("contested: leg %s/%s of surface %s: %s=%d; replay: %s", t.Name(), lever, surface, EnvSeed, seed, l.replay)
+	l := &Leg{t: t, surface: s, lever: lever, value: value, seed: seed, rand: newRand(seed), replay: ReplayCommand(seed, dir, t.Name())}
+	t.Logf("contested: leg %s/%s of surface %s: %s=%d; replay: %s", t.Name(), lever, surface, envvar.Seed, seed, l.replay)
 	t.Cleanup(l.cleanup)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -131,7 +122,7 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 	if l.victim, err = l.armer.CreateVictim(ctx, t.Name()); err != nil {
 		t.Fatalf("contested: %v", err)
 	}
-	if !lever.network() {
+	if !l.proxied() {
 		l.hold = o.hold
 		return l
 	}
@@ -170,7 +161,7 @@ func (l *Leg) DSN() string {
 	if l.victim == nil {
 		l.t.Fatalf("contested: lever %s has no victim database", l.lever)
 	}
-	if l.lever.network() {
+	if l.proxied() {
 		return l.victim.DSN(l.port.Dial)
 	}
 	return l.DirectDSN()
@@ -224,11 +215,22 @@ func (l *Leg) Pool(ctx context.Context) *pgxpool.Pool {
 	return p
 }
 
+// proxied reports whether the lever acts on a proxy in front of the
+// victim database.
+func (l *Leg) proxied() bool { return l.value.Needs()&levers.NeedProxy != 0 }
+
 // Arm sets the fault up now and proves it from the injector side (the
 // proxy's state read back, the toxic in place, the connection limit
 // reached, the worker's exit status). Each Arm is one armed fault and one
 // record.
 func (l *Leg) Arm(ctx context.Context) {
+	l.t.Helper()
+	l.arm(ctx, levers.BurstTarget{})
+}
+
+// arm arms one fault of the leg's lever on what the leg holds, with burst
+// as the shape of a burst, and returns it.
+func (l *Leg) arm(ctx context.Context, burst levers.BurstTarget) *fault {
 	l.t.Helper()
 	l.mu.Lock()
 	if l.current != nil {
@@ -239,72 +241,48 @@ func (l *Leg) Arm(ctx context.Context) {
 	l.faults = append(l.faults, f)
 	l.current = f
 	l.mu.Unlock()
-	if err := l.arm(ctx, f); err != nil {
+	target, err := l.target(burst)
+	if err != nil {
 		l.t.Fatalf("contested: arm %s: %v", l.lever, err)
 	}
+	armed, err := l.value.Arm(ctx, target)
+	if armed != nil {
+		in, what := armed.Injector()
+		l.mu.Lock()
+		f.armed = armed
+		l.mu.Unlock()
+		l.injector(f, in, what)
+	}
+	if err != nil {
+		l.t.Fatalf("contested: arm %s: %v", l.lever, err)
+	}
+	return f
 }
 
-func (l *Leg) arm(ctx context.Context, f *fault) error {
-	switch l.lever {
-	case Disconnect:
-		before := l.backends(ctx)
-		if err := l.proxy.Disable(); err != nil {
-			return err
-		}
-		p, err := l.layer.Toxiproxy().Proxy(l.proxy.Name)
-		if err != nil {
-			return fmt.Errorf("read the proxy back: %w", err)
-		}
-		l.injector(f, !p.Enabled, fmt.Sprintf("proxy %s disabled (read back enabled=%v); victim backends before: %d", p.Name, p.Enabled, before))
-	case Reset, ConfirmTimeout:
-		name, typ, stream, attrs := "contested-reset", "reset_peer", "upstream", toxiproxy.Attributes{"timeout": 0}
-		if l.lever == ConfirmTimeout {
-			// The request reaches the server; its reply never comes back.
-			name, typ, stream = "contested-confirm-timeout", "timeout", "downstream"
-		}
-		if _, err := l.proxy.AddToxic(name, typ, stream, 1, attrs); err != nil {
-			return err
-		}
-		toxics, err := l.proxy.Toxics()
-		if err != nil {
-			return fmt.Errorf("read the toxics back: %w", err)
-		}
-		in := false
-		for _, tx := range toxics {
-			in = in || (tx.Name == name && tx.Type == typ && tx.Toxicity == 1)
-		}
-		l.injector(f, in, fmt.Sprintf("proxy %s %s %s toxic (toxicity 1, read back: %v); victim backends before: %d", l.proxy.Name, stream, typ, in, l.backends(ctx)))
-	case PoolExhaustion:
-		e, err := l.armer.Exhaust(ctx, l.DirectDSN(), l.hold)
-		if err != nil {
-			return err
-		}
-		l.mu.Lock()
-		l.exhaust = e
-		l.mu.Unlock()
-		l.injector(f, e.Full(), e.String())
-	case CrashAndResume:
-		if l.worker == nil {
-			return errors.New("no worker: call StartWorker before Arm")
-		}
-		status, err := l.worker.kill(ctx)
-		if err != nil {
-			return err
-		}
-		// The exit status is both sides' proof: the injector sent SIGKILL
-		// and the victim died of it mid-work. Resuming is proven by Note.
-		l.injector(f, true, "worker killed mid-work: "+status)
-	case Burst:
-		// Armed by Deliveries, which has the plan to show.
+// target is what the leg holds for its lever to act on.
+func (l *Leg) target(burst levers.BurstTarget) (levers.Target, error) {
+	t := levers.Target{
+		Toxiproxy: l.layer.Toxiproxy(),
+		Proxy:     l.proxy,
+		Backends:  l.backends,
+		Armer:     l.armer,
+		DSN:       l.DirectDSN(),
+		Hold:      l.hold,
+		Burst:     burst,
 	}
-	return nil
+	if l.value.Needs()&levers.NeedProcess != 0 {
+		if l.worker == nil {
+			return t, errors.New("no worker: call StartWorker before Arm")
+		}
+		t.Process = l.worker
+	}
+	return t, nil
 }
 
 func (l *Leg) injector(f *fault, ok bool, what string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	f.injected = f.injected || ok
-	f.injector = append(f.injector, what)
+	f.Injector(what, ok)
 }
 
 // Heal takes the fault away. A fault still armed at the end of the test is
@@ -320,28 +298,15 @@ func (l *Leg) heal(ctx context.Context) error {
 	l.mu.Lock()
 	f := l.current
 	l.current = nil
-	e := l.exhaust
-	l.exhaust = nil
 	l.mu.Unlock()
 	if f == nil {
 		return nil
 	}
 	f.healedAt = time.Now()
-	switch l.lever {
-	case Disconnect:
-		return l.proxy.Enable()
-	case Reset:
-		return l.proxy.RemoveToxic("contested-reset")
-	case ConfirmTimeout:
-		return l.proxy.RemoveToxic("contested-confirm-timeout")
-	case PoolExhaustion:
-		if e != nil {
-			return e.Release(ctx)
-		}
-	case CrashAndResume:
-		return l.worker.start()
+	if f.armed == nil {
+		return nil
 	}
-	return nil
+	return f.armed.Heal(ctx)
 }
 
 // Observe reports an error the victim saw. It returns true when the error
@@ -351,7 +316,7 @@ func (l *Leg) Observe(err error) bool { return l.observe(err, "app") }
 
 func (l *Leg) observe(err error, where string) bool {
 	s := Classify(err)
-	if s == "" || !expects(l.lever, s) {
+	if s == "" || !slices.Contains(l.value.Signals(), s) {
 		return false
 	}
 	l.mu.Lock()
@@ -404,7 +369,7 @@ func (l *Leg) Committed(ctx context.Context, query string, args ...any) bool {
 	}
 	if f != nil {
 		f.confirmed = f.confirmed || ok
-		f.injector = append(f.injector, fmt.Sprintf("server side, bypassing the proxy: %s → %v", query, ok))
+		f.Injector(fmt.Sprintf("server side, bypassing the proxy: %s → %v", query, ok), false)
 	}
 	return ok
 }
@@ -439,17 +404,15 @@ func (l *Leg) Oracle(name string, produced, checked int, err error) {
 // with Consumed; the fault fired when it processed a perturbed one.
 func (l *Leg) Deliveries(ctx context.Context, n int, p BurstPlan) []Delivery {
 	l.t.Helper()
-	if l.lever != Burst {
+	if l.value.Needs()&levers.NeedPlan == 0 {
 		l.t.Fatalf("contested: Deliveries on a %s leg", l.lever)
 	}
-	l.Arm(ctx)
-	d := Plan(l.seed, n, p)
-	dups, re := burstStats(d)
-	l.mu.Lock()
-	f := l.current
-	l.mu.Unlock()
-	l.injector(f, dups+re > 0, describePlan(l.seed, n, d))
-	return d
+	f := l.arm(ctx, levers.BurstTarget{Seed: l.seed, Messages: n, Plan: p})
+	d, ok := f.armed.(levers.Delivering)
+	if !ok {
+		l.t.Fatalf("contested: the %s lever armed no deliveries", l.lever)
+	}
+	return d.Deliveries()
 }
 
 // Consumed reports that the consumer processed delivery d. Perturbed
@@ -473,11 +436,11 @@ func (l *Leg) Consumed(d Delivery) {
 // restarts (Heal). make builds a fresh command each time.
 func (l *Leg) StartWorker(make func() *exec.Cmd) *Worker {
 	l.t.Helper()
-	if l.lever != CrashAndResume {
+	if l.value.Needs()&levers.NeedProcess == 0 {
 		l.t.Fatalf("contested: StartWorker on a %s leg", l.lever)
 	}
-	l.worker = &Worker{t: l.t, make: make}
-	if err := l.worker.start(); err != nil {
+	l.worker = levers.NewWorker(l.t, make)
+	if err := l.worker.Start(context.Background()); err != nil {
 		l.t.Fatalf("contested: %v", err)
 	}
 	return l.worker
@@ -505,7 +468,7 @@ func (l *Leg) cleanup() {
 		l.t.Errorf("contested: heal %s at the end of the test: %v", l.lever, err)
 	}
 	if l.worker != nil {
-		l.worker.stop()
+		l.worker.Stop()
 	}
 	l.record()
 
@@ -536,29 +499,17 @@ func (l *Leg) cleanup() {
 	}
 }
 
-// fired is the rule for a fault landing: the injector side proved it in
-// place (and, for confirm-timeout, the write committed server-side), and
-// the victim side saw it.
-func (f *fault) fired(l Lever) bool {
-	if !f.injected || len(f.victim) == 0 {
-		return false
-	}
-	if l == ConfirmTimeout && !f.confirmed {
-		return false
-	}
-	return true
+// proof is what both sides proved about the fault, for the lever's fired
+// rule (levers.Lever.Fired).
+func (f *fault) proof() levers.Proof {
+	return levers.Proof{Injected: f.Injected(), Confirmed: f.confirmed, Victim: f.VictimKinds()}
 }
 
 func (f *fault) victimEvidence() string {
-	if len(f.victim) == 0 {
+	if !f.Landed() {
 		return "nothing: no error or event with this lever's signature was seen while it was armed"
 	}
-	var parts []string
-	for what, n := range f.victim {
-		parts = append(parts, fmt.Sprintf("%s x%d", what, n))
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ", ")
+	return f.VictimText()
 }
 
 func (l *Leg) record() {
@@ -580,7 +531,8 @@ func (l *Leg) record() {
 		return
 	}
 	for i, f := range faults {
-		fired := f.fired(l.lever)
+		unfired := l.value.Fired(f.proof())
+		fired := unfired == nil
 		r := faultrecord.Record{
 			Test:    l.t.Name(),
 			Surface: l.surface.ID,
@@ -591,9 +543,9 @@ func (l *Leg) record() {
 			Armed:   true,
 			ArmedAt: f.armedAt,
 			Fired:   fired,
-			FiredAt: f.firedAt,
+			FiredAt: f.LandedAt(),
 			Evidence: faultrecord.Evidence{
-				Injector: strings.Join(f.injector, "; "),
+				Injector: f.InjectorText(),
 				Victim:   f.victimEvidence(),
 			},
 			Oracles:    oracles,
@@ -603,14 +555,8 @@ func (l *Leg) record() {
 			l.t.Errorf("contested: %v", err)
 		}
 		if !fired {
-			missing := "the victim never saw it"
-			if !f.injected {
-				missing = "the injector could not prove it in place"
-			} else if l.lever == ConfirmTimeout && len(f.victim) > 0 {
-				missing = "the write was not confirmed committed server-side (call Committed)"
-			}
-			l.t.Errorf("contested: leg %s/%s (fault %d of %d) ARMED BUT DID NOT FIRE: %s.\n\tinjector: %s\n\tvictim: %s\n\treplay: %s",
-				l.t.Name(), l.lever, i+1, len(faults), missing, r.Evidence.Injector, r.Evidence.Victim, l.replay)
+			l.t.Errorf("contested: leg %s/%s (fault %d of %d) ARMED BUT DID NOT FIRE: %v.\n\tinjector: %s\n\tvictim: %s\n\treplay: %s",
+				l.t.Name(), l.lever, i+1, len(faults), unfired, r.Evidence.Injector, r.Evidence.Victim, l.replay)
 		}
 	}
 }

@@ -9,13 +9,16 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/reexec"
 )
 
@@ -30,7 +33,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	os.Setenv(faultrecord.EnvResultsDir, dir)
+	os.Setenv(envvar.ResultsDir, dir)
 	defer os.RemoveAll(dir)
 	Main(m)
 }
@@ -103,10 +106,11 @@ func runProbe(t *testing.T, body func(tb *probe)) *probe {
 // records reads the records a test (by name prefix) wrote.
 func records(t *testing.T, test string) []faultrecord.Record {
 	t.Helper()
-	root, err := faultrecord.ResultsDir()
+	env, err := runenv.Process()
 	if err != nil {
 		t.Fatal(err)
 	}
+	root := env.ResultsDir
 	files, _ := filepath.Glob(filepath.Join(faultrecord.FaultDir(root), "*.json"))
 	var out []faultrecord.Record
 	for _, f := range files {
@@ -348,6 +352,7 @@ func TestStartRefusesWhatTheRegistryDoesNotAllow(t *testing.T) {
 		{"unknown surface", "no.such", Reset, `surface "no.such" is not in`},
 		{"lever not listed", "test.consumer", Reset, `does not list lever "reset"`},
 		{"unknown lever", "test.store", Lever("shake"), `unknown lever "shake"`},
+		{"a cluster lever", "test.store", Lever("mass-restart"), `lever "mass-restart" needs the cluster rig`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -360,7 +365,7 @@ func TestStartRefusesWhatTheRegistryDoesNotAllow(t *testing.T) {
 }
 
 func TestBadSeedIsRefused(t *testing.T) {
-	t.Setenv(EnvSeed, "forty-two")
+	t.Setenv(envvar.Seed, "forty-two")
 	p := runProbe(t, func(tb *probe) { Start(tb, "test.consumer", Burst) })
 	if !strings.Contains(p.errors(), `CONTESTED_SEED="forty-two" is not a non-negative integer`) {
 		t.Errorf("errors = %q", p.errors())
@@ -368,7 +373,7 @@ func TestBadSeedIsRefused(t *testing.T) {
 }
 
 func TestSeedFromTheEnvironmentIsUsed(t *testing.T) {
-	t.Setenv(EnvSeed, "42")
+	t.Setenv(envvar.Seed, "42")
 	p := runProbe(t, func(tb *probe) {
 		leg := Start(tb, "test.consumer", Burst)
 		if leg.Seed() != 42 {
@@ -380,5 +385,58 @@ func TestSeedFromTheEnvironmentIsUsed(t *testing.T) {
 	})
 	if p.errors() != "" {
 		t.Fatal(p.errors())
+	}
+}
+
+// TestObserveCountsOnlyTheLeversSignals: an error counts as victim-side
+// evidence only when it carries one of the lever's signals and a fault is
+// armed; a reset is no evidence of pool exhaustion.
+func TestObserveCountsOnlyTheLeversSignals(t *testing.T) {
+	ctx := context.Background()
+	p := runProbe(t, func(tb *probe) {
+		leg := Start(tb, "test.store", PoolExhaustion)
+		tooMany := &pgconn.PgError{Code: "53300", Message: "too many connections for database"}
+		if leg.Observe(tooMany) {
+			tb.Errorf("observed %v with no fault armed", tooMany)
+		}
+		leg.Arm(ctx)
+		if reset := fmt.Errorf("read: %w", syscall.ECONNRESET); leg.Observe(reset) {
+			tb.Errorf("a reset counted as evidence of pool exhaustion")
+		}
+		if !leg.Observe(tooMany) {
+			tb.Errorf("53300 did not count as evidence of pool exhaustion")
+		}
+		leg.Heal(ctx)
+	})
+	if errs := p.errors(); errs != "" {
+		t.Fatal(errs)
+	}
+}
+
+// TestAnUnconfirmedAmbiguousWriteDidNotFire: a confirm-timeout leg whose
+// client timed out but whose write was never confirmed committed
+// server-side (no Committed) is armed but not fired, and says what is
+// missing.
+func TestAnUnconfirmedAmbiguousWriteDidNotFire(t *testing.T) {
+	ctx := context.Background()
+	p := runProbe(t, func(tb *probe) {
+		leg := Start(tb, "test.store", ConfirmTimeout)
+		mustExecDSN(tb, ctx, leg.DirectDSN(), "CREATE TABLE t (id int PRIMARY KEY)")
+		pool := leg.Pool(ctx)
+		mustExec(tb, ctx, pool, "SELECT 1")
+		leg.Arm(ctx)
+		qctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := pool.Exec(qctx, "INSERT INTO t VALUES (1)")
+		cancel()
+		if !leg.Observe(err) {
+			tb.Fatalf("the client's timeout was not observed: %v", err)
+		}
+		leg.Heal(ctx)
+	})
+	if errs := p.errors(); !strings.Contains(errs, "ARMED BUT DID NOT FIRE: the write was not confirmed committed server-side (call Committed)") {
+		t.Fatalf("the leg said:\n%s", errs)
+	}
+	if recs := records(t, p.name); len(recs) != 1 || recs[0].Fired {
+		t.Fatalf("records = %+v, want one armed, unfired", recs)
 	}
 }

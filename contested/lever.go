@@ -1,45 +1,115 @@
 package contested
 
 import (
+	"context"
 	"fmt"
 
-	"github.com/contested/contested/registry"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/contested/contested/faultlayer/levers"
 )
 
-// Lever is one kind of fault. The values are the registry's lever names.
+// Lever is one kind of fault, by its name in a surface's legs. What it
+// does (arm, heal, the proof from both sides) is the value of that name in
+// package faultlayer/levers.
 type Lever string
 
 // The six contract levers.
 const (
 	// Disconnect disables the proxy: new connections are refused and live
 	// ones are dropped.
-	Disconnect Lever = registry.LeverDisconnect
+	Disconnect Lever = levers.NameDisconnect
 	// Reset resets connections that carry traffic (Toxiproxy reset_peer).
-	Reset Lever = registry.LeverReset
+	Reset Lever = levers.NameReset
 	// ConfirmTimeout lets a write reach the server and commit but drops the
 	// server's reply, so the client times out on a write that happened: an
 	// ambiguous outcome.
-	ConfirmTimeout Lever = registry.LeverConfirmTimeout
+	ConfirmTimeout Lever = levers.NameConfirmTimeout
 	// Burst floods a consumer with a seeded permutation of duplicate,
 	// shuffled and out-of-order deliveries.
-	Burst Lever = registry.LeverBurst
+	Burst Lever = levers.NameBurst
 	// PoolExhaustion has PgFaultArmer hold the victim database's
 	// connections up to its connection limit, so the victim's pool cannot
 	// grow.
-	PoolExhaustion Lever = registry.LeverPoolExhaustion
+	PoolExhaustion Lever = levers.NamePoolExhaustion
 	// CrashAndResume kills a worker process with SIGKILL mid-work and
 	// restarts it.
-	CrashAndResume Lever = registry.LeverCrashAndResume
+	CrashAndResume Lever = levers.NameCrashAndResume
 )
 
-// network reports whether the lever acts on a Toxiproxy proxy.
-func (l Lever) network() bool {
-	return l == Disconnect || l == Reset || l == ConfirmTimeout
+// value is the lever's value in the fault set. A lever that is not in the
+// set, or that only the cluster rig can arm, is an error.
+func (l Lever) value() (levers.Lever, error) {
+	v, ok := levers.Lookup(string(l))
+	if !ok {
+		return nil, fmt.Errorf("unknown lever %q (known: %v)", string(l), levers.Names())
+	}
+	if v.Cluster() {
+		return nil, fmt.Errorf("lever %q needs the cluster rig (go tool mage cluster-tests); a leg in a Go test cannot arm it", string(l))
+	}
+	return v, nil
 }
 
-func (l Lever) valid() error {
-	if _, ok := registry.LookupLever(string(l)); !ok {
-		return fmt.Errorf("unknown lever %q (known: %v)", string(l), registry.LeverNames())
-	}
-	return nil
+// The fault set's parts a test uses, under the names package contested
+// has always given them.
+type (
+	// Signal is a class of error a victim can see when a fault lands.
+	Signal = levers.Signal
+	// PgFaultArmer injects database faults into victim databases it
+	// created itself and refuses every other database.
+	PgFaultArmer = levers.PgFaultArmer
+	// Victim is a database and a login role created by the harness for
+	// one leg.
+	Victim = levers.Victim
+	// Exhaustion is an armed pool-exhaustion fault.
+	Exhaustion = levers.Exhaustion
+	// Worker is a process a crash-and-resume leg kills and restarts.
+	Worker = levers.Worker
+	// BurstPlan shapes a burst.
+	BurstPlan = levers.BurstPlan
+	// Delivery is one delivery in a burst.
+	Delivery = levers.Delivery
+	// DeliveryKind says how a burst perturbed a delivery.
+	DeliveryKind = levers.DeliveryKind
+)
+
+// Kinds of delivery in a burst.
+const (
+	Original  = levers.Original
+	Duplicate = levers.Duplicate
+	Reordered = levers.Reordered
+)
+
+// Signals the observer recognizes.
+const (
+	SigReset      = levers.SigReset
+	SigRefused    = levers.SigRefused
+	SigEOF        = levers.SigEOF
+	SigBrokenPipe = levers.SigBrokenPipe
+	SigTimeout    = levers.SigTimeout
+	SigTooMany    = levers.SigTooMany
+	SigAdminStop  = levers.SigAdminStop
+	SigConnClosed = levers.SigConnClosed
+)
+
+// Errors of PgFaultArmer.
+var (
+	// ErrCanonicalDB: the armer refused a database the harness did not
+	// create, or a canonical one.
+	ErrCanonicalDB = levers.ErrCanonicalDB
+	// ErrNotVictim: a Victim the armer did not create.
+	ErrNotVictim = levers.ErrNotVictim
+)
+
+// NewPgFaultArmer returns an armer over the test-plane admin pool (see
+// levers.NewPgFaultArmer).
+func NewPgFaultArmer(ctx context.Context, admin *pgxpool.Pool, canonical []string) (*PgFaultArmer, error) {
+	return levers.NewPgFaultArmer(ctx, admin, canonical)
 }
+
+// Plan returns the seeded delivery order of n messages (see levers.Plan).
+func Plan(seed int64, n int, p BurstPlan) []Delivery { return levers.Plan(seed, n, p) }
+
+// Classify names the fault signal an error carries, or "" when it carries
+// none (see levers.Classify).
+func Classify(err error) Signal { return levers.Classify(err) }

@@ -6,50 +6,31 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 
-	"github.com/contested/contested/faultrecord"
-)
-
-// Environment variables a leg reads (contracts: DESIGN §4.2).
-const (
-	EnvSeed  = "CONTESTED_SEED"
-	EnvLevel = "CONTESTED_LEVEL"
+	"github.com/contested/contested/contested/runenv"
+	"github.com/contested/contested/internal/envvar"
 )
 
 // maxSeed keeps seeds exact in every JSON reader (2^53).
 const maxSeed = 1 << 53
 
-// Seed returns the seed a leg uses: CONTESTED_SEED when set, otherwise a
-// fresh random one. A malformed CONTESTED_SEED is an error, never silently
-// replaced: a replay that does not replay is worse than none.
+// Seed returns the seed a leg uses: CONTESTED_SEED when set (runenv.Seed),
+// otherwise a fresh random one. A malformed CONTESTED_SEED is an error,
+// never silently replaced: a replay that does not replay is worse than none.
 func Seed() (int64, error) {
-	v := strings.TrimSpace(os.Getenv(EnvSeed))
-	if v == "" {
-		return 1 + rand.Int64N(maxSeed-1), nil
+	seed, set, err := runenv.Seed()
+	if err != nil || set {
+		return seed, err
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%s=%q is not a non-negative integer; unset it for a fresh seed", EnvSeed, v)
-	}
-	return n, nil
+	return 1 + rand.Int64N(maxSeed-1), nil
 }
 
-// Level is the intensity CONTESTED_LEVEL asks for: 1 sunny (one lever at a
-// time), 2 stormy (levers combined), 3 radioactive (all levers, repeated
-// crash-restart). Contract tests read it to decide which legs to run.
-func Level() (int, error) {
-	v := strings.TrimSpace(os.Getenv(EnvLevel))
-	if v == "" {
-		return 1, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > 3 {
-		return 0, fmt.Errorf("%s=%q is not 1 (sunny), 2 (stormy) or 3 (radioactive)", EnvLevel, v)
-	}
-	return n, nil
-}
+// Level is the intensity CONTESTED_LEVEL asks for (runenv.Level): 1 sunny
+// (one lever at a time), 2 stormy (levers combined), 3 radioactive (all
+// levers, repeated crash-restart). Contract tests read it to decide which
+// legs to run.
+func Level() (int, error) { return runenv.Level() }
 
 // newRand returns the leg's random source. Every seeded choice of a leg is
 // drawn from it, in a fixed order, so one seed replays the same run.
@@ -60,7 +41,7 @@ func newRand(seed int64) *rand.Rand {
 // ReplayCommand is the go test command that reruns one test with one seed,
 // from the module root.
 func ReplayCommand(seed int64, pkgDir, test string) string {
-	return fmt.Sprintf("%s=%d go test %s -run '%s' -count=1", EnvSeed, seed, pkgDir, RunPattern(test))
+	return fmt.Sprintf("%s=%d go test %s -run '%s' -count=1", envvar.Seed, seed, pkgDir, RunPattern(test))
 }
 
 // RunPattern is the go test -run pattern that selects exactly one test:
@@ -81,7 +62,7 @@ func packageDir() (dir, importPath string) {
 	if err != nil {
 		return ".", ""
 	}
-	root, err := faultrecord.ModuleRoot(wd)
+	root, err := runenv.ModuleRoot(wd)
 	if err != nil {
 		return ".", ""
 	}

@@ -2,11 +2,11 @@ package contested
 
 import (
 	"context"
-	"os"
-	"path/filepath"
+	"fmt"
 	"sync"
 	"testing"
 
+	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/faultrecord"
@@ -24,29 +24,27 @@ var (
 	armer *PgFaultArmer
 )
 
-// loadRegistry loads CONTESTED_SURFACES (default contested-surfaces.toml);
-// a relative path is taken from the module root, not the package directory
-// go test runs in.
+// loadRegistry loads the registry runenv names (CONTESTED_SURFACES, default
+// contested-surfaces.toml, relative to the module root, not the package
+// directory go test runs in).
 func loadRegistry() (*registry.Registry, error) {
 	regOnce.Do(func() {
-		p := registry.Path()
-		if !filepath.IsAbs(p) {
-			if wd, err := os.Getwd(); err == nil {
-				if root, err := faultrecord.ModuleRoot(wd); err == nil {
-					p = filepath.Join(root, p)
-				}
-			}
-		}
-		reg, regErr = registry.Load(p)
+		env, _ := runenv.Process()
+		reg, regErr = registry.Load(env.Registry)
 	})
 	return reg, regErr
 }
 
-// recorder is built per use so that CONTESTED_RESULTS_DIR and
-// CONTESTED_RUN_ID are read when a record is written.
+// recorder is built per use so that the results directory and run id are
+// read (runenv.Process) when a record is written.
 func recorder() (*faultrecord.Recorder, error) {
+	env, err := runenv.Process()
+	if err != nil {
+		return nil, fmt.Errorf("new recorder: %w", err)
+	}
 	_, pkg := packageDir()
-	return faultrecord.NewRecorder(pkg)
+	return faultrecord.NewRecorder(pkg, faultrecord.WithResultsDir(env.ResultsDir),
+		faultrecord.WithRunID(env.RunID), faultrecord.WithModuleRoot(env.ModuleRoot))
 }
 
 func armerFor(ctx context.Context, l *faultlayer.Layer, r *registry.Registry) (*PgFaultArmer, error) {

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contested/contested/contested/verdict"
-	"github.com/contested/contested/internal/contract"
-	"github.com/contested/contested/internal/ladder"
+	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/gate/ladder"
+	"github.com/contested/contested/gate/verdict"
 )
 
 // idleLeg is a leg of the adopter's surface that arms its fault and stays
@@ -42,6 +42,7 @@ func TestStockIdle(t *testing.T) {
 // the same verdict from the contract in isolation and gives it to the
 // test author as a contract to make decisive, never as GREEN.
 func TestAnIdleLegIsNotProvenThroughContestedAndTheLadder(t *testing.T) {
+	t.Parallel()
 	reg, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "adopter", "contested-surfaces.toml"))
 	if err != nil {
 		t.Fatal(err)

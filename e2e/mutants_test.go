@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contested/contested/internal/command"
+	"github.com/contested/contested/internal/mutants"
 )
 
 // lowStock and lowStockTest add to the adopter a check whose test looks
@@ -52,7 +52,7 @@ func TestAdopterMutants(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "below the threshold 100%") {
 		t.Fatalf("mutants with threshold 100 and a survivor: exit %d, want 1:\n%s", code, out)
 	}
-	var rep command.MutantsReport
+	var rep mutantsJSON
 	readJSON(t, filepath.Join(dir, "test-results", "mutants", "mutants.json"), &rep)
 	if rep.Module != "example.com/adopter" || rep.Passed || rep.Threshold != 100 || len(rep.Packages) != 1 {
 		t.Fatalf("mutants.json: module %q, passed %v, threshold %v, %d packages; want example.com/adopter's one package, not passed", rep.Module, rep.Passed, rep.Threshold, len(rep.Packages))
@@ -91,4 +91,10 @@ reason = "the e2e fixture's test leaves the boundary open on purpose"
 	if !strings.Contains(out, "accepted low.go:4:33") {
 		t.Errorf("the output does not list the accepted survivor:\n%s", out)
 	}
+}
+
+// mutantsJSON is the part of mutants.json these tests read.
+type mutantsJSON struct {
+	Module string `json:"module"`
+	mutants.Report
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/images"
 	"github.com/contested/contested/internal/reap"
 	"github.com/contested/contested/internal/secret"
@@ -47,11 +48,11 @@ func upEmbedded(ctx context.Context, cfg Config) (_ *Layer, err error) {
 	var ports []ProxyPort
 	if cfg.ProxyPorts != "" {
 		if ports, err = ParseProxyPorts(cfg.ProxyPorts, "127.0.0.1", "127.0.0.1"); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrConfig, EnvProxyPorts, err)
+			return nil, fmt.Errorf("%w: %s: %v", ErrConfig, envvar.ProxyPorts, err)
 		}
 		for _, p := range ports {
 			if err := portFree(p.Port); err != nil {
-				return nil, fmt.Errorf("%w: %s: port %d is in use on 127.0.0.1 (%v); pick a free range", ErrConfig, EnvProxyPorts, p.Port, err)
+				return nil, fmt.Errorf("%w: %s: port %d is in use on 127.0.0.1 (%v); pick a free range", ErrConfig, envvar.ProxyPorts, p.Port, err)
 			}
 		}
 	} else if ports, err = freePorts(16); err != nil {

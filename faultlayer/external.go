@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/contested/contested/internal/envvar"
 )
 
 // upExternal reaches a layer someone else runs (the compose devstack, a CI
@@ -21,7 +23,7 @@ import (
 func upExternal(_ context.Context, cfg Config) (*Layer, error) {
 	base, err := toxiproxyBase(cfg.ToxiproxyURL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, EnvToxiproxyURL, err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, envvar.ToxiproxyURL, err)
 	}
 	listenHost := cfg.ProxyListenHost
 	if listenHost == "" {
@@ -33,13 +35,13 @@ func upExternal(_ context.Context, cfg Config) (*Layer, error) {
 	}
 	ports, err := ParseProxyPorts(spec, listenHost, base.Hostname())
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, EnvProxyPorts, err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, envvar.ProxyPorts, err)
 	}
 	upstream := cfg.PostgresUpstream
 	if upstream == "" {
 		pc, err := pgx.ParseConfig(cfg.PostgresDSN)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrConfig, EnvPostgresDSN, err)
+			return nil, fmt.Errorf("%w: %s: %v", ErrConfig, envvar.PostgresDSN, err)
 		}
 		upstream = net.JoinHostPort(pc.Host, fmt.Sprint(pc.Port))
 	}

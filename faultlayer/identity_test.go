@@ -25,10 +25,11 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/contested/contested/faultlayer/lease"
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/images"
 	"github.com/contested/contested/internal/reap"
+	"github.com/contested/contested/internal/runid"
 	"github.com/contested/contested/internal/testlog"
 )
 
@@ -232,7 +233,7 @@ func TestProxyListenHostIsCheckedWhereToxiproxyRuns(t *testing.T) {
 	cli := dockerenv.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	run := faultrecord.NewRunID(time.Now())
+	run := runid.New(time.Now())
 	t.Cleanup(func() { reap.Sweep(context.Background(), cli, reap.Mine(run), testlog.Writer(t)) })
 	nw, err := cli.NetworkCreate(ctx, "contested-"+run+"-listen", client.NetworkCreateOptions{Driver: "bridge", Labels: reap.Labels(run, "test-network")})
 	if err != nil {
@@ -308,25 +309,25 @@ func TestProxyListenHostIsCheckedWhereToxiproxyRuns(t *testing.T) {
 // its own, while a layer it attaches to (a battery child's) keeps it; a
 // bad id is refused before anything starts.
 func TestASharedRunIDIsMadeUniquePerLayer(t *testing.T) {
-	t.Setenv(EnvRunID, "x")
-	t.Setenv(EnvLayer, "")
+	t.Setenv(envvar.RunID, "x")
+	t.Setenv(envvar.Layer, "")
 	cfg, err := ConfigFromEnv()
 	if err != nil || !cfg.SharedRunID || cfg.RunID != "x" {
 		t.Fatalf("ConfigFromEnv: %+v, %v; want run id x, shared", cfg, err)
 	}
-	a, b := uniqueRunID(cfg.RunID), uniqueRunID(cfg.RunID)
-	if a == b || !strings.HasPrefix(a, "x-") || CheckRunID(a) != nil {
+	a, b := runid.Unique(cfg.RunID), runid.Unique(cfg.RunID)
+	if a == b || !strings.HasPrefix(a, "x-") || runid.Check(a) != nil {
 		t.Errorf("two layers of run x got %q and %q; want distinct valid x-… ids", a, b)
 	}
-	for _, bad := range []string{"bad/id", "-lead", "a b", strings.Repeat("r", RunIDMaxLen+1), "é"} {
-		t.Setenv(EnvRunID, bad)
-		if _, err := ConfigFromEnv(); !errors.Is(err, ErrConfig) || !errors.Is(err, ErrBadRunID) {
-			t.Errorf("%s=%q: err = %v, want ErrConfig and ErrBadRunID", EnvRunID, bad, err)
+	for _, bad := range []string{"bad/id", "-lead", "a b", strings.Repeat("r", runid.MaxLen+1), "é"} {
+		t.Setenv(envvar.RunID, bad)
+		if _, err := ConfigFromEnv(); !errors.Is(err, ErrConfig) || !errors.Is(err, runid.ErrBad) {
+			t.Errorf("%s=%q: err = %v, want ErrConfig and runid.ErrBad", envvar.RunID, bad, err)
 		}
 	}
-	t.Setenv(EnvRunID, "")
+	t.Setenv(envvar.RunID, "")
 	if _, err := ConfigFromEnv(); !errors.Is(err, ErrConfig) {
-		t.Errorf("%s set but empty: err = %v, want ErrConfig", EnvRunID, err)
+		t.Errorf("%s set but empty: err = %v, want ErrConfig", envvar.RunID, err)
 	}
 
 	// Two embedded layers from the same shared id, at once.

@@ -6,8 +6,6 @@ package faultlayer
 
 import (
 	"context"
-	crand "crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -24,8 +22,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contested/contested/faultlayer/lease"
-	"github.com/contested/contested/faultrecord"
-	"github.com/contested/contested/internal/images"
+	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/internal/runid"
 	"github.com/contested/contested/internal/secret"
 )
 
@@ -38,22 +36,6 @@ const (
 	Containers Kind = "containers"
 	Embedded   Kind = "embedded"
 	External   Kind = "external"
-)
-
-// Environment variables. The first six are contracts (DESIGN §4.2); the
-// rest are this package's additions for handing a running layer to child
-// processes.
-const (
-	EnvLayer            = "CONTESTED_LAYER"
-	EnvToxiproxyURL     = "CONTESTED_TOXIPROXY_URL"
-	EnvPostgresDSN      = "CONTESTED_PG_DSN"
-	EnvPostgresImage    = "CONTESTED_PG_IMAGE"
-	EnvToxiproxyImage   = "CONTESTED_TOXIPROXY_IMAGE"
-	EnvRunID            = "CONTESTED_RUN_ID"
-	EnvProxyPorts       = "CONTESTED_PROXY_PORTS"       // ports Toxiproxy may listen on: "20000-20031" or "20000=127.0.0.1:49153,…"
-	EnvProxyListenHost  = "CONTESTED_PROXY_LISTEN_HOST" // host part of proxy listen addresses; external default 127.0.0.1
-	EnvPostgresUpstream = "CONTESTED_PG_UPSTREAM"       // Postgres as Toxiproxy reaches it, host:port
-	EnvPostgresBin      = images.EnvPostgresBin         // directory with initdb and postgres, for the embedded layer and the Postgres image
 )
 
 // DefaultProxyPorts is the range published by the containers provider and
@@ -92,59 +74,25 @@ type Config struct {
 	Log io.Writer
 }
 
-// Run ids: what CONTESTED_RUN_ID may hold. They name containers, networks
-// and labels, so the charset is Docker's for names, and the length leaves
-// room for the suffix a shared id gets.
-const (
-	RunIDMaxLen  = 48
-	RunIDCharset = "letters, digits, '.', '_' and '-', starting with a letter or digit"
-)
-
-// ErrBadRunID: a run id outside the documented charset or length.
-var ErrBadRunID = errors.New("bad run id")
-
-// CheckRunID reports whether id is a valid run id: 1 to RunIDMaxLen
-// characters of RunIDCharset.
-func CheckRunID(id string) error {
-	if id == "" || len(id) > RunIDMaxLen {
-		return fmt.Errorf("%w: %q: want 1 to %d characters (%s)", ErrBadRunID, id, RunIDMaxLen, RunIDCharset)
-	}
-	for i, c := range id {
-		alnum := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
-		if !alnum && (i == 0 || (c != '.' && c != '_' && c != '-')) {
-			return fmt.Errorf("%w: %q: character %d (%q) is not allowed; use %s, at most %d", ErrBadRunID, id, i+1, c, RunIDCharset, RunIDMaxLen)
-		}
-	}
-	return nil
-}
-
-// uniqueRunID suffixes a shared run id for a layer of this process's own:
-// eight random hex digits (32 bits, so that even a few hundred packages
-// started at once almost surely never collide).
-func uniqueRunID(id string) string {
-	var b [4]byte
-	_, _ = crand.Read(b[:])
-	return id + "-" + hex.EncodeToString(b[:])
-}
-
-// ConfigFromEnv reads the CONTESTED_* variables. It fails with ErrConfig on
-// values that cannot work, before anything is started.
+// ConfigFromEnv reads the layer's CONTESTED_* variables (internal/envvar)
+// and the run id (internal/runid: CONTESTED_RUN_ID, or a fresh one). It
+// fails with ErrConfig on values that cannot work, before anything is
+// started.
 func ConfigFromEnv() (Config, error) {
 	c := Config{
-		Kind:             Kind(strings.TrimSpace(os.Getenv(EnvLayer))),
-		ToxiproxyURL:     strings.TrimSpace(os.Getenv(EnvToxiproxyURL)),
-		PostgresDSN:      strings.TrimSpace(os.Getenv(EnvPostgresDSN)),
-		ProxyPorts:       strings.TrimSpace(os.Getenv(EnvProxyPorts)),
-		ProxyListenHost:  strings.TrimSpace(os.Getenv(EnvProxyListenHost)),
-		PostgresUpstream: strings.TrimSpace(os.Getenv(EnvPostgresUpstream)),
-		PostgresImage:    strings.TrimSpace(os.Getenv(EnvPostgresImage)),
-		ToxiproxyImage:   strings.TrimSpace(os.Getenv(EnvToxiproxyImage)),
-		PostgresBin:      strings.TrimSpace(os.Getenv(EnvPostgresBin)),
-		RunID:            strings.TrimSpace(os.Getenv(EnvRunID)),
+		Kind:             Kind(strings.TrimSpace(os.Getenv(envvar.Layer))),
+		ToxiproxyURL:     strings.TrimSpace(os.Getenv(envvar.ToxiproxyURL)),
+		PostgresDSN:      strings.TrimSpace(os.Getenv(envvar.PostgresDSN)),
+		ProxyPorts:       strings.TrimSpace(os.Getenv(envvar.ProxyPorts)),
+		ProxyListenHost:  strings.TrimSpace(os.Getenv(envvar.ProxyListenHost)),
+		PostgresUpstream: strings.TrimSpace(os.Getenv(envvar.PostgresUpstream)),
+		PostgresImage:    strings.TrimSpace(os.Getenv(envvar.PostgresImage)),
+		ToxiproxyImage:   strings.TrimSpace(os.Getenv(envvar.ToxiproxyImage)),
+		PostgresBin:      strings.TrimSpace(os.Getenv(envvar.PostgresBin)),
 	}
-	c.SharedRunID = c.RunID != ""
-	if _, set := os.LookupEnv(EnvRunID); set && c.RunID == "" {
-		return c, fmt.Errorf("%w: %s is set but empty; unset it for a generated id, or give one (%s, at most %d)", ErrConfig, EnvRunID, RunIDCharset, RunIDMaxLen)
+	var err error
+	if c.RunID, c.SharedRunID, err = runid.FromEnv(); err != nil {
+		return c, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return c, c.validate()
 }
@@ -156,46 +104,42 @@ func (c *Config) validate() error {
 	switch c.Kind {
 	case Auto, Containers, Embedded, External:
 	default:
-		return fmt.Errorf("%w: %s=%q is not one of auto, containers, embedded, external", ErrConfig, EnvLayer, string(c.Kind))
+		return fmt.Errorf("%w: %s=%q is not one of auto, containers, embedded, external", ErrConfig, envvar.Layer, string(c.Kind))
 	}
 	if (c.ToxiproxyURL == "") != (c.PostgresDSN == "") && (c.Kind == Auto || c.Kind == External) {
-		return fmt.Errorf("%w: %s and %s name an external layer together; set both or neither", ErrConfig, EnvToxiproxyURL, EnvPostgresDSN)
+		return fmt.Errorf("%w: %s and %s name an external layer together; set both or neither", ErrConfig, envvar.ToxiproxyURL, envvar.PostgresDSN)
 	}
 	if c.Kind == External && c.ToxiproxyURL == "" {
-		return fmt.Errorf("%w: %s=external needs %s and %s", ErrConfig, EnvLayer, EnvToxiproxyURL, EnvPostgresDSN)
+		return fmt.Errorf("%w: %s=external needs %s and %s", ErrConfig, envvar.Layer, envvar.ToxiproxyURL, envvar.PostgresDSN)
 	}
 	if c.ToxiproxyURL != "" {
 		if _, err := toxiproxyBase(c.ToxiproxyURL); err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrConfig, EnvToxiproxyURL, err)
+			return fmt.Errorf("%w: %s: %v", ErrConfig, envvar.ToxiproxyURL, err)
 		}
 	}
 	if c.PostgresDSN != "" {
 		if _, err := pgxpool.ParseConfig(c.PostgresDSN); err != nil {
 			// pgx echoes the string it could not parse; its own masking is best effort.
-			return fmt.Errorf("%w: %s does not parse: %s", ErrConfig, EnvPostgresDSN, secret.ScrubString(err.Error()))
+			return fmt.Errorf("%w: %s does not parse: %s", ErrConfig, envvar.PostgresDSN, secret.ScrubString(err.Error()))
 		}
 	}
 	if c.ProxyPorts != "" {
 		if _, err := ParseProxyPorts(c.ProxyPorts, "0.0.0.0", "127.0.0.1"); err != nil {
-			return fmt.Errorf("%w: %s=%q: %v", ErrConfig, EnvProxyPorts, c.ProxyPorts, err)
+			return fmt.Errorf("%w: %s=%q: %v", ErrConfig, envvar.ProxyPorts, c.ProxyPorts, err)
 		}
 	}
 	if c.PostgresBin != "" {
 		if _, err := postgresBinaries(c.PostgresBin); err != nil {
-			return fmt.Errorf("%w: %s=%q: %v", ErrConfig, EnvPostgresBin, c.PostgresBin, err)
+			return fmt.Errorf("%w: %s=%q: %v", ErrConfig, envvar.PostgresBin, c.PostgresBin, err)
 		}
 	}
 	if c.ProxyListenHost != "" {
 		if _, err := listenAddr(c.ProxyListenHost); err != nil {
-			return fmt.Errorf("%w: %s=%q: %v", ErrConfig, EnvProxyListenHost, c.ProxyListenHost, err)
+			return fmt.Errorf("%w: %s=%q: %v", ErrConfig, envvar.ProxyListenHost, c.ProxyListenHost, err)
 		}
 	}
-	if c.RunID == "" {
-		c.RunID = faultrecord.NewRunID(time.Now())
-		c.SharedRunID = false
-	}
-	if err := CheckRunID(c.RunID); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrConfig, EnvRunID, err)
+	if err := runid.Check(c.RunID); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrConfig, envvar.RunID, err)
 	}
 	return nil
 }
@@ -267,6 +211,11 @@ type Layer struct {
 // untouched, and the error is a *PreflightError with the checks. On error
 // or cancellation everything it started is torn down before it returns.
 func Up(ctx context.Context, cfg Config) (_ *Layer, err error) {
+	if cfg.RunID == "" {
+		// A library caller that names no run gets a run of its own;
+		// commands and test processes take theirs from contested/runenv.
+		cfg.RunID, cfg.SharedRunID = runid.New(time.Now()), false
+	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -279,8 +228,8 @@ func Up(ctx context.Context, cfg Config) (_ *Layer, err error) {
 	}
 	fmt.Fprintf(cfg.Log, "fault layer: %s (%s)\n", kind, reason)
 	if kind != External && cfg.SharedRunID {
-		id := uniqueRunID(cfg.RunID)
-		fmt.Fprintf(cfg.Log, "fault layer: run id %s comes from %s and this process starts a layer of its own: its resources carry %s, so no other layer shares the id\n", cfg.RunID, EnvRunID, id)
+		id := runid.Unique(cfg.RunID)
+		fmt.Fprintf(cfg.Log, "fault layer: run id %s comes from %s and this process starts a layer of its own: its resources carry %s, so no other layer shares the id\n", cfg.RunID, envvar.RunID, id)
 		cfg.RunID = id
 	}
 	l, err := start(ctx, cfg, kind)
@@ -357,10 +306,10 @@ func start(ctx context.Context, cfg Config, kind Kind) (*Layer, error) {
 // otherwise local binaries.
 func choose(ctx context.Context, cfg Config) (Kind, string, error) {
 	if cfg.Kind != Auto {
-		return cfg.Kind, EnvLayer + "=" + string(cfg.Kind), nil
+		return cfg.Kind, envvar.Layer + "=" + string(cfg.Kind), nil
 	}
 	if cfg.ToxiproxyURL != "" {
-		return External, EnvToxiproxyURL + " and " + EnvPostgresDSN + " are set", nil
+		return External, envvar.ToxiproxyURL + " and " + envvar.PostgresDSN + " are set", nil
 	}
 	cerr := ContainersCanRun(ctx, cfg)
 	if cerr == nil {
@@ -474,13 +423,13 @@ func (l *Layer) ClearPort(ctx context.Context, port int) error {
 // `go test` of the battery): the child sees it as an external layer.
 func (l *Layer) Env() []string {
 	return []string{
-		EnvLayer + "=" + string(External),
-		EnvToxiproxyURL + "=" + l.ToxiproxyURL,
-		EnvPostgresDSN + "=" + l.PostgresDSN,
-		EnvProxyPorts + "=" + FormatProxyPorts(l.Ports),
-		EnvProxyListenHost + "=" + l.ProxyListenHost,
-		EnvPostgresUpstream + "=" + l.PostgresUpstream,
-		EnvRunID + "=" + l.RunID,
+		envvar.Layer + "=" + string(External),
+		envvar.ToxiproxyURL + "=" + l.ToxiproxyURL,
+		envvar.PostgresDSN + "=" + l.PostgresDSN,
+		envvar.ProxyPorts + "=" + FormatProxyPorts(l.Ports),
+		envvar.ProxyListenHost + "=" + l.ProxyListenHost,
+		envvar.PostgresUpstream + "=" + l.PostgresUpstream,
+		envvar.RunID + "=" + l.RunID,
 	}
 }
 

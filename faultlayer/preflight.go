@@ -20,6 +20,7 @@ import (
 
 	"github.com/contested/contested/faultlayer/lease"
 	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/secret"
 )
 
@@ -139,7 +140,7 @@ func checkVersion(ctx context.Context, base string) Check {
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		c.Detail = fmt.Sprintf("Toxiproxy at %s does not answer: GET /version: %v", base, err)
-		c.Fix = "start the fault layer (go tool mage fault-preflight brings one up), or point " + EnvToxiproxyURL + " at a running Toxiproxy"
+		c.Fix = "start the fault layer (go tool mage fault-preflight brings one up), or point " + envvar.ToxiproxyURL + " at a running Toxiproxy"
 		return c
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
@@ -149,7 +150,7 @@ func checkVersion(ctx context.Context, base string) Check {
 	}
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &v) != nil || v.Version == "" {
 		c.Detail = fmt.Sprintf("GET %s/version answered %s %q, not Toxiproxy's JSON version", base, resp.Status, strings.TrimSpace(string(body)))
-		c.Fix = "check that " + EnvToxiproxyURL + " names Toxiproxy's control API, not another service"
+		c.Fix = "check that " + envvar.ToxiproxyURL + " names Toxiproxy's control API, not another service"
 		return c
 	}
 	browser := "not checked"
@@ -157,7 +158,7 @@ func checkVersion(ctx context.Context, base string) Check {
 		browser = "browser User-Agent refused with 403"
 	} else if code != 0 {
 		c.Detail = fmt.Sprintf("%s/version answers a browser User-Agent with %d; Toxiproxy refuses browsers with 403, so this is not Toxiproxy or it sits behind a proxy", base, code)
-		c.Fix = "point " + EnvToxiproxyURL + " at Toxiproxy itself"
+		c.Fix = "point " + envvar.ToxiproxyURL + " at Toxiproxy itself"
 		return c
 	}
 	c.OK = true
@@ -196,42 +197,14 @@ func checkLoopback(ctx context.Context, l *Layer, insp Inspector) Check {
 	u, err := url.Parse(l.ToxiproxyURL)
 	if err != nil {
 		c.Detail = fmt.Sprintf("cannot parse %q: %v", l.ToxiproxyURL, err)
-		c.Fix = "set " + EnvToxiproxyURL + " to http://127.0.0.1:PORT"
+		c.Fix = "set " + envvar.ToxiproxyURL + " to http://127.0.0.1:PORT"
 		return c
 	}
-	hostIsLoopback := false
-	if ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname()); err == nil && len(ips) > 0 {
-		hostIsLoopback = true
-		for _, ip := range ips {
-			hostIsLoopback = hostIsLoopback && ip.Unmap().IsLoopback()
-		}
-	}
-
 	// The container we started: its bindings are the proof.
 	if l.ToxiproxyContainer != "" {
-		if insp == nil {
-			c.Detail = "cannot inspect the Toxiproxy container: no Docker engine answers"
-			c.Fix = "restart the Docker engine"
-			return c
-		}
-		r, err := insp.ContainerInspect(ctx, l.ToxiproxyContainer, client.ContainerInspectOptions{})
-		if err != nil {
-			c.Detail = fmt.Sprintf("inspect Toxiproxy container %.12s: %v", l.ToxiproxyContainer, err)
-			c.Fix = "bring the layer up again"
-			return c
-		}
-		if bad := NonLoopbackBindings(r.Container.NetworkSettings.Ports, ""); len(bad) > 0 {
-			c.Hard = true
-			c.Detail = fmt.Sprintf("Toxiproxy container %.12s publishes %s: reachable off this host", l.ToxiproxyContainer, strings.Join(bad, ", "))
-			c.Fix = "publish every port on 127.0.0.1 only (\"127.0.0.1::8474\")"
-			return c
-		}
-		c.OK = true
-		c.Detail = fmt.Sprintf("Toxiproxy container %.12s publishes on 127.0.0.1 only", l.ToxiproxyContainer)
-		return c
+		return loopbackOfContainer(ctx, c, l.ToxiproxyContainer, insp)
 	}
-
-	if !hostIsLoopback {
+	if !resolvesToLoopback(ctx, u.Hostname()) {
 		c.Detail = fmt.Sprintf("%s is not a loopback address", u.Host)
 		c.Fix = "reach the control API on 127.0.0.1 and publish it on 127.0.0.1 only"
 		if _, err := fetchVersion(ctx, l.ToxiproxyURL, "contested-preflight"); err == nil {
@@ -245,8 +218,52 @@ func checkLoopback(ctx context.Context, l *Layer, insp Inspector) Check {
 		c.Detail = fmt.Sprintf("in-process Toxiproxy listens on %s", u.Host)
 		return c
 	}
-	// External on loopback: if a local container publishes that port, its
-	// bindings decide.
+	return loopbackOfPublisher(ctx, c, u, insp)
+}
+
+// resolvesToLoopback reports whether every address host resolves to is a
+// loopback address (false when it resolves to none).
+func resolvesToLoopback(ctx context.Context, host string) bool {
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil || len(ips) == 0 {
+		return false
+	}
+	for _, ip := range ips {
+		if !ip.Unmap().IsLoopback() {
+			return false
+		}
+	}
+	return true
+}
+
+// loopbackOfContainer decides c from the bindings of the Toxiproxy
+// container the layer started.
+func loopbackOfContainer(ctx context.Context, c Check, id string, insp Inspector) Check {
+	if insp == nil {
+		c.Detail = "cannot inspect the Toxiproxy container: no Docker engine answers"
+		c.Fix = "restart the Docker engine"
+		return c
+	}
+	r, err := insp.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		c.Detail = fmt.Sprintf("inspect Toxiproxy container %.12s: %v", id, err)
+		c.Fix = "bring the layer up again"
+		return c
+	}
+	if bad := NonLoopbackBindings(r.Container.NetworkSettings.Ports, ""); len(bad) > 0 {
+		c.Hard = true
+		c.Detail = fmt.Sprintf("Toxiproxy container %.12s publishes %s: reachable off this host", id, strings.Join(bad, ", "))
+		c.Fix = "publish every port on 127.0.0.1 only (\"127.0.0.1::8474\")"
+		return c
+	}
+	c.OK = true
+	c.Detail = fmt.Sprintf("Toxiproxy container %.12s publishes on 127.0.0.1 only", id)
+	return c
+}
+
+// loopbackOfPublisher decides c for an external layer on loopback: if a
+// local container publishes the URL's port, its bindings decide.
+func loopbackOfPublisher(ctx context.Context, c Check, u *url.URL, insp Inspector) Check {
 	if insp == nil {
 		c.OK = true
 		c.Detail = fmt.Sprintf("%s is loopback; no Docker engine to inspect publishes", u.Host)
@@ -346,13 +363,13 @@ func checkProxyListen(ctx context.Context, l *Layer, insp Inspector) Check {
 	addr, err := listenAddr(l.ProxyListenHost)
 	if err != nil {
 		c.Detail = fmt.Sprintf("proxy listen host %q: %v", l.ProxyListenHost, err)
-		c.Fix = "set " + EnvProxyListenHost + "=127.0.0.1"
+		c.Fix = "set " + envvar.ProxyListenHost + "=127.0.0.1"
 		return c
 	}
 	if addr.IsLoopback() {
 		return checkLoopbackListen(ctx, l, insp, c)
 	}
-	fixHost := "set " + EnvProxyListenHost + "=127.0.0.1 (Toxiproxy runs on this host's network), or run Toxiproxy in a container that publishes its ports on 127.0.0.1 only"
+	fixHost := "set " + envvar.ProxyListenHost + "=127.0.0.1 (Toxiproxy runs on this host's network), or run Toxiproxy in a container that publishes its ports on 127.0.0.1 only"
 	if insp == nil {
 		c.Detail = fmt.Sprintf("proxies would listen on %s, and no Docker engine answers to show that Toxiproxy runs in a container publishing them on 127.0.0.1 only", l.ProxyListenHost)
 		c.Fix = fixHost
@@ -415,7 +432,7 @@ func checkLoopbackListen(ctx context.Context, l *Layer, insp Inspector, c Check)
 	}
 	c.OK = false
 	c.Detail = fmt.Sprintf("proxies would listen on %s inside container %s, where the ports it publishes cannot reach them", l.ProxyListenHost, pub.name)
-	c.Fix = "set " + EnvProxyListenHost + "=0.0.0.0: inside a container that publishes its proxy ports on 127.0.0.1 only, that is still this host only"
+	c.Fix = "set " + envvar.ProxyListenHost + "=0.0.0.0: inside a container that publishes its proxy ports on 127.0.0.1 only, that is still this host only"
 	return c
 }
 
@@ -445,7 +462,7 @@ func checkPostgres(ctx context.Context, l *Layer) Check {
 	c := Check{Name: "test-plane postgres"}
 	if l.DB() == nil {
 		c.Detail = "no connection to the test-plane Postgres"
-		c.Fix = "check " + EnvPostgresDSN
+		c.Fix = "check " + envvar.PostgresDSN
 		return c
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -453,7 +470,7 @@ func checkPostgres(ctx context.Context, l *Layer) Check {
 	var version string
 	if err := l.DB().QueryRow(ctx, `SHOW server_version`).Scan(&version); err != nil {
 		c.Detail = fmt.Sprintf("the test-plane Postgres at %s refused us: %s", secret.ScrubString(l.PostgresDSN), secret.ScrubString(err.Error()))
-		c.Fix = "check " + EnvPostgresDSN + " (host, port, user, password, database) and that Postgres is up"
+		c.Fix = "check " + envvar.PostgresDSN + " (host, port, user, password, database) and that Postgres is up"
 		return c
 	}
 	c.OK = true
@@ -465,7 +482,7 @@ func checkLeases(ctx context.Context, l *Layer) Check {
 	c := Check{Name: "lease table"}
 	if l.DB() == nil {
 		c.Detail = "no connection to the test-plane Postgres"
-		c.Fix = "check " + EnvPostgresDSN
+		c.Fix = "check " + envvar.PostgresDSN
 		return c
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -473,7 +490,7 @@ func checkLeases(ctx context.Context, l *Layer) Check {
 	var exists bool
 	if err := l.DB().QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, lease.TableName).Scan(&exists); err != nil {
 		c.Detail = fmt.Sprintf("query the test-plane Postgres: %v", err)
-		c.Fix = "check " + EnvPostgresDSN + " and that Postgres is up"
+		c.Fix = "check " + envvar.PostgresDSN + " and that Postgres is up"
 		return c
 	}
 	if !exists {
@@ -492,7 +509,7 @@ func checkLeases(ctx context.Context, l *Layer) Check {
 	got, err := l.Leases().Acquire(actx, "fault-preflight")
 	if err != nil {
 		c.Detail = fmt.Sprintf("lease round trip: %v", err)
-		c.Fix = "wait for the holders to finish, or widen " + EnvProxyPorts
+		c.Fix = "wait for the holders to finish, or widen " + envvar.ProxyPorts
 		if !errors.Is(err, lease.ErrExhausted) {
 			c.Fix = "check the test-plane Postgres"
 		}

@@ -2,11 +2,13 @@ package faultlayer
 
 import (
 	"context"
-	"github.com/contested/contested/internal/testlog"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/contested/contested/internal/runid"
+	"github.com/contested/contested/internal/testlog"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
@@ -14,7 +16,6 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/wait"
 
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/images"
 	"github.com/contested/contested/internal/reap"
@@ -57,7 +58,7 @@ func TestPreflightFailsHardWhenTheControlAPIIsPublishedOffLoopback(t *testing.T)
 	l := shared.get(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	run := faultrecord.NewRunID(time.Now())
+	run := runid.New(time.Now())
 	t.Cleanup(func() { reap.Sweep(context.Background(), cli, reap.Run(run), testlog.Writer(t)) })
 
 	nw, err := cli.NetworkCreate(ctx, "contested-"+run+"-exposed", client.NetworkCreateOptions{Driver: "bridge", Labels: reap.Labels(run, "test-network")})

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/images"
 )
 
@@ -22,9 +23,9 @@ import (
 func ConfigFor(kind Kind) Config {
 	return Config{
 		Kind:           kind,
-		PostgresImage:  strings.TrimSpace(os.Getenv(EnvPostgresImage)),
-		ToxiproxyImage: strings.TrimSpace(os.Getenv(EnvToxiproxyImage)),
-		PostgresBin:    strings.TrimSpace(os.Getenv(EnvPostgresBin)),
+		PostgresImage:  strings.TrimSpace(os.Getenv(envvar.PostgresImage)),
+		ToxiproxyImage: strings.TrimSpace(os.Getenv(envvar.ToxiproxyImage)),
+		PostgresBin:    strings.TrimSpace(os.Getenv(envvar.PostgresBin)),
 	}
 }
 
@@ -55,7 +56,7 @@ var (
 // engine, pair of images and Postgres installation the image is built
 // from; an answer cut short by ctx is not kept.
 func ContainersCanRun(ctx context.Context, cfg Config) error {
-	key := strings.Join([]string{os.Getenv("DOCKER_HOST"), cfg.PostgresImage, cfg.ToxiproxyImage, os.Getenv(EnvPostgresBin)}, "\x00")
+	key := strings.Join([]string{os.Getenv("DOCKER_HOST"), cfg.PostgresImage, cfg.ToxiproxyImage, os.Getenv(envvar.PostgresBin)}, "\x00")
 	probesMu.Lock()
 	p, ok := probes[key]
 	if !ok {

@@ -12,25 +12,14 @@ const Schema = "contested/faultrecord@1"
 
 // Errors that callers branch on with [errors.Is].
 var (
-	// ErrRefused means the gate did not certify the run: at least one phase failed.
-	ErrRefused = errors.New("fault gate refused")
 	// ErrResultsDir means the fault directory could not be listed (permission denied, not a
 	// directory). The gate refuses: it cannot tell whether faults ran.
 	ErrResultsDir = errors.New("results directory unreadable")
-	// ErrBadResultsDir means the results directory is refused before anything runs: it is `/`,
-	// a system directory, the home directory, the module root (or above it), a file, a
-	// symbolic link, read-only, or it holds a symbolic link. The message says what to set.
-	ErrBadResultsDir = errors.New("results directory refused")
-	// ErrNoModuleRoot means no go.mod was found above the working directory, so a relative
-	// CONTESTED_RESULTS_DIR cannot be anchored.
-	ErrNoModuleRoot = errors.New("no go.mod above the working directory")
 	// ErrNotFaultDir means a stamp, purge or verification was asked for a directory that is not
 	// a fault directory (its base name is not "fault"). It guards against deleting elsewhere.
 	ErrNotFaultDir = errors.New("not a fault directory")
 	// ErrInvalidRecord means a record does not parse or breaks the schema.
 	ErrInvalidRecord = errors.New("invalid fault record")
-	// ErrInvalidOptions means [Options] cannot drive a verification (for example, no mode).
-	ErrInvalidOptions = errors.New("invalid verify options")
 )
 
 // Record is one armed fault, schema contested/faultrecord@1 (DESIGN §4.4).
@@ -88,7 +77,7 @@ type Evidence struct {
 }
 
 // Validate reports why r is not a usable record, or nil. The rules are the readers' rules, so a
-// record that Validate accepts is one that [Verify] reads: the schema matches; test, surface,
+// record that Validate accepts is one that the gate reads: the schema matches; test, surface,
 // class and leg are set; and the fault was armed (a record exists only for an armed fault).
 func (r *Record) Validate() error {
 	switch {
@@ -114,14 +103,18 @@ func (r *Record) Validate() error {
 // error wrapping [ErrInvalidRecord]. Keys are matched exactly as the schema spells them.
 func ParseRecord(data []byte) (Record, error) {
 	var r Record
-	if err := parseRecordInto(data, &r); err != nil {
+	if err := ParseRecordInto(data, &r); err != nil {
 		return Record{}, err
 	}
 	return r, nil
 }
 
-// parseRecordInto is ParseRecord into a reused value, for the verification hot path.
-func parseRecordInto(data []byte, r *Record) error {
+// MaxRecordSize caps a record file: a larger file is not a record anyone wrote on purpose, and a
+// reader refuses it before reading it.
+const MaxRecordSize = 4 << 20
+
+// ParseRecordInto is [ParseRecord] into a reused value, for a reader's hot path.
+func ParseRecordInto(data []byte, r *Record) error {
 	if len(data) == 0 {
 		return fmt.Errorf("%w: empty file", ErrInvalidRecord)
 	}

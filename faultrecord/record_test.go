@@ -109,10 +109,10 @@ func TestParseRecord(t *testing.T) {
 // a field present in one file must not leak into the next file that lacks it.
 func TestParseRecordReuse(t *testing.T) {
 	var r Record
-	if err := parseRecordInto([]byte(validJSON), &r); err != nil {
+	if err := ParseRecordInto([]byte(validJSON), &r); err != nil {
 		t.Fatal(err)
 	}
-	if err := parseRecordInto([]byte(edit(t, "surface", nil)), &r); err == nil {
+	if err := ParseRecordInto([]byte(edit(t, "surface", nil)), &r); err == nil {
 		t.Errorf("second record without a surface was accepted with surface %q from the first", r.Surface)
 	}
 }

@@ -30,19 +30,23 @@
 //	hardening = { seeds = 3, faults = 5, duration = "2m" }
 //	release = { not_provided = "no soak rig yet", revisit_when = "the nightly stage exists" }
 //
+//	[cluster]                        # optional: the module's service in the cluster rig
+//	package = "./examples/ledger"    # the Go package of the rig's test, as go test takes it
+//	test = "TestClusterRig"          # the top-level test that runs the rig
+//
 //	[mutants]                        # optional: mage mutants
 //	threshold = 90                   # lowest kill rate of covered mutants, percent, 0-100
 //	packages = ["./faultlayer/lease"]  # optional; default the surfaces' packages
 //
 //	[[mutants.accepted]]             # optional: an equivalent surviving mutant
-//	file = "internal/contract/battery.go"  # from the module root
+//	file = "gate/contract/battery.go"  # from the module root
 //	line = 42                        # line and/or mutation; column optional
 //	mutation = "CONDITIONALS_NEGATION"
 //	reason = "why no test can tell it from the original"
 //
 // The keys of DESIGN §4.6 are a contract; the others (guard, package,
-// budget, levels, mutants) are additions. Every other key, at any level, is
-// an error.
+// budget, levels, cluster, mutants) are additions. Every other key, at any
+// level, is an error.
 //
 // # Budgets
 //
@@ -68,13 +72,25 @@
 // array of distinct levels from 1 to 3. A leg not run at the current level
 // is reported as such by the verdict code, never as NOT-RUN.
 //
+// # Cluster
+//
+// The [cluster] table names the Go test that runs the module's service in
+// the cluster rig (a test that calls cluster.Run, usually through
+// clustertest.Run, with the service's implementation of cluster.Service).
+// `go tool mage cluster-tests` runs exactly that test, `go test -run
+// '^<test>$' <package>` in the module root, with the target's options in
+// its environment. Both keys are required; package is one package (no
+// "..."), test a top-level test name. CheckTests requires the test to be in
+// the inventory. The test need not be a surface's: a module whose rig is
+// too slow for every battery keeps it out of [[surface]] and lets the test
+// skip outside the target (cluster.UnderTarget).
+//
 // # Mutants
 //
 // The [mutants] table configures `mage mutants` (internal/mutants). threshold
 // is a number from 0 to 100: the lowest kill rate, in percent, of covered
 // mutants ((killed + timed out) / (killed + survived + timed out)) over all
-// the packages
-// mutated; without it mutants only reports. packages are patterns from the
+// the packages mutated; without it mutants only reports. packages are patterns from the
 // module root ("." or "./dir", optionally "/..."); without them mutants
 // takes the distinct package keys of the surfaces. Each [[mutants.accepted]]
 // names surviving mutants that no test can tell from the original code: a

@@ -1,22 +1,29 @@
 package registry
 
-import "slices"
+import (
+	"slices"
 
-// Lever names, as written in a surface's legs. The leg API and the armers
-// use these constants so that a lever cannot be spelled differently in code
-// and in the registry.
-const (
-	LeverDisconnect     = "disconnect"
-	LeverReset          = "reset"
-	LeverConfirmTimeout = "confirm-timeout"
-	LeverBurst          = "burst"
-	LeverPoolExhaustion = "pool-exhaustion"
-	LeverCrashAndResume = "crash-and-resume"
-	LeverMassRestart    = "mass-restart"
-	LeverPartition      = "partition"
+	"github.com/contested/contested/faultlayer/levers"
 )
 
-// Lever is one kind of fault a surface can declare as a leg.
+// Lever names, as written in a surface's legs: the names of the values in
+// package faultlayer/levers, so that a lever cannot be spelled differently
+// in code and in the registry.
+const (
+	LeverDisconnect     = levers.NameDisconnect
+	LeverReset          = levers.NameReset
+	LeverConfirmTimeout = levers.NameConfirmTimeout
+	LeverBurst          = levers.NameBurst
+	LeverPoolExhaustion = levers.NamePoolExhaustion
+	LeverCrashAndResume = levers.NameCrashAndResume
+	LeverMassRestart    = levers.NameMassRestart
+	LeverPartition      = levers.NamePartition
+)
+
+// Lever is one kind of fault a surface can declare as a leg: a view of a
+// value of the fault set (levers.All), which is the source of truth for
+// which legs a registry may declare. Adding a lever there is the only step
+// needed for the registry to accept it.
 type Lever struct {
 	Name    string
 	Meaning string // one line: the adverse condition the lever forces
@@ -25,40 +32,30 @@ type Lever struct {
 	Cluster bool
 }
 
-// levers is the source of truth for which legs a registry may declare.
-// Adding a lever here is the only step needed for the registry to accept it.
-var levers = []Lever{
-	{Name: LeverDisconnect, Meaning: "the proxy is disabled: new connections are refused and live ones dropped"},
-	{Name: LeverReset, Meaning: "connections that carry traffic are torn down with a TCP reset"},
-	{Name: LeverConfirmTimeout, Meaning: "a write commits but its confirmation arrives too late: an ambiguous outcome"},
-	{Name: LeverBurst, Meaning: "a seeded flood of duplicate, shuffled and out-of-order deliveries reaches a consumer"},
-	{Name: LeverPoolExhaustion, Meaning: "database connections are held until the victim's pool runs dry"},
-	{Name: LeverCrashAndResume, Meaning: "a worker is killed with SIGKILL mid-work and restarted to finish the rest"},
-	{Name: LeverMassRestart, Meaning: "every replica is killed and restarted at once", Cluster: true},
-	{Name: LeverPartition, Meaning: "replicas are cut off from each other or from the database, then healed", Cluster: true},
+func view(l levers.Lever) Lever {
+	return Lever{Name: l.Name(), Meaning: l.Meaning(), Cluster: l.Cluster()}
 }
 
 // Levers returns every lever the registry accepts, the six contract levers
 // first and then the cluster levers. The slice is a copy.
-func Levers() []Lever { return slices.Clone(levers) }
+func Levers() []Lever {
+	var out []Lever
+	for _, l := range levers.All() {
+		out = append(out, view(l))
+	}
+	return out
+}
 
 // LeverNames returns the accepted lever names in the order of Levers.
-func LeverNames() []string {
-	names := make([]string, len(levers))
-	for i, l := range levers {
-		names[i] = l.Name
-	}
-	return names
-}
+func LeverNames() []string { return levers.Names() }
 
 // LookupLever returns the lever with that name.
 func LookupLever(name string) (Lever, bool) {
-	for _, l := range levers {
-		if l.Name == name {
-			return l, true
-		}
+	l, ok := levers.Lookup(name)
+	if !ok {
+		return Lever{}, false
 	}
-	return Lever{}, false
+	return view(l), true
 }
 
 // Oracle names known to the toolkit. The registry accepts any non-empty

@@ -5,29 +5,14 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/contested/contested/internal/envvar"
 )
-
-// EnvPath names the environment variable that points at the registry file
-// (DESIGN §4.2).
-const EnvPath = "CONTESTED_SURFACES"
-
-// DefaultPath is the registry file used when EnvPath is unset, relative to
-// the module root where the targets run.
-const DefaultPath = "contested-surfaces.toml"
 
 // SchemaVersion is the only value of the top-level schema key this package
 // reads. A future incompatible format bumps it, so an old binary refuses a
 // new file instead of misreading it.
 const SchemaVersion = 1
-
-// Path returns the registry file to load: $CONTESTED_SURFACES when set,
-// DefaultPath otherwise.
-func Path() string {
-	if p := os.Getenv(EnvPath); p != "" {
-		return p
-	}
-	return DefaultPath
-}
 
 // Registry is a loaded, validated contested-surfaces.toml.
 type Registry struct {
@@ -36,6 +21,8 @@ type Registry struct {
 	Gate     Gate
 	Guard    Guard
 	Surfaces []Surface // in file order
+	// Cluster is the [cluster] table, nil when the file has none.
+	Cluster *Cluster
 	// Mutants is the optional [mutants] table (`mage mutants`).
 	Mutants Mutants
 }
@@ -96,7 +83,7 @@ type Surface struct {
 func Load(path string) (*Registry, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot read the surface registry (set %s to its path, or create it): %w", path, EnvPath, err)
+		return nil, fmt.Errorf("%s: cannot read the surface registry (set %s to its path, or create it): %w", path, envvar.Surfaces, err)
 	}
 	return Parse(path, data)
 }
@@ -171,9 +158,10 @@ func (r *Registry) IDs() []string {
 	return ids
 }
 
-// CheckTests checks that every test the registry names exists in the test
-// inventory (top-level test names, as `go test -list` prints them; subtest
-// paths in the inventory are reduced to their top-level name). A surface's
+// CheckTests checks that every test the registry names (surfaces' tests,
+// the [cluster] test, gate self-tests) exists in the test inventory
+// (top-level test names, as internal/gotest.List reads them from source;
+// subtest paths in the inventory are reduced to their top-level name). A surface's
 // tests entry is checked by its top-level name: subtests cannot be listed
 // without running them. The ErrorList it returns matches ErrMissingTest
 // (and so ErrInvalid); each problem points at the entry and names the
@@ -187,7 +175,7 @@ func (r *Registry) CheckTests(inventory []string) error {
 	}
 	if len(have) == 0 {
 		return ErrorList{{File: r.Path, Kind: ErrMissingTest,
-			Msg: "the test inventory is empty, so no registered test can be found; build it with `go test -list . ./...`"}}
+			Msg: "the test inventory is empty, so no registered test can be found; check that the module's _test.go files declare TestXxx functions"}}
 	}
 	var errs ErrorList
 	for _, s := range r.Surfaces {
@@ -200,6 +188,9 @@ func (r *Registry) CheckTests(inventory []string) error {
 				Msg: fmt.Sprintf("surface %q (line %d) lists test %q, which is not in the test inventory; rename the entry to an existing test, or restore the test%s",
 					s.ID, s.Line, topLevel(t), suggest(topLevel(t), keysOf(have)))})
 		}
+	}
+	if e := r.checkClusterTest(have); e != nil {
+		errs = append(errs, e)
 	}
 	for i, t := range r.Gate.SelfTests {
 		if have[topLevel(t)] {

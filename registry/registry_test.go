@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/contested/contested/internal/envvar"
 )
 
 // problem is one expected error: its position (line:col) and a fragment
@@ -60,7 +62,7 @@ func TestLoadRejectsBadRegistries(t *testing.T) {
 			{"6:1", "invalid TOML: key class is already defined"},
 		}},
 		{"unknown keys at every level", "bad-unknown-keys.toml", []problem{
-			{"2:1", `unknown key "version" at the top level (known keys: gate, guard, mutants, schema, surface)`},
+			{"2:1", `unknown key "version" at the top level (known keys: cluster, gate, guard, mutants, schema, surface)`},
 			{"6:1", `unknown key "selftests" in [gate] (known keys: recording_classes, self_tests); did you mean "self_tests"?`},
 			{"9:1", `unknown key "databases" in [guard] (known keys: canonical_databases)`},
 			{"15:1", `unknown key "behaviour" in [[surface]] (known keys: behavior, budget, class, id, legs, levels, oracle, owner, package, tests); did you mean "behavior"?`},
@@ -79,7 +81,8 @@ func TestLoadRejectsBadRegistries(t *testing.T) {
 			{"22:6", `duplicate surface id "ledger.store": already declared at testdata/bad-duplicate-id.toml:4`},
 		}},
 		{"unknown and repeated levers", "bad-unknown-lever.toml", []problem{
-			{"11:3", `surface "ledger.store": unknown lever "confirm_timeout" (known levers: disconnect, reset, confirm-timeout, burst, pool-exhaustion, crash-and-resume, mass-restart, partition); did you mean "confirm-timeout"?`},
+			// The list is the fault set's (faultlayer/levers), which a new lever extends.
+			{"11:3", `surface "ledger.store": unknown lever "confirm_timeout" (known levers: ` + strings.Join(LeverNames(), ", ") + `); did you mean "confirm-timeout"?`},
 			{"12:3", `unknown lever "kill-9"`},
 			{"13:3", `lists lever "reset" twice (first at 10:3)`},
 		}},
@@ -239,6 +242,60 @@ surface = [
 	}
 }
 
+// TestClusterTable: the [cluster] table names one package and one
+// top-level test, both required, and nothing else.
+func TestClusterTable(t *testing.T) {
+	base := "schema = 1\n" + minimal
+	tests := []struct {
+		name string
+		doc  string
+		want *Cluster // with want == nil: these problems
+		bad  []problem
+	}{
+		{"none", base, nil, nil},
+		{"a package and a test", base + "[cluster]\npackage = \"./svc\"\ntest = \"TestSvcCluster\"\n", &Cluster{Package: "./svc", Test: "TestSvcCluster", Line: 11}, nil},
+		{"the module's root package", base + "[cluster]\npackage = \".\"\ntest = \"Test\"\n", &Cluster{Package: ".", Test: "Test", Line: 11}, nil},
+		{"an empty table", base + "[cluster]\n", nil, []problem{
+			{"11:1", "[cluster] has no package"},
+			{"11:1", "[cluster] has no test"},
+		}},
+		{"a misspelt key", base + "[cluster]\npackage = \".\"\ntests = [\"TestA\"]\n", nil, []problem{
+			{"11:1", "[cluster] has no test"},
+			{"13:1", `unknown key "tests" in [cluster] (known keys: package, test); did you mean "test"?`},
+		}},
+		{"bad values", base + "[cluster]\npackage = \"./...\"\ntest = \"TestRig/kill-one\"\n", nil, []problem{
+			{"12:11", `[cluster] package "./..." must be one Go package`},
+			{"13:8", `[cluster] test "TestRig/kill-one" is not a Go test name`},
+		}},
+		{"not a test function", base + "[cluster]\npackage = \".\"\ntest = \"Testing\"\n", nil, []problem{
+			{"13:8", `[cluster] test "Testing" is not a Go test name`},
+		}},
+		{"values of the wrong type", base + "[cluster]\npackage = 1\ntest = [\"TestA\"]\n", nil, []problem{
+			{"12:11", "[cluster]: package must be a string, not an integer"},
+			{"13:1", "[cluster]: test must be a string, not an array"},
+		}},
+		{"an array of tables", base + "[[cluster]]\npackage = \".\"\n", nil, []problem{
+			{"11:1", "[cluster] must be a table, not an array of tables"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg, err := Parse("inline.toml", []byte(tt.doc))
+			if tt.bad != nil {
+				assertProblems(t, "inline.toml", err, tt.bad)
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			got := reg.Cluster
+			if (got == nil) != (tt.want == nil) || got != nil && (got.Package != tt.want.Package || got.Test != tt.want.Test || got.Line != tt.want.Line) {
+				t.Errorf("Cluster = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestLoadMissingFile(t *testing.T) {
 	_, err := Load("testdata/does-not-exist.toml")
 	if err == nil {
@@ -250,8 +307,8 @@ func TestLoadMissingFile(t *testing.T) {
 	if errors.Is(err, ErrInvalid) {
 		t.Errorf("a missing file is not an invalid registry: %v", err)
 	}
-	if !strings.HasPrefix(err.Error(), "testdata/does-not-exist.toml: ") || !strings.Contains(err.Error(), EnvPath) {
-		t.Errorf("want the path first and a hint about %s, got %q", EnvPath, err)
+	if !strings.HasPrefix(err.Error(), "testdata/does-not-exist.toml: ") || !strings.Contains(err.Error(), envvar.Surfaces) {
+		t.Errorf("want the path first and a hint about %s, got %q", envvar.Surfaces, err)
 	}
 }
 
@@ -322,6 +379,9 @@ func TestLoadGood(t *testing.T) {
 	if _, ok := reg.Surface("ledger.nope"); ok {
 		t.Error("Surface found an unregistered id")
 	}
+	if c := reg.Cluster; c == nil || c.Package != "./examples/ledger" || c.Test != "TestClusterRig" || c.Line != 46 {
+		t.Errorf("Cluster = %+v, want ./examples/ledger's TestClusterRig, declared on line 46", c)
+	}
 }
 
 func TestDefaultBudget(t *testing.T) {
@@ -374,7 +434,7 @@ func TestCheckTests(t *testing.T) {
 		t.Fatalf("Load: %v", err)
 	}
 	full := []string{
-		"TestStoreContract", "TestConsumerContract", "TestContracts",
+		"TestStoreContract", "TestConsumerContract", "TestContracts", "TestClusterRig",
 		"TestPanicMidFaultLeavesResidueThatTheReclaimPathReaps", "TestDSNGuardRefusesCanonicalDB",
 	}
 
@@ -390,7 +450,7 @@ func TestCheckTests(t *testing.T) {
 		}
 	})
 	t.Run("missing tests name the entry and the surface's line", func(t *testing.T) {
-		inv := []string{"TestStoreContracts", "TestContracts", "TestDSNGuardRefusesCanonicalDB"}
+		inv := []string{"TestStoreContracts", "TestContracts", "TestDSNGuardRefusesCanonicalDB", "TestClusterRigs"}
 		err := reg.CheckTests(inv)
 		if !errors.Is(err, ErrMissingTest) {
 			t.Errorf("errors.Is(err, ErrMissingTest) = false: %v", err)
@@ -399,6 +459,7 @@ func TestCheckTests(t *testing.T) {
 			{"6:15", `gate self-test "TestPanicMidFaultLeavesResidueThatTheReclaimPathReaps" is not in the test inventory`},
 			{"18:10", `surface "ledger.store" (line 11) lists test "TestStoreContract", which is not in the test inventory; rename the entry to an existing test, or restore the test; did you mean "TestStoreContracts"?`},
 			{"32:10", `surface "ledger.consumer" (line 25) lists test "TestConsumerContract"`},
+			{"48:8", `[cluster] test "TestClusterRig" is not in the test inventory; ` + "`go tool mage cluster-tests`" + ` runs it, so restore it or name the test that runs the cluster rig; did you mean "TestClusterRigs"?`},
 		})
 		if got, want := reg.MissingSelfTests(inv), []string{"TestPanicMidFaultLeavesResidueThatTheReclaimPathReaps"}; !slices.Equal(got, want) {
 			t.Errorf("MissingSelfTests = %v, want %v", got, want)
@@ -468,17 +529,6 @@ func TestCheckRecord(t *testing.T) {
 			t.Errorf("want two problems, got %v", err)
 		}
 	})
-}
-
-func TestPath(t *testing.T) {
-	t.Setenv(EnvPath, "")
-	if got := Path(); got != "contested-surfaces.toml" {
-		t.Errorf("Path() = %q, want the default", got)
-	}
-	t.Setenv(EnvPath, "/etc/contested/surfaces.toml")
-	if got := Path(); got != "/etc/contested/surfaces.toml" {
-		t.Errorf("Path() = %q, want $%s", got, EnvPath)
-	}
 }
 
 func TestLevers(t *testing.T) {

@@ -62,7 +62,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.IntVar(&w.BatchSize, "batch", 10, "rows claimed per batch")
 		fs.BoolVar(&w.ExitWhenEmpty, "exit-when-empty", false, "exit 0 once no row is pending")
 		fs.DurationVar(&w.Poll, "poll", 50*time.Millisecond, "idle wait between claims")
-		run = func(ctx context.Context) error { return work(ctx, *dsn, w, stderr) }
+		health := fs.String("health", "", "host:port to answer GET "+HealthPath+" on: 200 while the database answers (default: no endpoint)")
+		run = func(ctx context.Context) error { return work(ctx, *dsn, *health, w, stderr) }
 	case "status":
 		run = func(ctx context.Context) error { return status(ctx, *dsn, stdout) }
 	case "-h", "-help", "--help", "help":
@@ -141,12 +142,19 @@ func produce(ctx context.Context, dsn string, transfers []Transfer, stdout io.Wr
 	return nil
 }
 
-func work(ctx context.Context, dsn string, w *Worker, stderr io.Writer) error {
+func work(ctx context.Context, dsn, health string, w *Worker, stderr io.Writer) error {
 	pool, err := Connect(ctx, dsn, int32(w.Consumers)+1)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
+	if health != "" {
+		stop, err := serveHealth(health, pool)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	w.Pool = pool
 	// The consumers call these hooks concurrently.
 	var errs, applied atomic.Int64

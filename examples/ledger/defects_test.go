@@ -15,6 +15,7 @@ import (
 	"github.com/contested/contested/examples/ledger/oracle"
 	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/envvar"
 )
 
 // TestPlantedDefectsAreCaught proves the oracles have teeth: for each oracle, a defect planted
@@ -118,7 +119,7 @@ func TestPlantedDefectsAreCaught(t *testing.T) {
 				cmd.Env = append(cmd.Env,
 					"CONTESTED_SEED=424242",
 					"CONTESTED_LEVEL=1",
-					faultrecord.EnvResultsDir+"="+results[key],
+					envvar.ResultsDir+"="+results[key],
 				)
 				var buf bytes.Buffer
 				cmd.Stdout, cmd.Stderr = &buf, &buf

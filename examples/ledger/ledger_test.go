@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -127,6 +130,82 @@ func TestCommandRunsTheServiceAsProcesses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWorkServesItsHealthEndpoint: `ledger work -health ADDR` answers 200
+// on /healthz while its database answers, and 503 saying why when it does
+// not; an address it cannot listen on fails the command.
+func TestWorkServesItsHealthEndpoint(t *testing.T) {
+	dsn := victimDB(t)
+	tests := []struct {
+		name string
+		dsn  string
+		code int
+		says string
+	}{
+		{"the database answers", dsn, http.StatusOK, "ok"},
+		{"the database is gone", "postgres://nobody:none@127.0.0.1:1/ledger?connect_timeout=1", http.StatusServiceUnavailable, "database unreachable"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			addr := freeAddr(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan int, 1)
+			var errb syncBuffer
+			go func() { done <- ledger.Main(ctx, []string{"work", "-dsn", tt.dsn, "-health", addr}, io.Discard, &errb) }()
+			defer func() { cancel(); <-done }()
+			code, body := 0, ""
+			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && code != tt.code; time.Sleep(50 * time.Millisecond) {
+				resp, err := http.Get("http://" + addr + ledger.HealthPath)
+				if err != nil {
+					continue
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				code, body = resp.StatusCode, string(b)
+			}
+			if code != tt.code || !strings.Contains(body, tt.says) {
+				t.Fatalf("GET %s: %d %q, want %d saying %q; the worker said:\n%s", ledger.HealthPath, code, body, tt.code, tt.says, errb.String())
+			}
+		})
+	}
+	t.Run("an address it cannot listen on", func(t *testing.T) {
+		var errb bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if code := ledger.Main(ctx, []string{"work", "-dsn", dsn, "-health", "256.0.0.1:80"}, io.Discard, &errb); code != 1 || !strings.Contains(errb.String(), "health endpoint") {
+			t.Fatalf("exit %d, said %q; want 1 and the health endpoint's error", code, errb.String())
+		}
+	})
+}
+
+// freeAddr is 127.0.0.1 with a port free right now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// syncBuffer is a bytes.Buffer a worker writes while a test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func TestDefinite(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/faultlayer/lease"
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/reap"
 	"github.com/contested/contested/internal/reexec"
 )
@@ -88,7 +89,7 @@ const (
 // leaseClient is the second process of the mutual-exclusion test.
 func leaseClient() int {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, os.Getenv(faultlayer.EnvPostgresDSN))
+	pool, err := pgxpool.New(ctx, os.Getenv(envvar.PostgresDSN))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -240,7 +241,7 @@ func TestExhaustedWaitsForTheContextAndNamesTheHolders(t *testing.T) {
 	if !errors.Is(err, lease.ErrExhausted) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire with every port held: err = %v, want ErrExhausted wrapping the deadline", err)
 	}
-	for _, want := range []string{"TestHolderOne", "TestHolderTwo", "2 of 2 ports held", faultlayer.EnvProxyPorts} {
+	for _, want := range []string{"TestHolderOne", "TestHolderTwo", "2 of 2 ports held", envvar.ProxyPorts} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

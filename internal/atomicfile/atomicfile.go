@@ -87,6 +87,15 @@ func OpenRoot(path string) (*Root, error) {
 
 var errNotDir = errors.New("not a directory")
 
+// MakeRoot is [OpenRoot] after making path and its missing parents (0755).
+// The ancestors are the caller's and may be links; path itself may not.
+func MakeRoot(path string) (*Root, error) {
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return nil, err
+	}
+	return OpenRoot(path)
+}
+
 // Path is the root's absolute path.
 func (r *Root) Path() string { return r.path }
 

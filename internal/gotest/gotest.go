@@ -1,60 +1,67 @@
-// Package gotest lists the tests of a Go module through `go test -list`, the test inventory
-// that the gate's self-test phase and the registry check compare names against.
+// Package gotest gives the test inventory of a Go module: the names of its tests, read from the
+// source of the test files `go list` selects, the list that the gate's self-test phase and the
+// registry check compare names against.
 package gotest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/contested/contested/internal/interrupt"
 )
 
-// ErrList means `go test -list` failed, typically because a package does not build. The error
-// is a [*ListError] carrying go's output.
-var ErrList = errors.New("go test -list failed")
+// ErrList means the inventory could not be read: `go list` failed (a pattern that names no
+// package, a go.mod go cannot read) or a test file does not parse. The error is a [*ListError].
+var ErrList = errors.New("list tests failed")
 
-// ListError is returned when `go test -list` fails. Output is what go printed (stdout then
-// stderr), which names the package and the compile error.
+// ListError is returned when the inventory cannot be read. Output is what go printed, or the
+// parser's file:line message.
 type ListError struct {
 	Dir    string
 	Args   []string
 	Output string
-	Err    error // the exec error (usually *exec.ExitError)
+	Err    error // the exec or parse error
 }
 
 var _ error = (*ListError)(nil)
 
-// Error includes go's output: a build failure is useless without it.
+// Error includes go's output: a failure is useless without it.
 func (e *ListError) Error() string {
 	return fmt.Sprintf("go %s in %s: %v\n%s", strings.Join(e.Args, " "), e.Dir, e.Err, strings.TrimRight(e.Output, "\n"))
 }
 
-// Unwrap returns both the sentinel and the exec error, so callers can test for [ErrList] or
-// inspect the exit status.
+// Unwrap returns both the sentinel and the underlying error, so callers can test for [ErrList]
+// or inspect the exit status.
 func (e *ListError) Unwrap() []error { return []error{ErrList, e.Err} }
 
 // List returns the names of the tests, benchmarks, examples and fuzz targets of the packages
-// matched by patterns (default "./..."), as `go test -list . <patterns>` run in dir prints them.
-// Names are top-level only (subtests are not listed by go), sorted and de-duplicated across
-// packages.
+// matched by patterns (default "./..."), sorted and de-duplicated across packages.
 //
-// Vet is turned off: the inventory answers "does this test exist", not "is this code clean", and
-// a vet finding must not hide every test name. A package that does not build makes List fail
-// with a [*ListError]: a partial inventory would report tests as missing when they are only
-// unbuildable, so the error is the honest answer.
+// The names are read from the source: `go list` says which test files the current build
+// selects (build tags and GOOS honoured), and go/parser reads their top-level functions with
+// the signatures `go test` runs. Nothing is compiled and no test binary runs, so a package whose
+// TestMain needs something this machine lacks, or a package that does not build, neither hides
+// the other packages' tests nor stalls the inventory: the battery reports those packages as the
+// failures they are. Subtests are not listed (their names are only known when they run).
 func List(ctx context.Context, dir string, patterns ...string) ([]string, error) {
 	if len(patterns) == 0 {
 		patterns = []string{"./..."}
 	}
-	args := append([]string{"test", "-vet=off", "-list", "."}, patterns...)
-	// In a process group of its own, so that a cancel stops the compiler
-	// and linker go test -list started, not only go itself.
+	args := append([]string{"list", "-e", "-json=Dir,ImportPath,TestGoFiles,XTestGoFiles,Error"}, patterns...)
+	// In a process group of its own, so that a cancel stops go and what it started.
 	cmd := interrupt.Command(ctx, 2*time.Second, "go", args...)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
@@ -71,43 +78,98 @@ func List(ctx context.Context, dir string, patterns ...string) ([]string, error)
 		}
 		return nil, &ListError{Dir: dir, Args: args, Output: stdout.String() + stderr.String(), Err: err}
 	}
-	return parse(stdout.Bytes()), nil
-}
-
-// testPrefixes are the kinds of name `go test -list` prints.
-var testPrefixes = []string{"Test", "Benchmark", "Example", "Fuzz"}
-
-// parse extracts test names from `go test -list` output: one bare identifier per line. Package
-// summary lines ("ok  \tpkg\t0.01s", "?   \tpkg\t[no test files]", "FAIL\tpkg") contain blanks
-// or are not identifiers with a test prefix, so they drop out.
-func parse(out []byte) []string {
 	var names []string
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.ContainsAny(line, " \t") || !isIdent(line) {
-			continue
+	dec := json.NewDecoder(&stdout)
+	for {
+		var p struct {
+			Dir, ImportPath           string
+			TestGoFiles, XTestGoFiles []string
+			Error                     *struct{ Err string }
 		}
-		for _, p := range testPrefixes {
-			if strings.HasPrefix(line, p) {
-				names = append(names, line)
-				break
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, &ListError{Dir: dir, Args: args, Output: stderr.String(), Err: fmt.Errorf("decode go list output: %w", err)}
+		}
+		if p.Error != nil && p.Dir == "" {
+			// A pattern that names no directory, or a directory outside the module: not a package
+			// that fails to build (those have a directory and are the battery's to report).
+			return nil, &ListError{Dir: dir, Args: args, Output: p.Error.Err, Err: fmt.Errorf("pattern %s: %s", p.ImportPath, p.Error.Err)}
+		}
+		for _, f := range append(p.TestGoFiles, p.XTestGoFiles...) {
+			found, err := testFuncs(filepath.Join(p.Dir, f))
+			if err != nil {
+				return nil, &ListError{Dir: dir, Args: args, Output: err.Error(), Err: err}
 			}
+			names = append(names, found...)
 		}
 	}
 	slices.Sort(names)
-	return slices.Compact(names)
+	return slices.Compact(names), nil
 }
 
-func isIdent(s string) bool {
-	for i, r := range s {
-		switch {
-		case r == '_', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r > 0x7f:
-		case r >= '0' && r <= '9' && i > 0:
-		default:
-			return false
+// testFuncs returns the functions of one test file that `go test` runs or lists: TestXxx(*testing.T),
+// BenchmarkXxx(*testing.B), FuzzXxx(*testing.F) and ExampleXxx(), Xxx not starting with a
+// lower-case letter.
+func testFuncs(path string) ([]string, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s (fix the syntax error; the test inventory is read from source): %w", path, err)
+	}
+	var names []string
+	for _, d := range f.Decls {
+		fn, ok := d.(*ast.FuncDecl)
+		if !ok || fn.Recv != nil || fn.Type.TypeParams != nil {
+			continue
+		}
+		if kind, ok := testKind(fn.Name.Name); ok && signature(fn.Type, kind) {
+			names = append(names, fn.Name.Name)
 		}
 	}
-	return true
+	return names, nil
+}
+
+// testKinds maps a name prefix to the parameter type go test passes ("" for examples).
+var testKinds = []struct{ prefix, param string }{
+	{"Test", "T"}, {"Benchmark", "B"}, {"Fuzz", "F"}, {"Example", ""},
+}
+
+func testKind(name string) (param string, ok bool) {
+	for _, k := range testKinds {
+		rest, found := strings.CutPrefix(name, k.prefix)
+		if !found {
+			continue
+		}
+		if r, _ := utf8.DecodeRuneInString(rest); rest != "" && unicode.IsLower(r) {
+			return "", false
+		}
+		if k.prefix == "Test" && rest == "Main" {
+			return "", false
+		}
+		return k.param, true
+	}
+	return "", false
+}
+
+// signature reports whether ft is func() for examples, or func(*testing.<param>) with no
+// results otherwise. The testing package's local name is not checked: a dot-import or a rename
+// of "testing" in a test file is rare enough that a false positive there is harmless.
+func signature(ft *ast.FuncType, param string) bool {
+	if ft.Results != nil && len(ft.Results.List) > 0 {
+		return false
+	}
+	params := ft.Params.List
+	if param == "" {
+		return len(params) == 0
+	}
+	if len(params) != 1 || len(params[0].Names) > 1 {
+		return false
+	}
+	star, ok := params[0].Type.(*ast.StarExpr)
+	if !ok {
+		return false
+	}
+	sel, ok := star.X.(*ast.SelectorExpr)
+	return ok && sel.Sel.Name == param
 }

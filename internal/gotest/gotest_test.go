@@ -59,15 +59,62 @@ func ExampleX() {
 	}
 }
 
-func TestListBuildFailureCarriesOutput(t *testing.T) {
+func TestListReadsSourceNotBinaries(t *testing.T) {
 	dir := writeModule(t, map[string]string{
-		"ok/ok_test.go":    "package ok\n\nimport \"testing\"\n\nfunc TestFine(t *testing.T) {}\n",
+		"ok/ok_test.go": "package ok\n\nimport \"testing\"\n\nfunc TestFine(t *testing.T) {}\n",
+		// A package that does not build still has an inventory: the battery reports the build.
 		"broken/b.go":      "package broken\n\nfunc Broken( {\n",
 		"broken/b_test.go": "package broken\n\nimport \"testing\"\n\nfunc TestBroken(t *testing.T) {}\n",
+		// A TestMain that cannot set up (its image cannot be pulled, say) must not run.
+		"main/m_test.go": `package main_test
+
+import (
+	"os"
+	"testing"
+)
+
+func TestMain(m *testing.M) { os.Exit(3) }
+func TestBehindMain(t *testing.T) {}
+`,
+		// What go test does not run is not inventory.
+		"shapes/s_test.go": `package shapes
+
+import "testing"
+
+type suite struct{}
+
+func (suite) TestMethod(t *testing.T) {}
+func Testlower(t *testing.T)          {}
+func TestNoParam()                    {}
+func TestResult(t *testing.T) error   { return nil }
+func TestWrongType(b *testing.B)      {}
+func TestGeneric[T any](t *testing.T) {}
+func Test(t *testing.T)               {}
+func Test_under(t *testing.T)         {}
+func ExampleArgs(t *testing.T)        {}
+func Example()                        {}
+`,
+		// A file the build excludes holds no test of this build.
+		"tagged/t_test.go": "//go:build never\n\npackage tagged\n\nimport \"testing\"\n\nfunc TestTagged(t *testing.T) {}\n",
+	})
+	got, err := List(t.Context(), dir)
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	want := []string{"Example", "Test", "TestBehindMain", "TestBroken", "TestFine", "Test_under"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("List mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestListUnparsableTestFileNamesFileAndLine(t *testing.T) {
+	dir := writeModule(t, map[string]string{
+		"ok/ok_test.go": "package ok\n\nimport \"testing\"\n\nfunc TestFine(t *testing.T) {}\n",
+		"bad/b_test.go": "package bad\n\nimport \"testing\"\n\nfunc TestBad(t *testing.T {\n",
 	})
 	names, err := List(context.Background(), dir)
 	if err == nil {
-		t.Fatalf("List of a module that does not build = %v, want an error", names)
+		t.Fatalf("List with an unparsable test file = %v, want an error", names)
 	}
 	if !errors.Is(err, ErrList) {
 		t.Errorf("error %v does not wrap ErrList", err)
@@ -76,10 +123,20 @@ func TestListBuildFailureCarriesOutput(t *testing.T) {
 	if !errors.As(err, &le) {
 		t.Fatalf("error %T is not a *ListError", err)
 	}
-	for _, want := range []string{"broken/b.go", "syntax error"} {
-		if !strings.Contains(le.Output, want) || !strings.Contains(err.Error(), want) {
-			t.Errorf("output %q (and message) should contain %q", le.Output, want)
+	for _, want := range []string{"bad/b_test.go:5", "syntax error"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q should contain %q", err.Error(), want)
 		}
+	}
+}
+
+func TestListBadPatternIsAnError(t *testing.T) {
+	dir := writeModule(t, map[string]string{"a/a_test.go": "package a\n"})
+	if names, err := List(t.Context(), dir, "./nowhere/..."); !errors.Is(err, ErrList) || !strings.Contains(err.Error(), "nowhere") {
+		t.Errorf("List of a directory that does not exist = %v, %v; want ErrList naming it", names, err)
+	}
+	if _, err := List(t.Context(), t.TempDir()); !errors.Is(err, ErrList) {
+		t.Errorf("List outside any module: err = %v, want ErrList", err)
 	}
 }
 
@@ -89,37 +146,5 @@ func TestListCancelled(t *testing.T) {
 	cancel()
 	if _, err := List(ctx, dir); !errors.Is(err, context.Canceled) {
 		t.Errorf("List with a cancelled context: err = %v, want context.Canceled", err)
-	}
-}
-
-func TestParse(t *testing.T) {
-	tests := []struct {
-		name string
-		out  string
-		want []string
-	}{
-		{
-			name: "names and summary lines",
-			out:  "TestA\nBenchmarkB\nok  \texample.com/x\t0.003s\n?   \texample.com/y\t[no test files]\nExampleC\nFuzzD\n",
-			want: []string{"BenchmarkB", "ExampleC", "FuzzD", "TestA"},
-		},
-		{
-			name: "duplicates across packages collapse",
-			out:  "TestA\nok  \tp\t0.1s\nTestA\nok  \tq\t0.1s\n",
-			want: []string{"TestA"},
-		},
-		{
-			name: "failure lines and noise are not names",
-			out:  "FAIL\texample.com/z [build failed]\nFAIL\nok\nTest with space\n# example.com/z\nTestFine\n",
-			want: []string{"TestFine"},
-		},
-		{name: "empty", out: "", want: nil},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, parse([]byte(tc.out))); diff != "" {
-				t.Errorf("parse mismatch (-want +got):\n%s", diff)
-			}
-		})
 	}
 }

@@ -21,11 +21,9 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
-)
 
-// EnvPostgresBin names a directory holding initdb and postgres; it wins
-// over the search of PostgresInstallation.
-const EnvPostgresBin = "CONTESTED_PG_BIN"
+	"github.com/contested/contested/internal/envvar"
+)
 
 // ErrNoPostgres reports that no Postgres installation was found here.
 var ErrNoPostgres = errors.New("no local Postgres binaries (initdb, postgres)")
@@ -45,7 +43,7 @@ type Installation struct {
 // /usr/lib/postgresql/*/bin, then initdb on PATH.
 func PostgresInstallation(explicit string) (Installation, error) {
 	if explicit == "" {
-		explicit = strings.TrimSpace(os.Getenv(EnvPostgresBin))
+		explicit = strings.TrimSpace(os.Getenv(envvar.PostgresBin))
 	}
 	bin, err := postgresBin(explicit)
 	if err != nil {
@@ -87,7 +85,7 @@ func postgresBin(explicit string) (string, error) {
 		if ok(explicit) {
 			return filepath.Abs(explicit)
 		}
-		return "", fmt.Errorf("%w: %s=%s has no initdb and postgres", ErrNoPostgres, EnvPostgresBin, explicit)
+		return "", fmt.Errorf("%w: %s=%s has no initdb and postgres", ErrNoPostgres, envvar.PostgresBin, explicit)
 	}
 	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
 		if d := strings.TrimSpace(string(out)); ok(d) {
@@ -106,7 +104,7 @@ func postgresBin(explicit string) (string, error) {
 			return filepath.Dir(real), nil
 		}
 	}
-	return "", fmt.Errorf("%w were found: install postgresql (apt-get install postgresql) or set %s", ErrNoPostgres, EnvPostgresBin)
+	return "", fmt.Errorf("%w were found: install postgresql (apt-get install postgresql) or set %s", ErrNoPostgres, envvar.PostgresBin)
 }
 
 func majorOf(binDir string) int {

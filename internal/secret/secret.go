@@ -35,6 +35,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/contested/contested/internal/envvar"
 )
 
 // Mask replaces every password. It is pgx's own mask, so messages pgx
@@ -47,7 +49,7 @@ const MinKnownLength = 6
 
 // EnvDSNs are the variables whose connection strings carry a password that
 // every process of a run must keep out of its output.
-var EnvDSNs = []string{"CONTESTED_PG_DSN", "CONTESTED_HISTORY_DSN"}
+var EnvDSNs = []string{envvar.PostgresDSN, envvar.HistoryDSN}
 
 // EnvPassword is libpq's (and pgx's) password variable.
 const EnvPassword = "PGPASSWORD"

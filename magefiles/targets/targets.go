@@ -8,7 +8,7 @@
 // fault layer is unhealthy).
 //
 // Each target runs its command in a worker process of its own (see
-// internal/command.Supervise): Ctrl-C or SIGTERM stops it, and it tears
+// command.Supervise): Ctrl-C or SIGTERM stops it, and it tears
 // down what it started; a second signal ends it at once.
 package targets
 
@@ -26,8 +26,8 @@ import (
 
 	"github.com/magefile/mage/mg"
 
-	"github.com/contested/contested/internal/command"
 	"github.com/contested/contested/internal/secret"
+	"github.com/contested/contested/magefiles/internal/command"
 )
 
 // A worker process runs its target here, before Mage's main: see workers.
@@ -233,15 +233,19 @@ func Arbitrate(ctx context.Context, test string) error {
 	return command.Supervise(ctx, "arbitrate", test)
 }
 
-// ClusterTests (cluster-tests) runs the reference service as several
+// ClusterTests (cluster-tests) runs the module's service as several
 // replicas behind Toxiproxy with Postgres and contests it with kill legs:
 // one replica killed mid-stream and restarted, every replica killed at once
-// and restarted, one replica cut off from the database and healed. It owns
-// the lifecycle: sweep stale rigs, build the service image (static, on
-// scratch, tagged for the rig), bring everything up on a private network,
-// run the legs one after another, write test-results/cluster/ (ps.txt,
-// logs.txt, legs.json, the legs' fault records) and tear down, on Ctrl-C
-// and SIGTERM too. Without Docker the replicas run as local processes.
+// and restarted, one replica cut off from the database and healed. The
+// service is the one the registry's [cluster] table names: its Go test,
+// which configures the rig for the service (cluster.Service), runs with
+// this target's options. The rig owns the lifecycle: sweep stale rigs,
+// build the service (static on scratch, tagged for the rig), bring
+// everything up on a private network and wait for every replica's health
+// endpoint, run the legs one after another, write test-results/cluster/
+// (ps.txt, logs.txt, legs.json, the legs' fault records) and tear down, on
+// Ctrl-C and SIGTERM too. Without Docker the replicas run as local
+// processes.
 //
 //	go tool mage cluster-tests
 //	go tool mage cluster-tests -replicas=5 -keep    # keep the rig up; the next run reaps it

@@ -9,9 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/contested/contested/contested"
 	"github.com/contested/contested/contested/history"
 	"github.com/contested/contested/examples/ledger"
-	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/envvar"
 )
 
 // Every oracle must be able to fail: each table below has cases that hold and cases that
@@ -62,8 +63,8 @@ func mustReport(t *testing.T, v Verdict, fails bool, want string) {
 	if fails && !strings.Contains(v.String(), want) {
 		t.Errorf("the report %q does not say %q", v, want)
 	}
-	if fails && !errors.Is(v.Err(), ErrViolated) && !errors.Is(v.Err(), ErrInconclusive) {
-		t.Errorf("Err() = %v, want ErrViolated or ErrInconclusive", v.Err())
+	if fails && !errors.Is(v.Err(), ErrViolated) && !errors.Is(v.Err(), contested.ErrInconclusive) {
+		t.Errorf("Err() = %v, want ErrViolated or contested.ErrInconclusive", v.Err())
 	}
 	if !strings.HasPrefix(v.String(), "oracle "+v.Oracle+": ") {
 		t.Errorf("the report %q does not start with the oracle's name", v)
@@ -373,7 +374,7 @@ func TestBatchOrder(t *testing.T) {
 
 func TestLinearizableSavesTheVisualizationOnFailure(t *testing.T) {
 	dir := t.TempDir()
-	t.Setenv(faultrecord.EnvResultsDir, dir)
+	t.Setenv(envvar.ResultsDir, dir)
 	opening := map[string]int64{"x": 50, "y": 50}
 	read := func(id int64, acct string, v int64, at int64) history.Op {
 		b, _ := json.Marshal(v)

@@ -1,0 +1,58 @@
+package levers
+
+import "context"
+
+// NameCrashAndResume is CrashAndResume's name.
+const NameCrashAndResume = "crash-and-resume"
+
+// CrashAndResume kills Target.Process with SIGKILL mid-work; Heal starts
+// it again. Its exit status is both sides' proof that it died mid-work;
+// the victim side's proof that it resumed (the restarted worker finished
+// the remainder) is the test's to note. On a Cluster it kills replica
+// Target.Replica instead, and its fault is Judged like MassRestart's.
+var CrashAndResume Lever = crashAndResume{spec{
+	name:    NameCrashAndResume,
+	meaning: "a worker is killed with SIGKILL mid-work and restarted to finish the rest",
+	needs:   NeedProcess,
+}}
+
+func init() { register(60, CrashAndResume) }
+
+type crashAndResume struct{ spec }
+
+// Process is what crash-and-resume kills mid-work and restarts: a leg's
+// worker, or one replica of a cluster (Replica).
+type Process interface {
+	// Kill sends SIGKILL, waits for the process to die of it and returns
+	// its exit status; an error when it was not running or died otherwise.
+	Kill(ctx context.Context) (string, error)
+	// Start starts it again.
+	Start(ctx context.Context) error
+}
+
+func (c crashAndResume) Arm(ctx context.Context, t Target) (Fault, error) {
+	if t.Cluster != nil {
+		if err := t.check(c, NeedCluster); err != nil {
+			return nil, err
+		}
+		return killReplicas(ctx, t.Cluster, t.Pending, []int{t.Replica})
+	}
+	if err := t.check(c, c.needs); err != nil {
+		return nil, err
+	}
+	f := &processFault{p: t.Process}
+	status, err := t.Process.Kill(ctx)
+	if err != nil {
+		return f, err
+	}
+	f.what = "worker killed mid-work: " + status
+	return f, nil
+}
+
+type processFault struct {
+	p    Process
+	what string
+}
+
+func (f *processFault) Injector() (bool, string)       { return f.what != "", f.what }
+func (f *processFault) Heal(ctx context.Context) error { return f.p.Start(ctx) }

@@ -1,0 +1,94 @@
+package levers
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contested/contested/internal/reexec"
+)
+
+// TestCrashAndResume: a working worker is killed by SIGKILL (its exit
+// status read back) and, healed, a new generation finishes the remainder:
+// it fired. A worker that had already finished cannot be killed mid-work:
+// not in place. On a cluster it kills one replica mid-stream, which works
+// again after its restart.
+func TestCrashAndResume(t *testing.T) {
+	ctx := context.Background()
+	t.Run("fires", func(t *testing.T) {
+		gen := 0
+		w := NewWorker(t, func() *exec.Cmd {
+			gen++
+			if gen == 1 {
+				return reexec.Command(t, "worker")
+			}
+			return reexec.Command(t, "worker", "WORKER_FINISH=1")
+		})
+		if err := w.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
+		time.Sleep(200 * time.Millisecond)
+		f := arm(t, CrashAndResume, Target{Process: w})
+		in, what := f.Injector()
+		if !in || !strings.HasPrefix(what, "worker killed mid-work: pid ") || !strings.Contains(what, "signal: killed") {
+			t.Fatalf("injector: %v %q", in, what)
+		}
+		if err := f.Heal(ctx); err != nil {
+			t.Fatal(err)
+		}
+		resumed := 0
+		if err := w.Wait(ctx); err == nil {
+			resumed++ // the new generation finished the remainder
+		}
+		if err := CrashAndResume.Fired(Proof{Injected: in, Victim: resumed}); err != nil {
+			t.Fatalf("did not fire: %v", err)
+		}
+	})
+	t.Run("a worker that already finished is not in place", func(t *testing.T) {
+		w := NewWorker(t, func() *exec.Cmd { return reexec.Command(t, "worker", "WORKER_FINISH=1") })
+		if err := w.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w.Wait(ctx)
+		f, err := CrashAndResume.Arm(ctx, Target{Process: w})
+		if err == nil || !strings.Contains(err.Error(), "before it could be killed mid-work") {
+			t.Fatalf("Arm on a finished worker: %v", err)
+		}
+		in, _ := f.Injector()
+		if err := CrashAndResume.Fired(Proof{Injected: in, Victim: 1}); !errors.Is(err, ErrNotInPlace) {
+			t.Fatalf("Fired = %v, want ErrNotInPlace", err)
+		}
+		w.Stop()
+	})
+	t.Run("one replica of a cluster", func(t *testing.T) {
+		c := newTestCluster(t, 2)
+		f := arm(t, CrashAndResume, Target{Cluster: c, Replica: 0, Pending: 50})
+		if in, what := f.Injector(); !in || strings.Count(what, "SIGKILL: ") != 1 {
+			t.Fatalf("injector: %v %q", in, what)
+		}
+		if c.workers[0].Running() || !c.workers[1].Running() {
+			t.Fatal("the kill did not take replica-1, and only it")
+		}
+		time.Sleep(300 * time.Millisecond)
+		victim, err := judge(t, CrashAndResume, c, f)
+		if err != nil {
+			t.Fatalf("did not fire: %v (%s)", err, victim)
+		}
+		if !strings.HasPrefix(victim, "killed with 50 items still to come; replica-1 acknowledged ") {
+			t.Errorf("victim: %q", victim)
+		}
+	})
+	t.Run("a replica judged before its restart did not resume", func(t *testing.T) {
+		c := newTestCluster(t, 2)
+		f := arm(t, CrashAndResume, Target{Cluster: c, Replica: 0, Pending: 50})
+		time.Sleep(300 * time.Millisecond)
+		landed, victim := f.(Judged).Victim(ctx)
+		if landed || !strings.HasSuffix(victim, "it was never restarted") {
+			t.Fatalf("Victim before Heal = %v, %q; want not landed: never restarted", landed, victim)
+		}
+	})
+}

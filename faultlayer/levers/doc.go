@@ -1,0 +1,52 @@
+// Package levers is the fault set: every kind of fault the toolkit can
+// force, each a value of one type in one file that knows its name and
+// meaning, what it acts on, how to arm it and prove it from the injector
+// side, how to heal it, and what proves from the victim side that it
+// landed. The registry's list of levers, the leg API of package contested
+// and the cluster rig all use this set (All, Lookup).
+//
+//	lever             file                 acts on (Needs)        victim-side proof
+//	disconnect        disconnect.go        a Toxiproxy proxy      Signals: refused, reset, EOF, ...
+//	reset             reset.go             a Toxiproxy proxy      Signals: reset, EOF, ...
+//	confirm-timeout   confirm_timeout.go   a Toxiproxy proxy      Signals: timeout (+ Proof.Confirmed)
+//	burst             burst.go             a seeded plan          a perturbed delivery consumed
+//	pool-exhaustion   pool_exhaustion.go   the victim database    Signals: 53300, timeout
+//	crash-and-resume  crash_and_resume.go  a Process              the resumed worker's work
+//	mass-restart      mass_restart.go      a Cluster              Judged: work before and after
+//	partition         partition.go         a Cluster's link       Judged: the cut-off replica idle
+//
+// Using one:
+//
+//	f, err := levers.Reset.Arm(ctx, levers.Target{Toxiproxy: tp, Proxy: proxy})
+//	if f != nil {
+//		defer f.Heal(ctx)
+//	}
+//	if err != nil {
+//		return err
+//	}
+//	in, what := f.Injector()          // the injector side: the toxic read back
+//	... the victim's errors: count those whose levers.Classify is in Reset.Signals()
+//	err = levers.Reset.Fired(levers.Proof{Injected: in, Victim: seen}) // nil: it fired
+//
+// Adding a lever is one new file and its test: declare its name, a value
+// of a type that embeds spec (name, meaning, cluster, needs, signals) and
+// implements Arm (and Fired, when its rule is more than "the injector
+// proved it in place and the victim saw it"), and register it in the
+// file's init with its place in the lists (contract levers below 70, after
+// crash-and-resume's 60; cluster levers from 70):
+//
+//	const NameLatency = "latency"
+//
+//	var Latency Lever = latency{spec{name: NameLatency, meaning: "...", needs: NeedProxy, signals: []Signal{SigTimeout}}}
+//
+//	func init() { register(65, Latency) }
+//
+//	type latency struct{ spec }
+//
+//	func (l latency) Arm(ctx context.Context, t Target) (Fault, error) { ... }
+//
+// The registry accepts it in a surface's legs at once, and contested.Start
+// arms it through the same Target. Its test arms it against the real
+// Toxiproxy and Postgres (faulttest), proves it fired, heals it, and shows
+// the unfired case is caught.
+package levers

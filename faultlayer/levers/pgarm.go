@@ -1,0 +1,306 @@
+package levers
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/contested/contested/internal/secret"
+)
+
+// ErrCanonicalDB reports that PgFaultArmer refused to arm against a
+// database the harness did not create, or one the registry names canonical.
+var ErrCanonicalDB = errors.New("refusing to arm against a canonical database")
+
+// ErrNotVictim reports a Victim that CreateVictim of this armer did not
+// return (a zero Victim, a forged one, one of another armer): nothing is
+// dropped for it.
+var ErrNotVictim = errors.New("not a victim this armer created")
+
+// harnessTable lists the databases the harness created; only those may be
+// armed against.
+const harnessTable = "contested_harness_databases"
+
+// victimName is the shape of every name CreateVictim generates; DropVictim
+// refuses any other, whatever the harness table says.
+var victimName = regexp.MustCompile(`^cv_[0-9a-f]{10}$`)
+
+// builtinCanonical are never armed against, whatever the registry says.
+var builtinCanonical = []string{"postgres", "template0", "template1"}
+
+// PgFaultArmer injects database faults (pool exhaustion) into victim
+// databases it created itself, and refuses every other database: anything
+// not in its harness table counts as canonical, as does every name in the
+// registry's [guard] canonical_databases and the test plane's own database.
+//
+// Invariant: every statement it sends that names a database or a role
+// names one that passed Guard (or, in CreateVictim, a freshly generated
+// name that is not canonical), quoted with pgx.Identifier; values go as
+// bind parameters, or, where Postgres takes none (a role's password), as
+// a literal Postgres itself quoted.
+type PgFaultArmer struct {
+	admin     *pgxpool.Pool
+	canonical map[string]bool
+}
+
+// NewPgFaultArmer returns an armer over the test-plane admin pool and makes
+// sure its harness table exists.
+func NewPgFaultArmer(ctx context.Context, admin *pgxpool.Pool, canonical []string) (*PgFaultArmer, error) {
+	a := &PgFaultArmer{admin: admin, canonical: map[string]bool{}}
+	for _, n := range append(append([]string(nil), builtinCanonical...), canonical...) {
+		a.canonical[n] = true
+	}
+	a.canonical[admin.Config().ConnConfig.Database] = true
+	table := pgx.Identifier{harnessTable}.Sanitize()
+	if _, err := admin.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
+		name text PRIMARY KEY, role text NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), holder text)`); err != nil {
+		var exists bool
+		// Two processes creating it at once: the loser sees a duplicate type.
+		if qerr := admin.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, table).Scan(&exists); qerr != nil || !exists {
+			return nil, fmt.Errorf("create %s: %w", harnessTable, err)
+		}
+	}
+	return a, nil
+}
+
+// Victim is a database and a login role created by the harness for one
+// leg. The role is not a superuser, so connection limits apply to it. Only
+// CreateVictim makes one: its fields are unexported, so no caller can point
+// DropVictim at a database of its choosing.
+type Victim struct {
+	database string
+	role     string
+	password string
+	armer    *PgFaultArmer
+}
+
+// Database is the victim database's name.
+func (v *Victim) Database() string { return v.database }
+
+// Role is the victim's login role.
+func (v *Victim) Role() string { return v.role }
+
+// DSN returns the victim's DSN at host:port (the proxy, or Postgres
+// directly).
+func (v *Victim) DSN(hostport string) string {
+	u := url.URL{Scheme: "postgres", User: url.UserPassword(v.role, v.password), Host: hostport, Path: "/" + v.database, RawQuery: "sslmode=disable"}
+	return u.String()
+}
+
+// CreateVictim creates a fresh database owned by a fresh role and enters it
+// in the harness table.
+func (a *PgFaultArmer) CreateVictim(ctx context.Context, holder string) (*Victim, error) {
+	var b [5]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("create victim: %w", err)
+	}
+	id := "cv_" + hex.EncodeToString(b[:])
+	var pw [16]byte
+	if _, err := rand.Read(pw[:]); err != nil {
+		return nil, fmt.Errorf("create victim: %w", err)
+	}
+	v := &Victim{database: id, role: id, password: hex.EncodeToString(pw[:]), armer: a}
+	secret.Add(v.password)
+	if !victimName.MatchString(id) || a.canonical[id] {
+		return nil, fmt.Errorf("%w: generated name %q", ErrCanonicalDB, id)
+	}
+	name := pgx.Identifier{id}.Sanitize()
+	// CREATE ROLE takes no bind parameters: Postgres quotes the literal.
+	var password string
+	if err := a.admin.QueryRow(ctx, `SELECT quote_literal($1::text)`, v.password).Scan(&password); err != nil {
+		return nil, fmt.Errorf("create victim role: %w", err)
+	}
+	if _, err := a.admin.Exec(ctx, `CREATE ROLE `+name+` LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD `+password); err != nil {
+		return nil, fmt.Errorf("create victim role: %w", err)
+	}
+	if _, err := a.admin.Exec(ctx, `CREATE DATABASE `+name+` OWNER `+name); err != nil {
+		a.admin.Exec(context.WithoutCancel(ctx), `DROP ROLE IF EXISTS `+name)
+		return nil, fmt.Errorf("create victim database: %w", err)
+	}
+	if _, err := a.admin.Exec(ctx, `INSERT INTO `+pgx.Identifier{harnessTable}.Sanitize()+` (name, role, holder) VALUES ($1, $2, $3)`, id, id, holder); err != nil {
+		return nil, fmt.Errorf("register victim database: %w", err)
+	}
+	return v, nil
+}
+
+// DropVictim removes a victim database and its role, terminating whatever
+// is still connected. It drops only what this armer's CreateVictim made:
+// the victim must come from this armer, its database must pass Guard, and
+// its role must be the one the harness table registered for it and no
+// superuser. Anything else is refused (ErrNotVictim, ErrCanonicalDB) and
+// nothing is dropped.
+func (a *PgFaultArmer) DropVictim(ctx context.Context, v *Victim) error {
+	if v == nil || v.armer != a || !victimName.MatchString(v.database) || !victimName.MatchString(v.role) {
+		name := "<nil>"
+		if v != nil {
+			name = fmt.Sprintf("%q", v.database)
+		}
+		return fmt.Errorf("drop victim %s: %w", name, ErrNotVictim)
+	}
+	if err := a.Guard(ctx, v.database); err != nil {
+		return fmt.Errorf("drop victim: %w", err)
+	}
+	if err := a.guardRole(ctx, v.database, v.role); err != nil {
+		return fmt.Errorf("drop victim: %w", err)
+	}
+	var errs []error
+	if _, err := a.admin.Exec(ctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{v.database}.Sanitize()+` WITH (FORCE)`); err != nil {
+		errs = append(errs, fmt.Errorf("drop victim database %s: %w", v.database, err))
+	}
+	if _, err := a.admin.Exec(ctx, `DROP ROLE IF EXISTS `+pgx.Identifier{v.role}.Sanitize()); err != nil {
+		errs = append(errs, fmt.Errorf("drop victim role %s: %w", v.role, err))
+	}
+	if len(errs) == 0 {
+		a.admin.Exec(ctx, `DELETE FROM `+pgx.Identifier{harnessTable}.Sanitize()+` WHERE name = $1`, v.database)
+	}
+	return errors.Join(errs...)
+}
+
+// guardRole returns nil only when role is the one the harness table
+// registered for database, is not the admin's own role and is no
+// superuser.
+func (a *PgFaultArmer) guardRole(ctx context.Context, database, role string) error {
+	if role == a.admin.Config().ConnConfig.User {
+		return fmt.Errorf("%w: role %q is the test plane's own", ErrCanonicalDB, role)
+	}
+	var registered string
+	if err := a.admin.QueryRow(ctx, `SELECT role FROM `+pgx.Identifier{harnessTable}.Sanitize()+` WHERE name = $1`, database).Scan(&registered); err != nil {
+		return fmt.Errorf("check the role of harness database %q: %w", database, err)
+	}
+	if registered != role {
+		return fmt.Errorf("%w: role %q is not the one the harness created for %q", ErrCanonicalDB, role, database)
+	}
+	var super bool
+	err := a.admin.QueryRow(ctx, `SELECT rolsuper FROM pg_roles WHERE rolname = $1`, role).Scan(&super)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("check role %q: %w", role, err)
+	}
+	if super {
+		return fmt.Errorf("%w: role %q is a superuser", ErrCanonicalDB, role)
+	}
+	return nil
+}
+
+// Guard returns nil only for a database the harness created and nobody
+// declared canonical; otherwise an error wrapping ErrCanonicalDB that says
+// why.
+func (a *PgFaultArmer) Guard(ctx context.Context, database string) error {
+	if a.canonical[database] {
+		return fmt.Errorf("%w: %q is canonical (built in, the test plane's own database, or listed in [guard] canonical_databases)", ErrCanonicalDB, database)
+	}
+	var n int
+	if err := a.admin.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{harnessTable}.Sanitize()+` WHERE name = $1`, database).Scan(&n); err != nil {
+		return fmt.Errorf("check harness databases: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: %q was not created by the harness; arm only against a leg's victim database", ErrCanonicalDB, database)
+	}
+	return nil
+}
+
+// Exhaustion is an armed pool-exhaustion fault: connections held up to the
+// database's connection limit.
+type Exhaustion struct {
+	Database string
+	Limit    int // the connection limit set on the database
+	Held     int // connections the armer holds
+	Observed int // backends of the database seen in pg_stat_activity when armed
+	conns    []*pgx.Conn
+	db       string // the guarded name Release acts on, whatever Database says by then
+	armer    *PgFaultArmer
+}
+
+// Exhaust sets the connection limit of the database in dsn to its current
+// client backends plus hold, then opens connections with dsn's credentials
+// until the database is at its limit, so that no new connection to it
+// succeeds (SQLSTATE 53300). A backend that exits between the count and
+// the holds (a closing pool, a failed connect) is made up for by holding
+// one more: the armer fills the limit it set. It refuses canonical
+// databases before touching anything.
+func (a *PgFaultArmer) Exhaust(ctx context.Context, dsn string, hold int) (*Exhaustion, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("exhaust: parse DSN: %w", err)
+	}
+	db := cfg.Database
+	if err := a.Guard(ctx, db); err != nil {
+		return nil, err
+	}
+	if hold < 1 {
+		hold = 1
+	}
+	current, err := a.clientBackends(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("exhaust: count backends: %w", err)
+	}
+	e := &Exhaustion{Database: db, Limit: current + hold, db: db, armer: a}
+	// ALTER DATABASE takes no bind parameters; the limit is an int.
+	if _, err := a.admin.Exec(ctx, `ALTER DATABASE `+pgx.Identifier{db}.Sanitize()+` CONNECTION LIMIT `+strconv.Itoa(e.Limit)); err != nil {
+		return nil, fmt.Errorf("exhaust: set connection limit: %w", err)
+	}
+	for attempt := 0; attempt < e.Limit+hold; attempt++ {
+		if e.Observed, err = a.clientBackends(ctx, db); err != nil {
+			e.Release(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("exhaust: count backends: %w", err)
+		}
+		if e.Observed >= e.Limit {
+			break
+		}
+		c, err := pgx.ConnectConfig(ctx, cfg.Copy())
+		if err != nil {
+			if Classify(err) == SigTooMany {
+				continue // someone else took the last slot: full all the same
+			}
+			e.Release(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("exhaust: hold a connection: %w", err)
+		}
+		e.conns = append(e.conns, c)
+	}
+	e.Held = len(e.conns)
+	return e, nil
+}
+
+// clientBackends counts the connections of clients to a database: the ones
+// its connection limit counts.
+func (a *PgFaultArmer) clientBackends(ctx context.Context, db string) (int, error) {
+	var n int
+	err := a.admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'`, db).Scan(&n)
+	return n, err
+}
+
+// Full reports whether the database is at its limit as observed when
+// armed: the injector-side proof that the pool has nowhere to grow.
+func (e *Exhaustion) Full() bool { return e.Observed >= e.Limit }
+
+// Release closes the held connections and lifts the limit. Only an
+// Exhaustion that Exhaust returned touches a database, and only the one
+// that passed the guard there (checked again).
+func (e *Exhaustion) Release(ctx context.Context) error {
+	for _, c := range e.conns {
+		c.Close(ctx)
+	}
+	e.conns = nil
+	if e.armer == nil {
+		return fmt.Errorf("release %q: %w", e.Database, ErrNotVictim)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := e.armer.Guard(ctx, e.db); err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
+	_, err := e.armer.admin.Exec(ctx, `ALTER DATABASE `+pgx.Identifier{e.db}.Sanitize()+` CONNECTION LIMIT -1`)
+	return err
+}
+
+func (e *Exhaustion) String() string {
+	return fmt.Sprintf("database %s at its connection limit: %d backends of %d allowed, %d held by the armer", e.Database, e.Observed, e.Limit, e.Held)
+}

@@ -1,0 +1,256 @@
+// Package contract runs a surface's contested contract in isolation: its
+// tests, off the full battery, once per seed of its budget, each with a
+// private results directory; and it judges every leg with the ten-state
+// verdict and the surface with GREEN, RED, CANNOT RUN or INCONCLUSIVE.
+package contract
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/contested/contested/contested"
+	"github.com/contested/contested/contested/runenv"
+	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate"
+	"github.com/contested/contested/gate/verdict"
+	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/registry"
+)
+
+// thinCoverage is the fired-fault count under which a lever's coverage is
+// flagged: a handful of occurrences says little about a rare interleaving.
+const thinCoverage = 5
+
+// Options configures Run.
+type Options struct {
+	// Env is the run: its module root, registry, level, the fault layer's
+	// coordinates for the tests, and the results root; each seed runs under
+	// contested/<surface>/ of it.
+	Env   runenv.Env
+	Seeds []int64 // the seeds to run, in order
+	Out   io.Writer
+	// EnvMissing, when set, says the fault layer cannot run: every leg is
+	// INCONCLUSIVE-env and nothing is run.
+	EnvMissing string
+}
+
+// SeedRun is one run of the surface's tests: under contested, one go test
+// run with one seed; under validate, the battery (Seed 0: each leg drew
+// its own seed, which its records carry).
+type SeedRun struct {
+	Seed    int64                `json:"seed"`
+	Dir     string               `json:"dir,omitempty"`
+	Passed  bool                 `json:"passed"`
+	Failed  []string             `json:"failed_tests,omitempty"`
+	Ran     []string             `json:"ran_tests,omitempty"`     // passed or failed
+	Skipped []string             `json:"skipped_tests,omitempty"` // skipped, e.g. below a leg's level
+	Records []faultrecord.Record `json:"records"`
+	Rerun   *bool                `json:"rerun_failed,omitempty"` // set when the run failed and was rerun
+	// RerunTests says, per failing test, whether it failed again when rerun
+	// alone with its leg's seed; it overrides Rerun for that test.
+	RerunTests map[string]bool `json:"rerun_failed_tests,omitempty"`
+	Took       time.Duration   `json:"took_ns"`
+	// Failures maps each failing test (name without package) to its output.
+	Failures map[string]string `json:"-"`
+}
+
+// LegResult is the verdict of one leg over all seeds.
+type LegResult struct {
+	Lever   string          `json:"lever"`
+	Verdict verdict.Verdict `json:"verdict"`
+	Reason  string          `json:"reason"`
+	Runs    []verdict.Run   `json:"runs"`
+	Armed   int             `json:"armed"`
+	Fired   int             `json:"fired"` // occurrences across seeds
+	Thin    bool            `json:"thin_coverage"`
+	// Levels are the levels the registry runs the leg at, when its
+	// surface restricts it (nil: every level).
+	Levels    []int                   `json:"levels,omitempty"`
+	Tests     []string                `json:"tests,omitempty"` // the tests that ran it
+	Oracles   []faultrecord.OracleRun `json:"oracles,omitempty"`
+	Injector  string                  `json:"injector,omitempty"` // evidence from one record
+	Victim    string                  `json:"victim,omitempty"`
+	Replay    string                  `json:"replay,omitempty"` // of the first failing or unproven seed
+	FailedRun int64                   `json:"failed_seed,omitempty"`
+}
+
+// Result is one surface's contract verdict.
+type Result struct {
+	Surface  string           `json:"surface"`
+	Class    string           `json:"class"`
+	Owner    string           `json:"owner"`
+	Behavior string           `json:"behavior"`
+	Oracle   string           `json:"oracle"`
+	Level    int              `json:"level"`
+	Contract verdict.Contract `json:"contract"`
+	Legs     []LegResult      `json:"legs"`
+	Seeds    []SeedRun        `json:"seeds"`
+	Took     time.Duration    `json:"took_ns"`
+}
+
+// Leg returns the result of one lever.
+func (r *Result) Leg(lever string) (LegResult, bool) {
+	for _, l := range r.Legs {
+		if l.Lever == lever {
+			return l, true
+		}
+	}
+	return LegResult{}, false
+}
+
+// Seeds returns the seeds to run: CONTESTED_SEED alone when it is set (a
+// replay), else n fresh ones (CONTESTED_SEEDS when set, else budget).
+func Seeds(budget int) ([]int64, error) {
+	seed, set, err := runenv.Seed()
+	if err != nil {
+		return nil, err
+	}
+	if set {
+		return []int64{seed}, nil
+	}
+	n, err := runenv.Seeds()
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		n = budget
+	}
+	if n < 1 {
+		n = 1
+	}
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = 1 + rand.Int64N(1<<53-1)
+	}
+	return out, nil
+}
+
+// Run runs the surface's contract over opts.Seeds and judges it.
+func Run(ctx context.Context, s registry.Surface, opts Options) (*Result, error) {
+	start := time.Now()
+	level := max(opts.Env.Level, 1)
+	res := &Result{Surface: s.ID, Class: s.Class, Owner: s.Owner, Behavior: s.Behavior, Oracle: s.Oracle, Level: level}
+	if at := s.LegsAt(level); len(at) == 0 {
+		fmt.Fprintf(opts.Out, "contested: %s: no leg runs at level %d; nothing to run\n", s.ID, level)
+	} else if opts.EnvMissing == "" {
+		for i, seed := range opts.Seeds {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(opts.Out, "contested: %s seed %d/%d (%s=%d)\n", s.ID, i+1, len(opts.Seeds), envvar.Seed, seed)
+			run, err := runSeed(ctx, s, seed, opts, "")
+			if err != nil {
+				return nil, err
+			}
+			if !run.Passed {
+				// One rerun with the same seed tells reproducible from not.
+				fmt.Fprintf(opts.Out, "contested: %s seed %d failed; rerunning it once to see whether it reproduces\n", s.ID, seed)
+				again, err := runSeed(ctx, s, seed, opts, "rerun")
+				if err != nil {
+					return nil, err
+				}
+				failed := !again.Passed
+				run.Rerun = &failed
+			}
+			res.Seeds = append(res.Seeds, *run)
+		}
+	}
+	res.Legs, res.Contract = Judge(s, Evidence{Level: level, Runs: res.Seeds, EnvMissing: opts.EnvMissing})
+	res.Took = time.Since(start)
+	return res, nil
+}
+
+// runSeed runs the surface's tests once with one seed in a fresh results
+// directory of its own, and reads back the records they wrote.
+func runSeed(ctx context.Context, s registry.Surface, seed int64, opts Options, suffix string) (*SeedRun, error) {
+	name := fmt.Sprintf("seed-%d", seed)
+	if suffix != "" {
+		name += "-" + suffix
+	}
+	rel := filepath.Join("contested", s.ID, name)
+	dir := filepath.Join(opts.Env.ResultsDir, rel)
+	if err := atomicfile.EmptyDir(opts.Env.ResultsDir, rel); err != nil {
+		return nil, err
+	}
+	pkg := s.Package
+	if pkg == "" {
+		pkg = "./..."
+	}
+	env := opts.Env.WithSeed(seed).WithResultsDir(dir).Environ()
+	run := &SeedRun{Seed: seed, Dir: dir, Passed: true, Failures: map[string]string{}}
+	start := time.Now()
+	for _, test := range s.Tests {
+		res, err := battery.Run(ctx, battery.Options{
+			Dir: opts.Env.ModuleRoot, Patterns: []string{pkg}, Args: []string{"-run", contested.RunPattern(test)},
+			Env: env, Out: indent{opts.Out, "  "},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("run %s of %s: %w", test, s.ID, err)
+		}
+		if !res.OK() {
+			run.Passed = false
+		}
+		addOutcomes(run, res.Tests, func(battery.Test) bool { return true })
+		for _, p := range res.FailedPackages() {
+			run.Failed = append(run.Failed, p.Name)
+			run.Failures[p.Name] = p.Output
+		}
+		if res.OK() && len(res.Tests) == 0 {
+			fmt.Fprintf(opts.Out, "  contested: -run %s matched no test in %s\n", contested.RunPattern(test), pkg)
+		}
+	}
+	run.Took = time.Since(start)
+	recs, err := readRecords(faultrecord.FaultDir(dir), true)
+	if err != nil {
+		return nil, err
+	}
+	run.Records = recs
+	return run, nil
+}
+
+// ReadRecords reads the valid records of a fault directory, oldest armed
+// first, skipping files that are not records: the gate reports those. It
+// reads with the gate's loader (gate.ReadRecords): no symbolic link
+// followed, no FIFO waited on, no file over the record cap read.
+func ReadRecords(dir string) ([]faultrecord.Record, error) { return readRecords(dir, false) }
+
+// readRecords reads a fault directory's records; strict makes a file that
+// is not a valid record an error naming it (a contract run's private
+// directory holds only what its tests wrote).
+func readRecords(dir string, strict bool) ([]faultrecord.Record, error) {
+	recs, unreadable, err := gate.ReadRecords(dir)
+	if err != nil {
+		return nil, err
+	}
+	if strict && len(unreadable) > 0 {
+		u := unreadable[0]
+		return nil, fmt.Errorf("%s: %s (%d unreadable record files)", filepath.Join(dir, u.File), u.Reason, len(unreadable))
+	}
+	return recs, nil
+}
+
+// indent prefixes every line written through it.
+type indent struct {
+	w      io.Writer
+	prefix string
+}
+
+func (i indent) Write(p []byte) (int, error) {
+	lines := strings.SplitAfter(string(p), "\n")
+	for _, l := range lines {
+		if l == "" {
+			continue
+		}
+		if _, err := io.WriteString(i.w, i.prefix+l); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}

@@ -1,0 +1,325 @@
+// Package ladder walks the arbitration ladder for a failing test and always
+// ends with an owner and an action: name the surface and its behaviour;
+// run the fault-layer preflight; run the surface's contract in isolation;
+// read the verdict. "Environment" is never a terminal answer: the only
+// environmental owners are the fault layer (CANNOT RUN) and capacity, and
+// capacity only with evidence of what was contended.
+package ladder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/contested/contested/contested"
+	"github.com/contested/contested/contested/runenv"
+	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/gate/verdict"
+	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/capacity"
+	"github.com/contested/contested/internal/gotest"
+	"github.com/contested/contested/registry"
+)
+
+// Owner is who a failure is assigned to.
+type Owner string
+
+// The four owners. There is no "environment".
+const (
+	Component  Owner = "component"
+	TestAuthor Owner = "test author"
+	Capacity   Owner = "capacity"
+	FaultLayer Owner = "fault layer"
+)
+
+// ErrUnknownTest: the test id names no test of the module.
+var ErrUnknownTest = errors.New("unknown test")
+
+// ErrNotContractTest: the test exists but no surface in the registry lists
+// it. It is a test of the project's machinery or an ordinary unit test:
+// there is no surface, leg or owning team to arbitrate between, so the
+// ladder does not walk it (see Plain for what to do instead).
+var ErrNotContractTest = errors.New("not a contract test")
+
+// Surface is the registry entry a test maps to.
+type Surface struct {
+	ID       string `json:"id"`
+	Class    string `json:"class"`
+	Owner    string `json:"owner"`
+	Behavior string `json:"behavior"`
+	Oracle   string `json:"oracle"`
+	Where    string `json:"where"` // file:line of the entry
+}
+
+// Reruns is the flake classification of the failing test itself.
+type Reruns struct {
+	Runs     int    `json:"runs"`
+	Failures int    `json:"failures"`
+	Class    string `json:"class"` // consistent, flaky, passes, not rerun
+}
+
+// Outcome is where the ladder ended.
+type Outcome struct {
+	Test      string               `json:"test"`
+	Package   string               `json:"package,omitempty"`
+	Surface   *Surface             `json:"surface,omitempty"`
+	Step      int                  `json:"step"` // 1, 2 or 3: the step that decided
+	Contract  verdict.Contract     `json:"contract,omitempty"`
+	Legs      []contract.LegResult `json:"legs,omitempty"`
+	Reruns    Reruns               `json:"reruns"`
+	Owner     Owner                `json:"owner"`
+	OwnerName string               `json:"owner_name,omitempty"` // the team, for a component
+	Verdict   string               `json:"verdict"`              // the finer verdict that decided
+	Action    string               `json:"action"`
+	Evidence  []string             `json:"evidence,omitempty"`
+	Contended []string             `json:"contended,omitempty"` // for capacity
+	Took      time.Duration        `json:"took_ns"`
+}
+
+// Options configures Walk.
+type Options struct {
+	// Env is the run: its module root, registry path, results root and
+	// level, and (Env.Layer) the coordinates of a layer that passed
+	// preflight; when Preflight is nil or failed, step 2 ends the ladder.
+	Env       runenv.Env
+	Registry  *registry.Registry
+	Preflight *faultlayer.Preflight
+	LayerErr  error
+	// Capacity is the run's saturation evidence, if it was sampled.
+	Capacity *capacity.Report
+	// Reruns is how many times to rerun the failing test (default 3).
+	Reruns int
+	// Contracts caches contract results by surface across walks.
+	Contracts map[string]*contract.Result
+	Out       io.Writer
+}
+
+// Walk walks the ladder for one test id: "TestX", "TestX/sub", or a
+// package-qualified "import/path.TestX/sub" as the battery reports it.
+func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
+	start := time.Now()
+	if opts.Reruns <= 0 {
+		opts.Reruns = 3
+	}
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	pkg, name := SplitID(testID)
+	o := &Outcome{Test: name, Package: pkg}
+	defer func() { o.Took = time.Since(start) }()
+
+	// Step 1: name the surface and the behaviour.
+	s, err := Locate(ctx, testID, opts)
+	if err != nil {
+		return nil, err
+	}
+	o.Surface = &Surface{ID: s.ID, Class: s.Class, Owner: s.Owner, Behavior: s.Behavior, Oracle: s.Oracle, Where: fmt.Sprintf("%s:%d", opts.Env.Registry, s.Line)}
+	fmt.Fprintf(opts.Out, "ladder: %s → surface %s (%s; oracle %s; owner %s)\n", name, s.ID, s.Behavior, s.Oracle, s.Owner)
+
+	// Step 2: the fault layer must pass preflight. Any failed check ends
+	// the ladder, whether or not bringing the layer up returned an error
+	// (arbitrate hands over a failed preflight of a layer that came up),
+	// and so does a preflight that checked nothing: it vouches for nothing.
+	if !layerPassed(opts) {
+		o.Step, o.Owner, o.Verdict, o.Contract = 2, FaultLayer, string(verdict.CannotRun), verdict.CannotRun
+		o.Action = "repair the fault layer, then walk the ladder again: " + layerProblem(opts)
+		return o, nil
+	}
+
+	// Step 3: the failing test again (flake classification), then the
+	// surface's contract in isolation over its seed budget.
+	if pkg == "" {
+		pkg = s.Package
+	}
+	o.Reruns = rerun(ctx, name, pkg, opts)
+	fmt.Fprintf(opts.Out, "ladder: %s reran %d times: %d failed (%s)\n", name, o.Reruns.Runs, o.Reruns.Failures, o.Reruns.Class)
+	res, ok := opts.Contracts[s.ID]
+	if !ok {
+		seeds, err := contract.Seeds(s.Budget.Hardening.Seeds)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(opts.Out, "ladder: running %s's contract in isolation over %d seeds\n", s.ID, len(seeds))
+		res, err = contract.Run(ctx, s, contract.Options{Env: opts.Env, Seeds: seeds, Out: opts.Out})
+		if err != nil {
+			return nil, err
+		}
+		if opts.Contracts != nil {
+			opts.Contracts[s.ID] = res
+		}
+	}
+	o.Step, o.Contract, o.Legs = 3, res.Contract, res.Legs
+	decide(o, s, res, opts)
+	return o, nil
+}
+
+// decide reads the contract verdict into an owner and an action.
+func decide(o *Outcome, s registry.Surface, res *contract.Result, opts Options) {
+	switch res.Contract {
+	case verdict.Red:
+		o.Owner, o.OwnerName = Component, s.Owner
+		for _, l := range res.Legs {
+			if !l.Verdict.Fail() {
+				continue
+			}
+			o.Verdict = string(l.Verdict)
+			o.Action = fmt.Sprintf("fix %s (%s): leg %s is %s in isolation with seed %d; reproduce with %s; file it as a fix: issue with the leg and the seed",
+				s.ID, s.Behavior, l.Lever, l.Verdict, l.FailedRun, l.Replay)
+			o.Evidence = append(o.Evidence, "leg "+l.Lever+": "+l.Reason, "injector: "+l.Injector, "victim: "+l.Victim)
+			break
+		}
+	case verdict.Green:
+		flake := fmt.Sprintf("the test failed %d of %d reruns (%s)", o.Reruns.Failures, o.Reruns.Runs, o.Reruns.Class)
+		if opts.Capacity != nil && opts.Capacity.Saturated {
+			o.Owner, o.Verdict, o.Contended = Capacity, "GREEN contract, saturated run", opts.Capacity.Contended
+			o.Action = fmt.Sprintf("record the capacity attribution (%s) and still fix it: own the fixture's resources or run this battery out of band; %s; the component holds its contract in isolation",
+				strings.Join(opts.Capacity.Contended, "; "), flake)
+			return
+		}
+		o.Owner = TestAuthor
+		o.Verdict = "GREEN contract, " + map[bool]string{true: "flaky battery", false: "consistent battery failure"}[o.Reruns.Class != "consistent"]
+		o.Action = fmt.Sprintf("fix the test or its fixture without loosening it (no added serialization, no wider timeouts, no weaker assertions): %s holds its contract in isolation, so the defect is in the test, its fixture or its envelope; %s", s.ID, flake)
+	case verdict.CannotRun:
+		o.Owner, o.Verdict = FaultLayer, string(verdict.CannotRun)
+		o.Action = "repair the fault layer, then walk the ladder again"
+	case verdict.NotAtThisLevel:
+		o.Owner, o.Verdict = TestAuthor, string(verdict.NotAtThisLevel)
+		o.Action = fmt.Sprintf("no leg of %s runs at level %d, so its contract cannot judge this failure: walk the ladder again at a level its legs run at (CONTESTED_LEVEL), or fix the test if it should not run here", s.ID, res.Level)
+	default:
+		o.Owner, o.Verdict = TestAuthor, string(verdict.Inconclusive)
+		var weak []string
+		for _, l := range res.Legs {
+			if !l.Verdict.Pass() && l.Verdict != verdict.NotAtLevel {
+				weak = append(weak, fmt.Sprintf("%s is %s (%s)", l.Lever, l.Verdict, l.Reason))
+			}
+		}
+		o.Action = "make the contract decisive before judging the component: " + strings.Join(weak, "; ")
+	}
+}
+
+// layerPassed reports whether the layer came up and passed a preflight
+// that checked something.
+func layerPassed(opts Options) bool {
+	return opts.LayerErr == nil && opts.Preflight != nil && len(opts.Preflight.Checks) > 0 && opts.Preflight.OK()
+}
+
+func layerProblem(opts Options) string {
+	if opts.LayerErr != nil {
+		return opts.LayerErr.Error()
+	}
+	if opts.Preflight == nil {
+		return "preflight did not run"
+	}
+	if len(opts.Preflight.Checks) == 0 {
+		return "preflight ran no checks"
+	}
+	var parts []string
+	for _, c := range opts.Preflight.Failed() {
+		parts = append(parts, fmt.Sprintf("%s: %s (fix: %s)", c.Name, c.Detail, c.Fix))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// rerun runs the failing test alone, opts.Reruns times, each with a
+// private results directory so its records never mix with a battery's.
+func rerun(ctx context.Context, name, pkg string, opts Options) Reruns {
+	if pkg == "" {
+		pkg = "./..."
+	}
+	r := Reruns{Class: "not rerun"}
+	for i := range opts.Reruns {
+		rel := filepath.Join("ladder", "reruns", FileName(name), fmt.Sprintf("run-%d", i+1))
+		dir := filepath.Join(opts.Env.ResultsDir, rel)
+		if err := atomicfile.EmptyDir(opts.Env.ResultsDir, rel); err != nil {
+			if opts.Out != nil {
+				fmt.Fprintf(opts.Out, "ladder: not rerunning %s: %v\n", name, err)
+			}
+			break
+		}
+		env := opts.Env.WithResultsDir(dir).Environ()
+		res, err := battery.Run(ctx, battery.Options{Dir: opts.Env.ModuleRoot, Patterns: []string{pkg}, Args: []string{"-run", contested.RunPattern(name)}, Env: env})
+		if err != nil {
+			break
+		}
+		r.Runs++
+		if !res.OK() {
+			r.Failures++
+		}
+	}
+	switch {
+	case r.Runs == 0:
+	case r.Failures == r.Runs:
+		r.Class = "consistent"
+	case r.Failures == 0:
+		r.Class = "passes"
+	default:
+		r.Class = "flaky"
+	}
+	return r
+}
+
+// Locate is the ladder's first step: it maps a test id to the surface that
+// lists it. A test the module does not have is ErrUnknownTest; a test no
+// surface lists is ErrNotContractTest, with what to do instead.
+func Locate(ctx context.Context, testID string, opts Options) (registry.Surface, error) {
+	pkg, name := SplitID(testID)
+	top, _, _ := strings.Cut(name, "/")
+	listPkg := pkg
+	if listPkg == "" {
+		listPkg = "./..."
+	}
+	names, err := gotest.List(ctx, opts.Env.ModuleRoot, listPkg)
+	if err != nil {
+		return registry.Surface{}, fmt.Errorf("list the tests of %s: %w", listPkg, err)
+	}
+	if !slices.Contains(names, top) {
+		return registry.Surface{}, fmt.Errorf("%w: %s is not a test of %s (no _test.go file there declares it); give a test name as the battery reports it", ErrUnknownTest, top, listPkg)
+	}
+	module, _ := contract.ModulePath(opts.Env.ModuleRoot)
+	s, ok := contract.SurfaceOf(opts.Registry, module, pkg, name)
+	if !ok {
+		p := NewPlain(pkg, name, "")
+		return registry.Surface{}, fmt.Errorf("%w: %s: no surface in %s lists it, so there is nothing to arbitrate (no surface, legs or owning team); owner: %s; %s",
+			ErrNotContractTest, name, opts.Env.Registry, p.Owner, p.Action)
+	}
+	return s, nil
+}
+
+// SplitID splits a test id into its package (possibly empty) and the test
+// path: "example.com/m/store.TestX/sub" gives ("example.com/m/store",
+// "TestX/sub").
+func SplitID(id string) (pkg, name string) {
+	id = strings.TrimSpace(id)
+	if isTestName(id) {
+		return "", id
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] == '.' && isTestName(id[i+1:]) && !strings.Contains(id[:i], " ") {
+			return id[:i], id[i+1:]
+		}
+	}
+	return "", id
+}
+
+func isTestName(s string) bool {
+	for _, p := range []string{"Test", "Example", "Fuzz", "Benchmark"} {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// FileName is the artifact name of a test's ladder outcome (without
+// extension), under the results directory's ladder/: at most 120 bytes,
+// and two tests never share one (TestA/b and TestA_b differ; see
+// faultrecord.SafeFileName).
+func FileName(test string) string { return faultrecord.SafeFileName(test) }

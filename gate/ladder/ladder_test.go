@@ -1,0 +1,254 @@
+package ladder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/contested/contested/contested/runenv"
+	"github.com/contested/contested/internal/testlog"
+
+	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/faultlayer/faulttest"
+	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/gate/verdict"
+	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/capacity"
+	"github.com/contested/contested/registry"
+)
+
+func TestMain(m *testing.M) { faulttest.Main(m) }
+
+// options returns ladder options over the adopter fixture with a healthy
+// layer; extraEnv is added to what the tests see.
+func options(t *testing.T, extraEnv ...string) Options {
+	t.Helper()
+	dir, err := filepath.Abs("../../testdata/adopter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	regPath := filepath.Join(dir, "contested-surfaces.toml")
+	reg, err := registry.Load(regPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := faulttest.Layer(t)
+	p := faultlayer.Preflight{Checks: []faultlayer.Check{{Name: "toxiproxy /version", OK: true}}}
+	t.Setenv("CONTESTED_SEEDS", "1")
+	env := runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: t.TempDir()}.Attach(append(l.Env(), extraEnv...), l.RunID)
+	return Options{Env: env, Registry: reg, Preflight: &p, Reruns: 3, Out: testlog.Writer(t)}
+}
+
+func TestAComponentDefectIsTheComponentsWithAReproducibleSeed(t *testing.T) {
+	o, err := Walk(context.Background(), "TestStockContract/burst", options(t, "GOFLAGS=-tags=adopter_defect"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Write(testlog.Writer(t))
+	if o.Step != 3 || o.Contract != verdict.Red || o.Owner != Component || o.OwnerName != "stock-team" {
+		t.Fatalf("ended at step %d, contract %s, owner %s (%s); want step 3, RED, component (stock-team)", o.Step, o.Contract, o.Owner, o.OwnerName)
+	}
+	if o.Verdict != string(verdict.FailReproducible) {
+		t.Errorf("verdict %s, want FAIL-reproducible", o.Verdict)
+	}
+	if !strings.Contains(o.Action, "CONTESTED_SEED=") || !strings.Contains(o.Action, "leg burst") {
+		t.Errorf("action %q lacks the leg and the seed's replay command", o.Action)
+	}
+	if o.Reruns.Class != "consistent" {
+		t.Errorf("the defective test's reruns: %+v, want consistent", o.Reruns)
+	}
+	issue := o.Issue()
+	for _, want := range []string{"fix: adopter.stock:", "component (stock-team)", "FAIL-reproducible", "CONTESTED_SEED="} {
+		if !strings.Contains(issue, want) {
+			t.Errorf("issue body lacks %q:\n%s", want, issue)
+		}
+	}
+}
+
+func TestATestThatFlakesOnItsFixtureIsTheTestAuthors(t *testing.T) {
+	counter := filepath.Join(t.TempDir(), "runs")
+	o, err := Walk(context.Background(), "TestStockReport", options(t, "ADOPTER_FLAKY_FIXTURE="+counter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Write(testlog.Writer(t))
+	if o.Step != 3 || o.Contract != verdict.Green || o.Owner != TestAuthor {
+		t.Fatalf("ended at step %d, contract %s, owner %s; want step 3, GREEN, test author", o.Step, o.Contract, o.Owner)
+	}
+	if o.Reruns.Class != "flaky" || !strings.Contains(o.Verdict, "flaky battery") {
+		t.Errorf("reruns %+v, verdict %q; want flaky", o.Reruns, o.Verdict)
+	}
+	if !strings.Contains(o.Action, "without loosening it") {
+		t.Errorf("action %q does not forbid loosening the test", o.Action)
+	}
+}
+
+func TestAGreenContractInASaturatedRunIsCapacityWithEvidence(t *testing.T) {
+	opts := options(t)
+	// The capacity report of a run in which the machine was saturated.
+	var samples []capacity.Sample
+	for range 8 {
+		samples = append(samples, capacity.Sample{CPUs: 2, Load1: 11, MemTotalBytes: 100, MemAvailBytes: 50, DiskTotalBytes: 100 << 30, DiskFreeBytes: 50 << 30})
+	}
+	rep := capacity.Analyze(samples)
+	opts.Capacity = &rep
+	opts.Contracts = map[string]*contract.Result{"adopter.stock": {Surface: "adopter.stock", Contract: verdict.Green}}
+	o, err := Walk(context.Background(), "TestStockReport", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Owner != Capacity || len(o.Contended) == 0 || !strings.Contains(o.Action, "load: 5.5 per CPU") || !strings.Contains(o.Action, "still fix it") {
+		t.Fatalf("owner %s, contended %v, action %q; want capacity naming the load, and still a fix", o.Owner, o.Contended, o.Action)
+	}
+}
+
+func TestAFaultLayerThatIsDownCannotRun(t *testing.T) {
+	opts := options(t)
+	opts.Preflight, opts.LayerErr = nil, fmt.Errorf("%w: Toxiproxy at http://127.0.0.1:1 does not answer", faultlayer.ErrCannotRun)
+	o, err := Walk(context.Background(), "TestStockContract/reset", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Step != 2 || o.Owner != FaultLayer || o.Contract != verdict.CannotRun || !strings.Contains(o.Action, "does not answer") {
+		t.Fatalf("step %d, owner %s, contract %s, action %q; want step 2, fault layer, CANNOT RUN, saying what failed", o.Step, o.Owner, o.Contract, o.Action)
+	}
+}
+
+// TestATestOutsideTheRegistryIsNotAContractTest: a test no surface lists
+// is not walked, and the user is told to run and fix it like any unit
+// test, never to register it.
+func TestATestOutsideTheRegistryIsNotAContractTest(t *testing.T) {
+	dir, err := filepath.Abs("../../testdata/adopter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	regPath := filepath.Join(dir, "contested-surfaces.toml")
+	reg, err := registry.Load(regPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No fault layer: step 1 decides before one is needed.
+	opts := Options{Env: runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: t.TempDir()}, Registry: reg, Out: testlog.Writer(t)}
+	for _, id := range []string{"TestOutsideRegistry", "example.com/adopter.TestOutsideRegistry"} {
+		o, err := Walk(context.Background(), id, opts)
+		if !errors.Is(err, ErrNotContractTest) || o != nil {
+			t.Fatalf("Walk(%s) = %v, %v; want ErrNotContractTest and no outcome", id, o, err)
+		}
+		msg := err.Error()
+		for _, want := range []string{"not a contract test", "go test", "-run '^TestOutsideRegistry$'", "like any unit test", PlainOwner} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s: the message lacks %q: %s", id, want, msg)
+			}
+		}
+		if strings.Contains(strings.ToLower(msg), "register") {
+			t.Errorf("%s: the message tells the user to register a test: %s", id, msg)
+		}
+	}
+	// A registered test's name in another package is not the surface's.
+	if _, err := Locate(context.Background(), "example.com/elsewhere.TestStockContract/burst", opts); err == nil {
+		t.Error("Locate mapped a test of another package to adopter.stock")
+	}
+}
+
+func TestNewPlain(t *testing.T) {
+	tests := []struct {
+		name, pkg, test, output string
+		first, action           string
+	}{
+		{"a test", "example.com/m/faultlayer", "TestProviders/containers", "=== RUN   TestProviders/containers\n    layer_test.go:42: debootstrap is not installed\n--- FAIL: TestProviders/containers (0.01s)\n",
+			"layer_test.go:42: debootstrap is not installed", "go test example.com/m/faultlayer -run '^TestProviders$/^containers$' -count=1"},
+		{"a package outside any test", "example.com/m/broken", "", "# example.com/m/broken\nundefined: x\nFAIL\n", "undefined: x", "go test example.com/m/broken -count=1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := NewPlain(tt.pkg, tt.test, tt.output)
+			if p.FirstLine != tt.first || !strings.Contains(p.Action, tt.action) || p.Owner != PlainOwner {
+				t.Errorf("NewPlain = %+v; want first line %q and an action with %q", p, tt.first, tt.action)
+			}
+		})
+	}
+}
+
+// TestPlainSaysWhatEndedATest: a test that go test's -timeout or a panic
+// outside it ended is described by that, with an action that says how to
+// find where it waits (and, for a timeout, how to raise it), never as a
+// package that failed outside any test.
+func TestPlainSaysWhatEndedATest(t *testing.T) {
+	const pkg = "example.com/m/e2e"
+	timedOut := battery.Test{Package: pkg, Name: "TestValidate/a_defect", Action: "fail", Timeout: "10m0s",
+		Cause:  "timed out: still running when go test's -timeout of 10m0s ended the test binary",
+		Output: "=== RUN   TestValidate/a_defect\n    e2e_test.go:80: running validate\npanic: test timed out after 10m0s\n\trunning tests:\n"}
+	panicked := battery.Test{Package: pkg, Name: "TestBoom", Action: "fail", Cause: "the test binary exited while it ran: a panic outside the test's goroutine, os.Exit or a crash",
+		Output: "=== RUN   TestBoom\npanic: the worker gave up\n\ngoroutine 7 [running]:\n"}
+	inMain := battery.Package{Name: pkg, Action: "fail", Timeout: "30m0s", Output: "panic: test timed out after 30m0s\n"}
+	tests := []struct {
+		name          string
+		plain         Plain
+		first, action string
+	}{
+		{"a test the timeout ended", PlainTest(timedOut), timedOut.Cause,
+			"go test's -timeout (10m0s) ended its test binary: run it alone with go test example.com/m/e2e -run '^TestValidate$/^a_defect$' -count=1 -v to see where it waits, then make it faster, or raise the battery's timeout (CONTESTED_TEST_TIMEOUT, go test's -timeout; default 30m"},
+		{"a test a panic ended", PlainTest(panicked), "panic: the worker gave up", "a panic outside the test's goroutine"},
+		{"a test that failed", PlainTest(battery.Test{Package: pkg, Name: "TestX", Output: "    x_test.go:3: no\n"}), "x_test.go:3: no", "not a contract test"},
+		{"a package the timeout ended outside any test", PlainPackage(inMain), "timed out after 30m0s", "outside any test (TestMain or its teardown)"},
+		{"a package that does not build", PlainPackage(battery.Package{Name: pkg, Output: "undefined: x\n"}), "undefined: x", "failed outside any test"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.plain.FirstLine != tt.first || !strings.Contains(tt.plain.Action, tt.action) {
+				t.Errorf("got %+v; want first line %q and an action with %q", tt.plain, tt.first, tt.action)
+			}
+		})
+	}
+	reason := TimeoutReason(battery.Package{Name: pkg, Timeout: "10m0s", Running: []string{"TestValidate/a_defect", "TestOther"}})
+	if want := "package example.com/m/e2e timed out after 10m0s while running TestValidate/a_defect (and: TestOther): make the test faster or raise the battery's timeout (CONTESTED_TEST_TIMEOUT"; !strings.HasPrefix(reason, want) {
+		t.Errorf("TimeoutReason = %q, want it to start %q", reason, want)
+	}
+}
+
+func TestAnUnknownTestIDIsRefused(t *testing.T) {
+	_, err := Walk(context.Background(), "TestNoSuchThing", options(t))
+	if !errors.Is(err, ErrUnknownTest) {
+		t.Fatalf("err = %v, want ErrUnknownTest", err)
+	}
+}
+
+func TestSplitID(t *testing.T) {
+	tests := []struct{ in, pkg, name string }{
+		{"TestX", "", "TestX"},
+		{"TestX/reset", "", "TestX/reset"},
+		{"github.com/a/b.TestX/reset", "github.com/a/b", "TestX/reset"},
+		{"example.com/adopter.TestStockContract/burst", "example.com/adopter", "TestStockContract/burst"},
+		{"TestX/sub.TestY", "", "TestX/sub.TestY"},
+	}
+	for _, tt := range tests {
+		pkg, name := SplitID(tt.in)
+		if pkg != tt.pkg || name != tt.name {
+			t.Errorf("SplitID(%q) = %q, %q; want %q, %q", tt.in, pkg, name, tt.pkg, tt.name)
+		}
+	}
+}
+
+func TestFileNameIsCollisionFreeAndBounded(t *testing.T) {
+	long := "example.com/m/store.TestStoreContract/" + strings.Repeat("a_very_long_subtest_name_", 20)
+	pairs := [][2]string{
+		{"TestA/b", "TestA_b"},
+		{"example.com/m/a.TestX", "example.com/m/a_TestX"},
+		{long + "1", long + "2"},
+	}
+	for _, p := range pairs {
+		a, b := FileName(p[0]), FileName(p[1])
+		if a == b {
+			t.Errorf("FileName(%q) = FileName(%q) = %q", p[0], p[1], a)
+		}
+		for _, n := range []string{a, b} {
+			// ladder/<name>.json and its temporary ".<name>.json.tmp-<suffix>" must fit in 255 bytes.
+			if len("."+n+".json.tmp-")+13 > 255 || strings.ContainsAny(n, "/\\") || strings.HasPrefix(n, ".") {
+				t.Errorf("FileName = %q (%d bytes): not a safe, bounded file name", n, len(n))
+			}
+		}
+	}
+}

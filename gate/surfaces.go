@@ -1,0 +1,36 @@
+package gate
+
+import "github.com/contested/contested/faultrecord"
+
+// SurfaceVerdict is one registered surface's contract verdict, judged from a
+// battery's records and test outcomes with the rules of `mage contested`
+// (DESIGN §4.7, "One verdict"). Verify does not compute it: the gate's six
+// phases stay what they are, and validate (or program-gate) fills
+// [Report.Surfaces] beside them and saves the report again.
+type SurfaceVerdict struct {
+	ID string `json:"id"`
+	// Verdict is GREEN, RED, INCONCLUSIVE, CANNOT RUN or NOT AT THIS LEVEL.
+	Verdict string       `json:"verdict"`
+	Owner   string       `json:"owner,omitempty"`
+	Level   int          `json:"level,omitempty"`
+	Legs    []LegVerdict `json:"legs"`
+}
+
+// LegVerdict is one leg of a [SurfaceVerdict]: one of the ten leg verdicts,
+// or NOT-AT-LEVEL when the registry does not run the leg at this level.
+type LegVerdict struct {
+	Leg     string                  `json:"leg"`
+	Verdict string                  `json:"verdict"`
+	Reason  string                  `json:"reason,omitempty"`
+	Armed   int                     `json:"armed"`
+	Fired   int                     `json:"fired"`
+	Oracles []faultrecord.OracleRun `json:"oracles"`
+	// Levels are the levels the leg runs at, when its surface restricts it.
+	Levels []int    `json:"levels,omitempty"`
+	Tests  []string `json:"tests,omitempty"`
+	Replay string   `json:"replay,omitempty"`
+}
+
+// Save writes the report again to fault-report.json in r.Dir, atomically:
+// for a caller that added [Report.Surfaces] after Verify.
+func (r *Report) Save() error { return r.writeFile(r.Dir) }

@@ -1,0 +1,55 @@
+// Package envvar names the environment variables of a contested run
+// (DESIGN §4.2 and this project's additions): the one definition of each
+// name. Reading them, checking them and handing them to a child process is
+// contested/runenv's job (the fault layer's own coordinates are read by
+// faultlayer.ConfigFromEnv); lower packages only name them in messages.
+package envvar
+
+// The run's variables.
+const (
+	// ResultsDir is the root of all artifacts; default "test-results"
+	// under the module root.
+	ResultsDir = "CONTESTED_RESULTS_DIR"
+	// RunID names the run every record, lease and resource belongs to.
+	RunID = "CONTESTED_RUN_ID"
+	// Surfaces is the registry file; default contested-surfaces.toml.
+	Surfaces = "CONTESTED_SURFACES"
+	// Seed replays one seed (bursts and every other seeded choice).
+	Seed = "CONTESTED_SEED"
+	// Seeds is the seed count of mage contested.
+	Seeds = "CONTESTED_SEEDS"
+	// Level is the intensity: 1 sunny, 2 stormy, 3 radioactive.
+	Level = "CONTESTED_LEVEL"
+	// LadderBudget bounds validate's arbitration (a Go duration).
+	LadderBudget = "CONTESTED_LADDER_BUDGET"
+	// TestTimeout is the battery's go test -timeout (a Go duration, 0 for
+	// none; default 30m).
+	TestTimeout = "CONTESTED_TEST_TIMEOUT"
+	// HistoryDSN is Postgres for a team's history of runs.
+	HistoryDSN = "CONTESTED_HISTORY_DSN"
+)
+
+// The fault layer's variables: which provider, and the coordinates of a
+// running layer that child processes attach to.
+const (
+	// Layer picks the provider: auto, containers, embedded or external.
+	Layer = "CONTESTED_LAYER"
+	// ToxiproxyURL is the control API of an external layer.
+	ToxiproxyURL = "CONTESTED_TOXIPROXY_URL"
+	// PostgresDSN is the test-plane Postgres of an external layer.
+	PostgresDSN = "CONTESTED_PG_DSN"
+	// PostgresImage and ToxiproxyImage are the containers provider's images.
+	PostgresImage  = "CONTESTED_PG_IMAGE"
+	ToxiproxyImage = "CONTESTED_TOXIPROXY_IMAGE"
+	// ProxyPorts are the ports Toxiproxy may listen on: "20000-20031" or
+	// "20000=127.0.0.1:49153,…".
+	ProxyPorts = "CONTESTED_PROXY_PORTS"
+	// ProxyListenHost is the host part of proxy listen addresses (external
+	// default 127.0.0.1).
+	ProxyListenHost = "CONTESTED_PROXY_LISTEN_HOST"
+	// PostgresUpstream is Postgres as Toxiproxy reaches it, host:port.
+	PostgresUpstream = "CONTESTED_PG_UPSTREAM"
+	// PostgresBin is a directory holding initdb and postgres, for the
+	// embedded layer and the Postgres image.
+	PostgresBin = "CONTESTED_PG_BIN"
+)

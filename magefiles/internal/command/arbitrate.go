@@ -1,0 +1,207 @@
+package command
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fatih/color"
+
+	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/gate/ladder"
+	"github.com/contested/contested/internal/capacity"
+	"github.com/contested/contested/internal/envvar"
+)
+
+// ArbitrateOptions configures Arbitrate.
+type ArbitrateOptions struct {
+	Dir  string
+	Test string // a test id: TestX, TestX/sub, or import/path.TestX/sub
+	Out  io.Writer
+}
+
+// Arbitrate walks the arbitration ladder for one failing test and prints
+// its owner and action, saving ladder/<test>.json and ladder/<test>.md (a
+// ready-to-paste "fix:" issue body) under the results directory. It uses
+// the capacity samples of the last validate run, when there are any. Exit:
+// 3 when the fault layer cannot run; 2 for an unknown test id, and for a
+// test no surface lists (not a contract test: there is nothing to
+// arbitrate, and the message says how to run and fix it); otherwise 1: a
+// failing contract test always ends with an owner and an action to take.
+func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
+	ctx, cancel := withSignals(ctx)
+	defer cancel()
+	out := opts.Out
+	if strings.TrimSpace(opts.Test) == "" {
+		return fmt.Errorf("%w: name the failing test: go tool mage arbitrate TestStoreContract/reset", ErrUsage)
+	}
+	// Everything the ladder will read, before step 1 lists tests and long
+	// before step 3 reruns anything.
+	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varTimeout); err != nil {
+		return err
+	}
+	ws, err := openWorkspace(opts.Dir)
+	if err != nil {
+		return err
+	}
+	dir, root := ws.env.ModuleRoot, ws.env.ResultsDir
+	cfg, err := layerConfig(ws.env, out)
+	if err != nil {
+		return err
+	}
+	lo := ladder.Options{Env: ws.env, Registry: ws.reg, Out: out, Contracts: map[string]*contract.Result{}}
+	// A name no _test.go file declares is refused from the sources alone,
+	// in well under a second, before the registry is consulted.
+	if err := declaredTest(ctx, dir, opts.Test); err != nil {
+		return err
+	}
+	// Step 1 first: a test that is not a contract test needs no fault layer.
+	if _, err := ladder.Locate(ctx, opts.Test, lo); err != nil {
+		return arbitrateError(err)
+	}
+	if l, err := faultlayer.Up(ctx, cfg); err != nil {
+		reportUpError(out, err)
+		lo.LayerErr = err
+	} else {
+		defer l.Close(context.WithoutCancel(ctx))
+		p, _ := Preflight(ctx, l, true, root, out)
+		lo.Preflight, lo.Env = &p, lo.Env.Attach(l.Env(), l.RunID)
+	}
+	if c, err := capacity.Load(filepath.Join(root, capacityFile)); err == nil {
+		lo.Capacity = c
+		fmt.Fprintf(out, "ladder: using the capacity samples of the last validate run (%d samples)\n", len(c.Samples))
+	}
+	o, err := ladder.Walk(ctx, opts.Test, lo)
+	if err != nil {
+		return arbitrateError(err)
+	}
+	fmt.Fprintln(out)
+	o.Write(out)
+	fmt.Fprintln(out)
+	saveOutcome(root, o, out)
+	if o.Owner == ladder.FaultLayer {
+		return fmt.Errorf("%w: owner %s: %s", ErrCannotRun, o.Owner, o.Action)
+	}
+	return fmt.Errorf("%w: owner %s", ErrRed, o.Owner)
+}
+
+// declaredTest refuses, with ErrUsage, a test id whose top-level name no
+// _test.go file of its package (or of the module, without a package)
+// declares as a function. A test that go test would list is always
+// declared so; the reverse is left to go test -list in step 1 (a file
+// behind a build tag, a package that does not build). When the sources
+// cannot be listed it says nothing and step 1 decides.
+func declaredTest(ctx context.Context, dir, id string) error {
+	pkg, name := ladder.SplitID(id)
+	top, _, _ := strings.Cut(name, "/")
+	pattern := pkg
+	if pattern == "" {
+		pattern = "./..."
+	}
+	cmd := exec.CommandContext(ctx, "go", "list", "-e", "-json=Dir,TestGoFiles,XTestGoFiles", pattern)
+	cmd.Dir = dir
+	b, err := cmd.Output()
+	if err != nil {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	files := 0
+	for dec.More() {
+		var p struct {
+			Dir                       string
+			TestGoFiles, XTestGoFiles []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			return nil
+		}
+		for _, f := range append(p.TestGoFiles, p.XTestGoFiles...) {
+			files++
+			ok, err := declaresFunc(filepath.Join(p.Dir, f), top)
+			if err != nil || ok {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("%w: unknown test: %s is not a test of %s (none of its %d _test.go files declares func %s); give a test name as the battery reports it", ErrUsage, top, pattern, files, top)
+}
+
+// declaresFunc reports whether a Go file declares a top-level function
+// (no receiver) named name.
+func declaresFunc(path, name string) (bool, error) {
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+	if err != nil {
+		return false, err
+	}
+	for _, d := range f.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && fn.Name.Name == name {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// arbitrateError maps a ladder error to the command's: an unknown test or
+// one that is not a contract test is bad input.
+func arbitrateError(err error) error {
+	if errors.Is(err, ladder.ErrUnknownTest) || errors.Is(err, ladder.ErrNotContractTest) {
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	return err
+}
+
+// capacityFile is where validate keeps the battery's capacity samples.
+const capacityFile = "capacity.json"
+
+// saveOutcome saves ladder/<test>.json and ladder/<test>.md (a fix: issue
+// body) under the results directory and says which were saved and which
+// were not.
+func saveOutcome(root string, o *ladder.Outcome, out io.Writer) {
+	base := filepath.Join("ladder", ladder.FileName(o.Test))
+	if path, err := saveJSON(root, base+".json", o); err != nil {
+		notSaved(out, "ladder", path, err)
+	} else {
+		fmt.Fprintf(out, "ladder: saved %s\n", path)
+	}
+	if path, err := saveArtifact(root, base+".md", []byte(o.Issue())); err != nil {
+		notSaved(out, "ladder", path, err)
+	} else {
+		fmt.Fprintf(out, "ladder: saved %s (a fix: issue body)\n", path)
+	}
+}
+
+// ladderBudget is how long validate spends arbitrating failing tests:
+// CONTESTED_LADDER_BUDGET, default ten minutes.
+func ladderBudget() (time.Duration, error) {
+	v := strings.TrimSpace(os.Getenv(envvar.LadderBudget))
+	if v == "" {
+		return 10 * time.Minute, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%w: %s=%q is not a duration such as 10m", ErrUsage, envvar.LadderBudget, v)
+	}
+	return d, nil
+}
+
+func paintOwner(o ladder.Owner) string {
+	switch o {
+	case ladder.Component:
+		return color.RedString(string(o))
+	case ladder.FaultLayer:
+		return color.MagentaString(string(o))
+	default:
+		return color.YellowString(string(o))
+	}
+}

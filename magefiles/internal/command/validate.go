@@ -1,0 +1,748 @@
+package command
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fatih/color"
+
+	"github.com/contested/contested/contested/runenv"
+	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate"
+	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/gate/ladder"
+	"github.com/contested/contested/gate/report"
+	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/capacity"
+	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/internal/gotest"
+	"github.com/contested/contested/registry"
+)
+
+// ValidateOptions configures Validate.
+type ValidateOptions struct {
+	// Dir is the module to validate; empty means the working directory.
+	Dir string
+	// Patterns are the battery's packages; default ./...
+	Patterns []string
+	// Args are extra go test flags (for example -run).
+	Args []string
+	Out  io.Writer
+}
+
+// ValidateReport is what one validate run found, saved as validate.json
+// under the results directory.
+type ValidateReport struct {
+	RunID     string               `json:"run_id"`
+	Layer     string               `json:"layer"`
+	Preflight faultlayer.Preflight `json:"preflight"`
+	Battery   *battery.Result      `json:"battery,omitempty"`
+	Gate      *gate.Report         `json:"gate,omitempty"`
+	Registry  []string             `json:"registry_problems,omitempty"`
+	Capacity  *capacity.Report     `json:"capacity,omitempty"`
+	// Level is the CONTESTED_LEVEL the battery ran at.
+	Level int `json:"level"`
+	// Surfaces are the contract verdicts of the registered surfaces that
+	// ran, judged from the battery's records and test outcomes by the
+	// judge mage contested uses (DESIGN §4.7, "One verdict").
+	Surfaces []gate.SurfaceVerdict `json:"surfaces"`
+	// BatteryFailures are failures that are not a contract test's: tests no
+	// surface lists, and packages that failed outside any test. They are
+	// listed, not arbitrated.
+	BatteryFailures []ladder.Plain `json:"battery_failures,omitempty"`
+	// Ladder holds the arbitration of each failing contract test.
+	Ladder []*ladder.Outcome `json:"ladder,omitempty"`
+	// NotArbitrated are failing tests the ladder's time budget did not reach.
+	NotArbitrated []string      `json:"not_arbitrated,omitempty"`
+	Green         bool          `json:"green"`
+	Reasons       []string      `json:"reasons,omitempty"`
+	Took          time.Duration `json:"took_ns"`
+}
+
+// Validate is the paired run: bring the fault layer up, run fault-preflight
+// in required mode (never skipped), purge the old records and write a fresh
+// gate stamp, run the battery with the layer's coordinates in its
+// environment, verify the six phases (consuming the stamp only on success)
+// and print a summary. While the battery runs, load, memory, disk and
+// container stats are sampled.
+//
+// Beside the six phases, every registered surface that ran gets its
+// contract verdict from the battery's records and test outcomes, by the
+// judge mage contested uses (contract.JudgeBattery; a failing leg is first
+// rerun alone with its seed, as contested reruns a failing seed). validate
+// is GREEN only when the six phases certify, the battery passed, and no
+// registered leg is FAIL, INCONCLUSIVE or PARTIAL (nor NOT-RUN, when the
+// whole battery ran).
+//
+// A failing test that a surface lists walks the arbitration ladder, within
+// a time budget (CONTESTED_LADDER_BUDGET, default 10m), and its owner and
+// action are listed. A failing test no surface lists is not a contract
+// test: it is listed under the battery with its first failure line and
+// owner (the test's author and the package's maintainers), not arbitrated.
+// Nothing is purged when preflight fails, and a refused record set is left
+// untouched for triage.
+func Validate(ctx context.Context, opts ValidateOptions) error {
+	ctx, cancel := withSignals(ctx)
+	defer cancel()
+	start := time.Now()
+	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varBudget, varTimeout); err != nil {
+		return err
+	}
+	ws, err := openWorkspace(opts.Dir)
+	if err != nil {
+		return err
+	}
+	budget, err := ladderBudget()
+	if err != nil {
+		return err
+	}
+	cfg, err := layerConfig(ws.env, opts.Out)
+	if err != nil {
+		return err
+	}
+	v := &validation{out: opts.Out, reg: ws.reg, env: ws.env, whole: wholeBattery(opts),
+		rep: &ValidateReport{RunID: ws.env.RunID, Level: ws.env.Level}}
+	fmt.Fprintf(v.out, "%s run %s in %s\n", bold("validate:"), ws.env.RunID, ws.env.ModuleRoot)
+
+	l, err := v.layerUp(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer l.Close(context.WithoutCancel(ctx))
+	if err := v.stamp(); err != nil {
+		return err
+	}
+	res, err := v.runBattery(ctx, opts.Patterns, opts.Args)
+	if err != nil {
+		return err
+	}
+	verified, err := v.verify(ctx, res)
+	if err != nil {
+		return err
+	}
+	judged := v.judge(ctx, res, verified)
+	contractFails, contracts := v.arbitrate(ctx, res, budget)
+	v.summarize(res, verified, judged, contractFails)
+	v.rep.Reasons = validateReasons(res, verified, judged, v.whole, v.rep.Registry)
+	v.rep.Green = len(v.rep.Reasons) == 0
+	v.rep.Took = time.Since(start)
+	return v.finish(res, verified, judged, contracts)
+}
+
+// validation is one validate run as it goes: the run environment (with
+// the layer attached once it is up), the registry and the report so far.
+type validation struct {
+	out io.Writer
+	reg *registry.Registry
+	env runenv.Env
+	rep *ValidateReport
+	// whole says the battery is the module's whole (see wholeBattery).
+	whole bool
+	// preflight and capacity are the evidence the ladder reads.
+	preflight faultlayer.Preflight
+	capacity  capacity.Report
+}
+
+// faultDir is the run's fault directory.
+func (v *validation) faultDir() string { return faultrecord.FaultDir(v.env.ResultsDir) }
+
+// layerUp brings the fault layer up and runs fault-preflight in required
+// mode; the layer's coordinates join the run environment. On error nothing
+// was purged and the layer is down.
+func (v *validation) layerUp(ctx context.Context, cfg faultlayer.Config) (*faultlayer.Layer, error) {
+	l, env, p, err := layerUp(ctx, cfg, v.env, "validate", "refusing to run the battery (nothing was purged)", v.out)
+	v.rep.Preflight, v.preflight = p, p
+	if err != nil {
+		return nil, err
+	}
+	v.env = env
+	v.rep.RunID, v.rep.Layer = l.RunID, string(l.Kind)
+	return l, nil
+}
+
+// stamp purges the previous run's evidence and writes a fresh gate stamp.
+func (v *validation) stamp() error {
+	if err := gate.Purge(v.faultDir()); err != nil {
+		return fmt.Errorf("purge old records: %w", err)
+	}
+	if err := gate.WriteStamp(v.faultDir(), v.env.RunID); err != nil {
+		return fmt.Errorf("write the gate stamp: %w", err)
+	}
+	fmt.Fprintf(v.out, "validate: purged old records and wrote %s\n", filepath.Join(v.faultDir(), faultrecord.StampName))
+	return nil
+}
+
+// runBattery runs go test over the module with the run environment, its
+// events saved, while the machine is sampled.
+func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*battery.Result, error) {
+	root := v.env.ResultsDir
+	events, err := createArtifact(root, filepath.Join("battery", "go-test.json"))
+	if err != nil {
+		return nil, fmt.Errorf("create the battery's event log: %w", err)
+	}
+	sampler := startSampler(ctx, root)
+	res, err := battery.Run(ctx, battery.Options{Dir: v.env.ModuleRoot, Patterns: patterns, Args: args,
+		Env: v.env.Environ(), Out: v.out, Events: events})
+	events.Close()
+	v.capacity = sampler.Stop()
+	v.rep.Capacity = &v.capacity
+	if path, err := saveJSON(root, capacityFile, v.capacity); err != nil {
+		notSaved(v.out, "validate", path, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRed, err)
+	}
+	v.rep.Battery = res
+	return res, nil
+}
+
+// verify runs the six phases, paired (consuming the stamp only on
+// success), and checks that the tests the registry names exist.
+func (v *validation) verify(ctx context.Context, res *battery.Result) (*gate.Report, error) {
+	inv := cachedInventory(v.env.ModuleRoot)
+	verified, err := gate.Verify(ctx, gate.Options{
+		Dir:              v.faultDir(),
+		Mode:             gate.Paired,
+		RecordingClasses: v.reg.Gate.RecordingClasses,
+		KnownClasses:     v.reg.Classes(),
+		Surfaces:         v.reg.IDs(),
+		SelfTests:        v.reg.Gate.SelfTests,
+		Inventory:        inv,
+	})
+	if err != nil && verified == nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	v.rep.Gate = verified
+	if names, err := inv(ctx); err == nil {
+		if err := v.reg.CheckTests(names); err != nil {
+			v.rep.Registry = strings.Split(err.Error(), "\n")
+		}
+	}
+	return verified, nil
+}
+
+// judge gives every registered surface that ran its contract verdict from
+// this battery (one verdict: a failing leg is first rerun alone with its
+// seed), and saves the verdicts beside the six phases.
+func (v *validation) judge(ctx context.Context, res *battery.Result, verified *gate.Report) []*contract.Result {
+	mod, _ := contract.ModulePath(v.env.ModuleRoot)
+	recs, err := contract.ReadRecords(v.faultDir())
+	if err != nil {
+		fmt.Fprintf(v.out, "validate: read the records to judge the surfaces: %v\n", err)
+	}
+	bat := contract.Battery{Registry: v.reg, Module: mod, Result: res, Records: recs, Level: v.env.Level}
+	if !res.OK() {
+		reruns, err := contract.RerunFailures(ctx, bat, contract.RerunOptions{Env: v.env,
+			Root: filepath.Join(v.env.ResultsDir, "reruns"), Out: v.out})
+		if err != nil {
+			fmt.Fprintf(v.out, "validate: %v (a failure not rerun is FAIL-nondeterministic)\n", err)
+		}
+		bat.Reruns = reruns
+	}
+	judged := contract.JudgeBattery(bat)
+	v.rep.Surfaces = contract.Verdicts(judged)
+	verified.Surfaces = v.rep.Surfaces
+	if err := verified.Save(); err != nil {
+		notSaved(v.out, "validate", filepath.Join(v.faultDir(), faultrecord.ReportName), err)
+	}
+	return judged
+}
+
+// arbitrate walks the ladder for the failing contract tests, within the
+// budget; every other failure is listed as plain.
+func (v *validation) arbitrate(ctx context.Context, res *battery.Result, budget time.Duration) ([]battery.Test, map[string]*contract.Result) {
+	mod, _ := contract.ModulePath(v.env.ModuleRoot)
+	var contractFails []battery.Test
+	for _, t := range contract.LeafFailures(res) {
+		if _, ok := contract.SurfaceOf(v.reg, mod, t.Package, t.Name); ok {
+			contractFails = append(contractFails, t)
+			continue
+		}
+		v.rep.BatteryFailures = append(v.rep.BatteryFailures, ladder.PlainTest(t))
+	}
+	for _, p := range res.FailedPackages() {
+		v.rep.BatteryFailures = append(v.rep.BatteryFailures, ladder.PlainPackage(p))
+	}
+	contracts := map[string]*contract.Result{}
+	v.rep.Ladder, v.rep.NotArbitrated = arbitrateAll(ctx, contractFails, budget, ladder.Options{
+		Env: v.env, Registry: v.reg, Preflight: &v.preflight, Capacity: &v.capacity, Contracts: contracts, Out: v.out,
+	}, v.out)
+	return contractFails, contracts
+}
+
+// summarize prints the six phases, the surfaces, the battery, the ladder
+// and the registry's problems.
+func (v *validation) summarize(res *battery.Result, verified *gate.Report, judged []*contract.Result, contractFails []battery.Test) {
+	fmt.Fprintln(v.out)
+	verified.WriteSummary(v.out)
+	note := ""
+	if !v.whole {
+		note = "a selected battery: NOT-RUN legs do not count against it"
+	}
+	writeSurfaceSummary(v.out, judged, v.env.Level, note)
+	writeBatterySummary(v.out, res, contractFails, v.rep.BatteryFailures)
+	writeLadderSummary(v.out, v.rep)
+	if len(v.rep.Registry) > 0 {
+		fmt.Fprintf(v.out, "\n%s\n", bold("registry"))
+		for _, line := range v.rep.Registry {
+			fmt.Fprintf(v.out, "  %s\n", line)
+		}
+	}
+}
+
+// finish writes the reports and validate.json and returns the verdict.
+func (v *validation) finish(res *battery.Result, verified *gate.Report, judged []*contract.Result, contracts map[string]*contract.Result) error {
+	rep, root := v.rep, v.env.ResultsDir
+	writeReports(root, report.Page{Title: "contested validate", RunID: rep.RunID, Layer: rep.Layer, Green: rep.Green,
+		Reasons: rep.Reasons, Gate: verified, Battery: res, Surfaces: judged, Level: v.env.Level, Plain: rep.BatteryFailures,
+		Ladder: rep.Ladder, Contracts: contractList(contracts), Capacity: rep.Capacity}, v.out)
+	if path, err := saveJSON(root, "validate.json", rep); err != nil {
+		notSaved(v.out, "validate", path, err)
+	} else {
+		fmt.Fprintf(v.out, "validate: saved %s\n", path)
+	}
+	if rep.Green {
+		fmt.Fprintf(v.out, "\nvalidate: %s in %s\n", color.GreenString("GREEN"), rep.Took.Round(time.Second))
+		return nil
+	}
+	fmt.Fprintf(v.out, "\nvalidate: %s: %s\n", color.RedString("RED"), strings.Join(rep.Reasons, "; "))
+	return fmt.Errorf("%w: %s", ErrRed, strings.Join(rep.Reasons, "; "))
+}
+
+// ProgramGateOptions configures ProgramGate.
+type ProgramGateOptions struct {
+	Dir string
+	Out io.Writer
+}
+
+// ProgramGate runs fault-preflight in required mode, then the six phases
+// over whatever records are on disk, standalone: a missing stamp is
+// announced, a present one is left in place. It is for triage after a
+// battery, never a substitute for validate. It also shows the contract
+// verdict of each registered surface with records on disk, by the same
+// judge, from the records alone (it has no test outcomes: a leg whose test
+// failed before arming shows as NOT-RUN there); its exit code is the six
+// phases'.
+func ProgramGate(ctx context.Context, opts ProgramGateOptions) error {
+	ctx, cancel := withSignals(ctx)
+	defer cancel()
+	out := opts.Out
+	if err := checkVariables(varLayer, varLevel); err != nil {
+		return err
+	}
+	ws, err := openWorkspace(opts.Dir)
+	if err != nil {
+		return err
+	}
+	dir, reg, root, level := ws.env.ModuleRoot, ws.reg, ws.env.ResultsDir, ws.env.Level
+	if err := FaultPreflight(ctx, PreflightOptions{Required: true, Out: out}); err != nil {
+		fmt.Fprintf(out, "program-gate: %s: fault-preflight failed; not verifying\n", color.RedString("CANNOT RUN"))
+		return err
+	}
+	faultDir := faultrecord.FaultDir(root)
+	if _, err := os.Lstat(filepath.Join(faultDir, faultrecord.StampName)); err != nil {
+		fmt.Fprintf(out, "program-gate: no gate stamp in %s: the records on disk are not tied to a run; verifying them anyway (standalone)\n", faultDir)
+	}
+	verified, err := gate.Verify(ctx, gate.Options{
+		Dir:              faultDir,
+		Mode:             gate.Standalone,
+		RecordingClasses: reg.Gate.RecordingClasses,
+		KnownClasses:     reg.Classes(),
+		Surfaces:         reg.IDs(),
+		SelfTests:        reg.Gate.SelfTests,
+		Inventory:        cachedInventory(dir),
+	})
+	if verified == nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	mod, _ := contract.ModulePath(dir)
+	recs, rerr := contract.ReadRecords(faultDir)
+	if rerr != nil {
+		fmt.Fprintf(out, "program-gate: read the records to judge the surfaces: %v\n", rerr)
+	}
+	judged := contract.JudgeBattery(contract.Battery{Registry: reg, Module: mod, Records: recs, Level: level})
+	verified.Surfaces = contract.Verdicts(judged)
+	if serr := verified.Save(); serr != nil {
+		notSaved(out, "program-gate", filepath.Join(faultDir, faultrecord.ReportName), serr)
+	}
+	fmt.Fprintln(out)
+	verified.WriteSummary(out)
+	writeSurfaceSummary(out, judged, level, "from the records on disk alone: no test outcomes and no reruns, so a failure is FAIL-nondeterministic and a leg whose test failed before arming is NOT-RUN; validate.json has validate's verdicts")
+	p := report.Page{Title: "contested program-gate", RunID: verified.RunID, Green: verified.Certified, Gate: verified, Surfaces: judged, Level: level}
+	if !verified.Certified {
+		p.Reasons = []string{"gate refused: " + failedPhases(verified)}
+	}
+	writeReports(root, p, out)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrRed, err)
+	}
+	return nil
+}
+
+// moduleDir is the module root a command runs in (runenv.ModuleDir), a
+// usage error when dir is none.
+func moduleDir(dir string) (string, error) {
+	dir, err := runenv.ModuleDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	return dir, nil
+}
+
+// resultsRoot is the results directory of the module in dir, checked and
+// readied once, before the command starts anything
+// (runenv.PrepareResultsDir). A directory that can never hold artifacts
+// (/, a system directory, the home directory, the module root, a file, a
+// link, read-only, one that holds a link) is bad input: exit 2, saying
+// what to set.
+func resultsRoot(dir string) (string, error) {
+	root, err := runenv.PrepareResultsDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	return root, nil
+}
+
+// loadRegistry loads the registry at path (runenv.RegistryPath).
+func loadRegistry(path string) (*registry.Registry, error) {
+	reg, err := registry.Load(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %v: create the registry (see the README) or point %s at it", ErrUsage, err, envvar.Surfaces)
+		}
+		if !errors.Is(err, registry.ErrInvalid) {
+			err = fmt.Errorf("%w: %v", ErrUsage, err)
+		}
+		return nil, err
+	}
+	return reg, nil
+}
+
+// workspace is the module a command runs on: its run environment, built
+// once from the environment (runenv.Load), and its registry.
+type workspace struct {
+	env runenv.Env
+	reg *registry.Registry
+}
+
+// openWorkspace builds the run environment of the module in dir (default:
+// the working directory), which must be a module root, loads its registry
+// and reads the level: everything a command reads, checked before it
+// starts anything. Bad input is a usage error.
+func openWorkspace(dir string) (*workspace, error) {
+	dir, err := moduleDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := loadRegistry(runenv.RegistryPath(dir))
+	if err != nil {
+		return nil, err
+	}
+	env, err := runenv.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	if env.Level, err = runenv.Level(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	return &workspace{env: env, reg: reg}, nil
+}
+
+// layerConfig is the fault layer's configuration from the environment
+// (faultlayer.ConfigFromEnv), carrying the run's id, with progress going to
+// out.
+func layerConfig(env runenv.Env, out io.Writer) (faultlayer.Config, error) {
+	cfg, err := faultlayer.ConfigFromEnv()
+	cfg.RunID, cfg.SharedRunID, cfg.Log = env.RunID, env.SharedRunID, out
+	return cfg, err
+}
+
+// cachedInventory lists the module's tests once, however often it is asked.
+func cachedInventory(dir string) func(context.Context) ([]string, error) {
+	var once sync.Once
+	var names []string
+	var err error
+	return func(ctx context.Context) ([]string, error) {
+		once.Do(func() { names, err = gotest.List(ctx, dir) })
+		return names, err
+	}
+}
+
+// createArtifact creates rel under the results directory root for
+// streaming, never through a symbolic link (atomicfile.Root.Create).
+func createArtifact(root, rel string) (*os.File, error) {
+	r, err := atomicfile.OpenRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	return r.Create(rel)
+}
+
+// saveArtifact writes rel under the results directory root atomically,
+// never through a symbolic link, and returns its path.
+func saveArtifact(root, rel string, data []byte) (string, error) {
+	r, err := atomicfile.OpenRoot(root)
+	if err != nil {
+		return filepath.Join(root, rel), err
+	}
+	return r.Join(rel), r.Write(rel, data)
+}
+
+// saveJSON is saveArtifact for v as indented JSON.
+func saveJSON(root, rel string, v any) (string, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return filepath.Join(root, rel), err
+	}
+	return saveArtifact(root, rel, append(b, '\n'))
+}
+
+// notSaved says, in one line, that an artifact was not saved and why:
+// never "saved" after a failed write.
+func notSaved(out io.Writer, who, path string, err error) {
+	if strings.Contains(err.Error(), path) {
+		fmt.Fprintf(out, "%s: %s: %v\n", who, color.RedString("NOT saved"), err)
+		return
+	}
+	fmt.Fprintf(out, "%s: %s %s: %v\n", who, color.RedString("NOT saved"), path, err)
+}
+
+func failedPhases(r *gate.Report) string {
+	var parts []string
+	for _, p := range r.Phases {
+		if !p.OK {
+			parts = append(parts, fmt.Sprintf("phase %d (%s)", p.Number, p.Name))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeBatterySummary prints the battery's outcome: the failing contract
+// tests (arbitrated below), then every plain failure with its first
+// failure line, owner and action.
+func writeBatterySummary(out io.Writer, res *battery.Result, contractFails []battery.Test, plain []ladder.Plain) {
+	fmt.Fprintf(out, "\n%s\n", bold("battery"))
+	if res.OK() {
+		fmt.Fprintf(out, "  %s: %d tests in %d packages (%s)\n", color.GreenString("passed"), len(res.Tests), len(res.Packages), res.Elapsed.Round(time.Second))
+		return
+	}
+	for _, t := range contractFails {
+		fmt.Fprintf(out, "  %s %s %s (%s): a contract test, arbitrated below\n", color.RedString("FAIL"), t.Package, t.Name, t.Elapsed.Round(10*time.Millisecond))
+	}
+	if len(plain) > 0 {
+		fmt.Fprintf(out, "  not contract tests (no surface lists them): not arbitrated; owner %s\n", ladder.PlainOwner)
+	}
+	for _, p := range plain {
+		what := "package " + p.Package
+		if p.Test != "" {
+			what = p.Package + " " + p.Test
+		}
+		fmt.Fprintf(out, "  %s %s\n      %s\n      action: %s\n", color.RedString("FAIL"), what, p.FirstLine, p.Action)
+	}
+}
+
+// writeSurfaceSummary prints each registered surface's contract verdict
+// from this battery, leg by leg.
+func writeSurfaceSummary(out io.Writer, judged []*contract.Result, level int, note string) {
+	fmt.Fprintf(out, "\n%s (level %d; the rules of mage contested; one battery is one seed, so a pass is PASS-smoke)\n", bold("surfaces"), level)
+	if len(judged) == 0 {
+		fmt.Fprintf(out, "  no registered surface ran\n")
+		return
+	}
+	for _, r := range judged {
+		fmt.Fprintf(out, "  %-22s %s\n", r.Surface, paintContract(r.Contract))
+		for _, l := range r.Legs {
+			fmt.Fprintf(out, "      %-17s %-30s %s\n", l.Lever, paintVerdict(l.Verdict), l.Reason)
+			if l.Replay != "" && !l.Verdict.Pass() {
+				fmt.Fprintf(out, "      %-17s replay: %s\n", "", l.Replay)
+			}
+		}
+	}
+	if note != "" {
+		fmt.Fprintf(out, "  (%s)\n", note)
+	}
+}
+
+// validateReasons is validate's verdict: the reasons it is not GREEN, none
+// when it is. GREEN needs the battery to pass, the six phases to certify,
+// every registered leg that ran to pass (no FAIL, INCONCLUSIVE or PARTIAL;
+// in a whole battery no NOT-RUN either) and the registry's tests to exist.
+func validateReasons(res *battery.Result, verified *gate.Report, judged []*contract.Result, whole bool, registryProblems []string) []string {
+	var out []string
+	if !res.OK() {
+		out = append(out, fmt.Sprintf("battery failed (%d tests, %d packages)", len(res.Failed()), len(res.FailedPackages())))
+	}
+	for _, p := range res.TimedOut() {
+		out = append(out, ladder.TimeoutReason(p))
+	}
+	if !verified.Certified {
+		out = append(out, "gate refused: "+failedPhases(verified))
+	}
+	out = append(out, surfaceReasons(judged, whole)...)
+	if len(registryProblems) > 0 {
+		out = append(out, "registry names tests that do not exist")
+	}
+	return out
+}
+
+// surfaceReasons says which surfaces keep validate from GREEN.
+func surfaceReasons(judged []*contract.Result, whole bool) []string {
+	var out []string
+	for _, r := range judged {
+		var legs []string
+		for _, l := range r.Blocking(whole) {
+			legs = append(legs, l.Lever+" "+string(l.Verdict))
+		}
+		if len(legs) > 0 {
+			out = append(out, fmt.Sprintf("surface %s is %s (%s)", r.Surface, r.Contract, strings.Join(legs, ", ")))
+		}
+	}
+	return out
+}
+
+// wholeBattery reports whether validate ran every test of the module: no
+// package selection and no -run, -skip or -short. Only then is a leg the
+// battery did not run a finding (NOT-RUN) rather than a choice.
+func wholeBattery(opts ValidateOptions) bool {
+	for _, p := range opts.Patterns {
+		if p != "./..." {
+			return false
+		}
+	}
+	for _, a := range opts.Args {
+		for _, f := range []string{"-run", "-skip", "-short", "-test.run", "-test.skip", "-test.short"} {
+			if a == f || strings.HasPrefix(a, f+"=") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func bold(s string) string { return color.New(color.Bold).Sprint(s) }
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func indent(s, prefix string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix) + "\n"
+}
+
+// startSampler samples the machine (and the project's containers, when an
+// engine answers) every two seconds while the battery runs.
+func startSampler(ctx context.Context, root string) *capacity.Sampler {
+	var stats capacity.Stats
+	if cli, err := dockerenv.Connect(ctx); err == nil {
+		stats = cli
+	}
+	return capacity.Start(ctx, root, stats, 2*time.Second)
+}
+
+// arbitrateAll walks the ladder for each failing contract test until the
+// budget is spent; the tests it did not reach are returned with the
+// command that arbitrates them.
+func arbitrateAll(ctx context.Context, tests []battery.Test, budget time.Duration, lo ladder.Options, out io.Writer) ([]*ladder.Outcome, []string) {
+	if len(tests) == 0 {
+		return nil, nil
+	}
+	fmt.Fprintf(out, "\nvalidate: walking the arbitration ladder for %d failing contract tests (budget %s)\n", len(tests), budget)
+	deadline := time.Now().Add(budget)
+	var done []*ladder.Outcome
+	var left []string
+	for _, t := range tests {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			left = append(left, t.ID())
+			continue
+		}
+		wctx, cancel := context.WithDeadline(ctx, deadline)
+		o, err := ladder.Walk(wctx, t.ID(), lo)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(out, "ladder: %s: %v\n", t.ID(), err)
+			left = append(left, t.ID())
+			continue
+		}
+		saveOutcome(lo.Env.ResultsDir, o, out)
+		done = append(done, o)
+	}
+	return done, left
+}
+
+func writeLadderSummary(out io.Writer, rep *ValidateReport) {
+	if len(rep.Ladder) == 0 && len(rep.NotArbitrated) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "\n%s\n", bold("arbitration"))
+	for _, o := range rep.Ladder {
+		owner := paintOwner(o.Owner)
+		if o.OwnerName != "" {
+			owner += " (" + o.OwnerName + ")"
+		}
+		fmt.Fprintf(out, "  %s\n      owner %s; %s\n      action: %s\n", o.Test, owner, o.Verdict, o.Action)
+	}
+	for _, t := range rep.NotArbitrated {
+		_, name := ladder.SplitID(t)
+		fmt.Fprintf(out, "  %s\n      not arbitrated (budget spent): go tool mage arbitrate %s\n", t, name)
+	}
+}
+
+// writeReports writes the run for people (fault/fault-report.html) and for
+// CI systems (battery/junit.xml, when a battery ran), and names what it
+// saved and, apart, what it could not save.
+func writeReports(root string, p report.Page, out io.Writer) {
+	p.Visualizations = report.Visualizations(root)
+	var html strings.Builder
+	if err := report.WriteHTML(&html, p); err != nil {
+		fmt.Fprintf(out, "report: %v\n", err)
+		return
+	}
+	var saved []string
+	path, err := saveArtifact(root, filepath.Join(faultrecord.FaultDirName, "fault-report.html"), []byte(html.String()))
+	if err != nil {
+		notSaved(out, "report", path, err)
+	} else {
+		saved = append(saved, path)
+	}
+	if p.Battery != nil {
+		var x strings.Builder
+		if err := report.WriteJUnit(&x, p.Battery); err != nil {
+			fmt.Fprintf(out, "report: junit: %v\n", err)
+		} else if path, err := saveArtifact(root, filepath.Join("battery", "junit.xml"), []byte(x.String())); err != nil {
+			notSaved(out, "report", path, err)
+		} else {
+			saved = append(saved, path)
+		}
+	}
+	if len(saved) > 0 {
+		fmt.Fprintf(out, "reports: %s\n", strings.Join(saved, ", "))
+	}
+}
+
+func contractList(m map[string]*contract.Result) []*contract.Result {
+	var out []*contract.Result
+	for _, r := range m {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Surface < out[j].Surface })
+	return out
+}
