@@ -15,6 +15,7 @@ import (
 	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/gate/verdict"
+	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/capacity"
 	"github.com/contested/contested/registry"
 )
@@ -95,6 +96,8 @@ func TestAGreenContractInASaturatedRunIsCapacityWithEvidence(t *testing.T) {
 	rep := capacity.Analyze(samples)
 	opts.Capacity = &rep
 	opts.Contracts = map[string]*contract.Result{"adopter.stock": {Surface: "adopter.stock", Contract: verdict.Green}}
+	// It failed in that run (and passes its reruns).
+	opts.Seen = &battery.Result{Tests: []battery.Test{{Package: "example.com/adopter", Name: "TestStockReport", Action: "fail"}}}
 	o, err := Walk(context.Background(), "TestStockReport", opts)
 	if err != nil {
 		t.Fatal(err)
@@ -166,6 +169,39 @@ func TestNewPlain(t *testing.T) {
 			p := NewPlain(tt.pkg, tt.test, tt.output)
 			if p.FirstLine != tt.first || !strings.Contains(p.Action, tt.action) || p.Owner != PlainOwner {
 				t.Errorf("NewPlain = %+v; want first line %q and an action with %q", p, tt.first, tt.action)
+			}
+		})
+	}
+}
+
+// TestPackageFailureSaysWhatHappened reads go test's own output for each
+// way a package fails outside any test into what happened, the line that
+// says so and what to do.
+func TestPackageFailureSaysWhatHappened(t *testing.T) {
+	const pkg = "example.com/m/p"
+	tests := []struct {
+		name, output string
+		ran          int
+		what, first  string
+		action       string
+	}{
+		{"a compile error", "# example.com/m/p [example.com/m/p.test]\np/p_test.go:6:17: cannot use Half(4) (value of type int) as string value\nFAIL\texample.com/m/p [build failed]\n", 0,
+			NotBuilt, "p/p_test.go:6:17: cannot use Half(4) (value of type int) as string value", "fix the compile error (go vet example.com/m/p"},
+		{"a syntax error", "# example.com/m/p\np/s_test.go:9:3: expected '}', found 'EOF'\nFAIL\texample.com/m/p [setup failed]\n", 0,
+			NotLoaded, "p/s_test.go:9:3: expected '}', found 'EOF'", "a syntax error, an import cycle"},
+		{"a TestMain that exits before m.Run", "setup: pull image postgres:16: 403 Forbidden\nFAIL\texample.com/m/p\t0.005s\n", 0,
+			ExitedEarly, "setup: pull image postgres:16: 403 Forbidden", "go test example.com/m/p -count=1 -v"},
+		{"a TestMain that panics", "panic: set-up: no database\n\ngoroutine 1 [running]:\nexample.com/m/p.TestMain(...)\n\t/src/p/p_test.go:5\nFAIL\texample.com/m/p\t0.011s\n", 0,
+			PanickedEarly, "panic: set-up: no database", "fix the panic"},
+		{"a TestMain that fails after its tests", "tear-down: drop schema: connection refused\nFAIL\texample.com/m/p\t0.2s\n", 3,
+			ExitedAfter, "tear-down: drop schema: connection refused", "after m.Run"},
+		{"a lost test binary", "the package started and never finished", 0, NeverFinished, "the package started and never finished", "where it stops"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := PackageFailure(pkg, tt.output, tt.ran)
+			if p.What != tt.what || p.FirstLine != tt.first || !strings.Contains(p.Action, tt.action) || p.Owner != PlainOwner || p.Package != pkg || p.Test != "" {
+				t.Errorf("PackageFailure = %+v; want what %q, first line %q, an action with %q", p, tt.what, tt.first, tt.action)
 			}
 		})
 	}

@@ -31,6 +31,9 @@ func (o *Outcome) Write(w io.Writer) {
 	if o.OwnerName != "" {
 		owner += " (" + o.OwnerName + ")"
 	}
+	if owner == "" {
+		owner = "none"
+	}
 	fmt.Fprintf(w, "  owner   %s\n  verdict %s\n  action  %s\n", owner, o.Verdict, o.Action)
 	for _, e := range o.Evidence {
 		fmt.Fprintf(w, "          %s\n", e)
@@ -107,6 +110,9 @@ func headline(o *Outcome) string {
 	}
 	if o.Surface == nil {
 		return "the test is not in the registry"
+	}
+	if o.Reruns.Class == PackageFails && o.PackageFailure != nil {
+		return "its package " + o.PackageFailure.What
 	}
 	return fmt.Sprintf("%s while the contract is %s", o.Verdict, o.Contract)
 }
