@@ -261,7 +261,7 @@ oracle = "no-lost-ack"
 legs = ["burst"]
 tests = ["TestOutsideRegistry"]
 `
-	selfTestGone := strings.Replace(string(registry), `self_tests = ["TestStockContract"]`, `self_tests = ["TestStockContract", "TestRenamedAway"]`, 1)
+	selfTestGone := strings.Replace(string(registry), `self_tests = ["TestStockContract", `, `self_tests = ["TestStockContract", "TestRenamedAway", `, 1)
 	tests := []struct {
 		name  string
 		edits map[string]string
