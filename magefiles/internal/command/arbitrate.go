@@ -76,6 +76,7 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	if _, err := ladder.Locate(ctx, opts.Test, lo); err != nil {
 		return arbitrateError(err)
 	}
+	hintIgnore(ctx, dir, root, out)
 	if l, err := faultlayer.Up(ctx, cfg); err != nil {
 		reportUpError(out, err)
 		lo.LayerErr = err

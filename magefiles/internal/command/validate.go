@@ -115,6 +115,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	v := &validation{opts: opts, out: opts.Out, reg: ws.reg, env: ws.env,
 		rep: &ValidateReport{RunID: ws.env.RunID, Level: ws.env.Level}}
 	fmt.Fprintf(v.out, "%s run %s in %s\n", bold("validate:"), ws.env.RunID, ws.env.ModuleRoot)
+	hintIgnore(ctx, ws.env.ModuleRoot, ws.env.ResultsDir, v.out)
 
 	l, err := v.layerUp(ctx, cfg)
 	if err != nil {
@@ -366,6 +367,7 @@ func ProgramGate(ctx context.Context, opts ProgramGateOptions) error {
 		return err
 	}
 	dir, reg, root, level := ws.env.ModuleRoot, ws.reg, ws.env.ResultsDir, ws.env.Level
+	hintIgnore(ctx, dir, root, out)
 	if err := FaultPreflight(ctx, PreflightOptions{Required: true, Out: out}); err != nil {
 		fmt.Fprintf(out, "program-gate: %s: fault-preflight failed; not verifying\n", color.RedString("CANNOT RUN"))
 		return err
