@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"time"
-
 )
 
 // ignoreHintMarker is the file, inside the results directory, that says
