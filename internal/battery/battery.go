@@ -258,8 +258,8 @@ func (f *follower) event(ev Event) {
 	case "start":
 		f.running[pkg] = ev.Time
 	case "build-output":
-		// ImportPath reads "pkg [pkg.test]"; the package's fail event follows.
-		f.buf(key(strings.Fields(pkg + " ")[0], "")).WriteString(ev.Output)
+		// The package's fail event follows.
+		f.buf(key(buildPackage(pkg), "")).WriteString(ev.Output)
 	case "output":
 		if b := f.buf(key(pkg, ev.Test)); b.Len() < 256<<10 {
 			b.WriteString(ev.Output)
@@ -298,6 +298,18 @@ func (f *follower) event(ev Event) {
 		word := map[string]string{"pass": "ok  ", "fail": "FAIL", "skip": "----"}[ev.Action]
 		fmt.Fprintf(f.out, "battery: [%*d/%d] %s %s (%s)\n", len(fmt.Sprint(f.total)), f.done, f.total, word, short(pkg), el.Round(100*time.Millisecond))
 	}
+}
+
+// buildPackage is the package a build event's ImportPath is about: "p [p.test]"
+// (p's test build), "p_test [p.test]" (its external tests) and "p.test" (its
+// test main, as a test file that does not parse reports it) are all p's.
+func buildPackage(importPath string) string {
+	f := strings.Fields(importPath)
+	if len(f) == 0 {
+		return importPath
+	}
+	p := strings.TrimSuffix(strings.TrimPrefix(f[len(f)-1], "["), "]")
+	return strings.TrimSuffix(p, ".test")
 }
 
 func (f *follower) stray(line string) {
