@@ -22,7 +22,11 @@ func (o *Outcome) Write(w io.Writer) {
 		fmt.Fprintf(w, "  step 2  fault-layer preflight %s\n", state)
 	}
 	if o.Step >= 3 {
-		fmt.Fprintf(w, "  step 3  the test alone: %d of %d reruns failed (%s); the contract in isolation: %s\n", o.Reruns.Failures, o.Reruns.Runs, o.Reruns.Class, o.Contract)
+		contract := string(o.Contract)
+		if contract == "" {
+			contract = "not run"
+		}
+		fmt.Fprintf(w, "  step 3  the test alone: %d of %d reruns failed (%s); the contract in isolation: %s\n", o.Reruns.Failures, o.Reruns.Runs, o.Reruns.Class, contract)
 		for _, l := range o.Legs {
 			fmt.Fprintf(w, "          %-17s %s  %s\n", l.Lever, l.Verdict, l.Reason)
 		}

@@ -98,7 +98,7 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	o.Write(out)
 	fmt.Fprintln(out)
 	if o.NoFailure() {
-		fmt.Fprintf(out, "ladder: %s: no failure to arbitrate; nothing saved, no issue body\n", color.GreenString(ladder.NoFailure))
+		fmt.Fprintf(out, "ladder: %s: no failure to arbitrate; no outcome saved, no issue body\n", color.GreenString(ladder.NoFailure))
 		return nil
 	}
 	saveOutcome(root, o, out)
