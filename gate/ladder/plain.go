@@ -88,7 +88,7 @@ func PackageFailure(pkg, output string, ran int) Plain {
 		p.Action = fmt.Sprintf("its TestMain returned a failing code after m.Run (its tear-down failed, or it ignored m.Run's code): run %s and fix it", rerun)
 	default:
 		p.What = ExitedEarly
-		p.Action = fmt.Sprintf("its TestMain (or an init) ended the process before m.Run ran any test, usually a set-up that needs what this machine lacks (an image, a service, a variable): run %s, make the set-up work where validate runs, or have it skip its tests with a message instead of exiting", rerun)
+		p.Action = fmt.Sprintf("its TestMain (or an init) ended the process before m.Run ran any test, usually a set-up that needs what this machine lacks (an image, a service, a variable): run %s, and make the set-up work where validate runs, or, where it cannot, let m.Run run and have the tests that need it skip with a message (t.Skip) instead of exiting", rerun)
 	}
 	return p
 }
