@@ -336,7 +336,6 @@ func scan(ctx context.Context, d *atomicfile.Dir, st stampState, opts Options) s
 	if d == nil {
 		return res
 	}
-
 	var surfaces map[string]struct{}
 	if opts.Surfaces != nil {
 		surfaces = make(map[string]struct{}, len(opts.Surfaces))
@@ -367,7 +366,19 @@ func scan(ctx context.Context, d *atomicfile.Dir, st stampState, opts Options) s
 			}
 		})
 	}
+	list(ctx, d, &res, jobs)
+	close(jobs)
+	wg.Wait()
+	for i := range tallies {
+		res.merge(&tallies[i])
+	}
+	return res
+}
 
+// list reads dir's entries in batches and sends the record files to jobs in batches; what is
+// not a record to read (a leftover temporary record, a link or other non-regular file) goes to
+// res as unreadable, and a listing error to res.dirErr.
+func list(ctx context.Context, d *atomicfile.Dir, res *scanResult, jobs chan<- []string) {
 	const batchSize = 256
 	for {
 		entries, err := d.ReadDir(1024)
@@ -397,22 +408,16 @@ func scan(ctx context.Context, d *atomicfile.Dir, st stampState, opts Options) s
 			jobs <- batch
 		}
 		if err == io.EOF {
-			break
+			return
 		}
 		if err != nil {
 			res.dirErr = err
-			break
+			return
 		}
 		if ctx.Err() != nil {
-			break
+			return
 		}
 	}
-	close(jobs)
-	wg.Wait()
-	for i := range tallies {
-		res.merge(&tallies[i])
-	}
-	return res
 }
 
 // reader reads record files for one worker, reusing its buffer and record value.

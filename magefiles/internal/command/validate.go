@@ -112,7 +112,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	if err != nil {
 		return err
 	}
-	v := &validation{opts: opts, out: opts.Out, reg: ws.reg, env: ws.env,
+	v := &validation{out: opts.Out, reg: ws.reg, env: ws.env, whole: wholeBattery(opts),
 		rep: &ValidateReport{RunID: ws.env.RunID, Level: ws.env.Level}}
 	fmt.Fprintf(v.out, "%s run %s in %s\n", bold("validate:"), ws.env.RunID, ws.env.ModuleRoot)
 	hintIgnore(ctx, ws.env.ModuleRoot, ws.env.ResultsDir, v.out)
@@ -125,7 +125,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	if err := v.stamp(); err != nil {
 		return err
 	}
-	res, err := v.runBattery(ctx)
+	res, err := v.runBattery(ctx, opts.Patterns, opts.Args)
 	if err != nil {
 		return err
 	}
@@ -136,7 +136,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	judged := v.judge(ctx, res, verified)
 	contractFails, contracts := v.arbitrate(ctx, res, budget)
 	v.summarize(res, verified, judged, contractFails)
-	v.rep.Reasons = validateReasons(res, verified, judged, wholeBattery(opts), v.rep.Registry)
+	v.rep.Reasons = validateReasons(res, verified, judged, v.whole, v.rep.Registry)
 	v.rep.Green = len(v.rep.Reasons) == 0
 	v.rep.Took = time.Since(start)
 	return v.finish(res, verified, judged, contracts)
@@ -145,11 +145,12 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 // validation is one validate run as it goes: the run environment (with
 // the layer attached once it is up), the registry and the report so far.
 type validation struct {
-	opts ValidateOptions
-	out  io.Writer
-	reg  *registry.Registry
-	env  runenv.Env
-	rep  *ValidateReport
+	out io.Writer
+	reg *registry.Registry
+	env runenv.Env
+	rep *ValidateReport
+	// whole says the battery is the module's whole (see wholeBattery).
+	whole bool
 	// preflight and capacity are the evidence the ladder reads.
 	preflight faultlayer.Preflight
 	capacity  capacity.Report
@@ -195,14 +196,14 @@ func (v *validation) stamp() error {
 
 // runBattery runs go test over the module with the run environment, its
 // events saved, while the machine is sampled.
-func (v *validation) runBattery(ctx context.Context) (*battery.Result, error) {
+func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*battery.Result, error) {
 	root := v.env.ResultsDir
 	events, err := createArtifact(root, filepath.Join("battery", "go-test.json"))
 	if err != nil {
 		return nil, fmt.Errorf("create the battery's event log: %w", err)
 	}
 	sampler := startSampler(ctx, root)
-	res, err := battery.Run(ctx, battery.Options{Dir: v.env.ModuleRoot, Patterns: v.opts.Patterns, Args: v.opts.Args,
+	res, err := battery.Run(ctx, battery.Options{Dir: v.env.ModuleRoot, Patterns: patterns, Args: args,
 		Env: v.env.Environ(), Out: v.out, Events: events})
 	events.Close()
 	v.capacity = sampler.Stop()
@@ -308,7 +309,7 @@ func (v *validation) summarize(res *battery.Result, verified *gate.Report, judge
 	fmt.Fprintln(v.out)
 	verified.WriteSummary(v.out)
 	note := ""
-	if !wholeBattery(v.opts) {
+	if !v.whole {
 		note = "a selected battery: NOT-RUN legs do not count against it"
 	}
 	writeSurfaceSummary(v.out, judged, v.env.Level, note)
