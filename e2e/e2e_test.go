@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -310,6 +311,9 @@ func TestBadInputExitsTwoWithFileAndLine(t *testing.T) {
 	withCluster := func(old, new string) map[string]string {
 		return map[string]string{"contested-surfaces.toml": strings.Replace(registry, old, new, 1)}
 	}
+	// The lines the messages name: the [cluster] table's and its test key's.
+	lineOf := func(s string) int { return strings.Count(registry[:strings.Index(registry, s)], "\n") + 1 }
+	clusterLine, testLine := lineOf("[cluster]"), lineOf(`test = "TestStockCluster"`)
 	tests := []struct {
 		name  string
 		edits map[string]string
@@ -328,9 +332,9 @@ func TestBadInputExitsTwoWithFileAndLine(t *testing.T) {
 		{"an unknown target", nil, nil, []string{"no-such-target"}, "Unknown target"},
 		{"cluster-tests without a [cluster] table", map[string]string{"contested-surfaces.toml": noCluster}, nil, []string{"cluster-tests"}, "declares no cluster service"},
 		{"cluster-tests naming a test that is not there", withCluster(`test = "TestStockCluster"`, `test = "TestStockClusters"`), nil, []string{"cluster-tests"},
-			"contested-surfaces.toml:21: [cluster] test TestStockClusters is not a test of ."},
+			fmt.Sprintf("contested-surfaces.toml:%d: [cluster] test TestStockClusters is not a test of .", clusterLine)},
 		{"a [cluster] test that is no test name", withCluster(`test = "TestStockCluster"`, `test = "TestStock/kill-one"`), nil, []string{"cluster-tests"},
-			`contested-surfaces.toml:23:8: [cluster] test "TestStock/kill-one" is not a Go test name`},
+			fmt.Sprintf(`contested-surfaces.toml:%d:8: [cluster] test "TestStock/kill-one" is not a Go test name`, testLine)},
 		{"cluster-tests with too few replicas", nil, nil, []string{"cluster-tests", "-replicas=2"}, "between 3 and 9"},
 	}
 	for _, tt := range tests {
