@@ -41,6 +41,7 @@ func TestSetupContract(t *testing.T) {}
 // test whose package does not run to the test author (exit 1), and finds
 // nothing to arbitrate in a test that passed (exit 0, no issue body).
 func TestPackagesThatCannotRunAreFindingsWithAnOwner(t *testing.T) {
+	t.Parallel()
 	registry, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "adopter", "contested-surfaces.toml"))
 	if err != nil {
 		t.Fatal(err)

@@ -207,6 +207,43 @@ func TestPackageFailureSaysWhatHappened(t *testing.T) {
 	}
 }
 
+// TestPlainSaysWhatEndedATest: a test that go test's -timeout or a panic
+// outside it ended is described by that, with an action that says how to
+// find where it waits (and, for a timeout, how to raise it), never as a
+// package that failed outside any test.
+func TestPlainSaysWhatEndedATest(t *testing.T) {
+	const pkg = "example.com/m/e2e"
+	timedOut := battery.Test{Package: pkg, Name: "TestValidate/a_defect", Action: "fail", Timeout: "10m0s",
+		Cause:  "timed out: still running when go test's -timeout of 10m0s ended the test binary",
+		Output: "=== RUN   TestValidate/a_defect\n    e2e_test.go:80: running validate\npanic: test timed out after 10m0s\n\trunning tests:\n"}
+	panicked := battery.Test{Package: pkg, Name: "TestBoom", Action: "fail", Cause: "the test binary exited while it ran: a panic outside the test's goroutine, os.Exit or a crash",
+		Output: "=== RUN   TestBoom\npanic: the worker gave up\n\ngoroutine 7 [running]:\n"}
+	inMain := battery.Package{Name: pkg, Action: "fail", Timeout: "30m0s", Output: "panic: test timed out after 30m0s\n"}
+	tests := []struct {
+		name          string
+		plain         Plain
+		first, action string
+	}{
+		{"a test the timeout ended", PlainTest(timedOut), timedOut.Cause,
+			"go test's -timeout (10m0s) ended its test binary: run it alone with go test example.com/m/e2e -run '^TestValidate$/^a_defect$' -count=1 -v to see where it waits, then make it faster, or raise the battery's timeout (CONTESTED_TEST_TIMEOUT, go test's -timeout; default 30m"},
+		{"a test a panic ended", PlainTest(panicked), "panic: the worker gave up", "a panic outside the test's goroutine"},
+		{"a test that failed", PlainTest(battery.Test{Package: pkg, Name: "TestX", Output: "    x_test.go:3: no\n"}), "x_test.go:3: no", "not a contract test"},
+		{"a package the timeout ended outside any test", PlainPackage(inMain, 0), "timed out after 30m0s", "outside any test (TestMain or its teardown)"},
+		{"a package that does not build", PlainPackage(battery.Package{Name: pkg, Output: "# example.com/m/e2e\ne2e/x_test.go:3:2: undefined: x\nFAIL\texample.com/m/e2e [build failed]\n"}, 0), "e2e/x_test.go:3:2: undefined: x", "fix the compile error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.plain.FirstLine != tt.first || !strings.Contains(tt.plain.Action, tt.action) {
+				t.Errorf("got %+v; want first line %q and an action with %q", tt.plain, tt.first, tt.action)
+			}
+		})
+	}
+	reason := TimeoutReason(battery.Package{Name: pkg, Timeout: "10m0s", Running: []string{"TestValidate/a_defect", "TestOther"}})
+	if want := "package example.com/m/e2e timed out after 10m0s while running TestValidate/a_defect (and: TestOther): make the test faster or raise the battery's timeout (CONTESTED_TEST_TIMEOUT"; !strings.HasPrefix(reason, want) {
+		t.Errorf("TimeoutReason = %q, want it to start %q", reason, want)
+	}
+}
+
 func TestAnUnknownTestIDIsRefused(t *testing.T) {
 	_, err := Walk(context.Background(), "TestNoSuchThing", options(t))
 	if !errors.Is(err, ErrUnknownTest) {

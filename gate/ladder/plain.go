@@ -6,6 +6,8 @@ import (
 
 	"github.com/contested/contested/contested"
 	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/envvar"
 )
 
 // PlainOwner owns a failing test that is not a contract test.
@@ -57,6 +59,8 @@ const (
 	PanickedEarly = "panicked outside any test"
 	NeverFinished = "started and never finished"
 	GoTestFailed  = "go test could not run"
+	// TimedOutOutside: go test's -timeout ended it while no test ran.
+	TimedOutOutside = "timed out outside any test"
 )
 
 // PackageFailure describes a package that failed outside any test, from
@@ -93,6 +97,28 @@ func PackageFailure(pkg, output string, ran int) Plain {
 	return p
 }
 
+// PlainTest describes a failing test no surface lists, as NewPlain does;
+// when its test binary ended it (battery.Test.Cause), the first line is
+// what ended it and the action says how to find where it waits: a test
+// that go test's -timeout ended names the timeout and how to raise it.
+func PlainTest(t battery.Test) Plain {
+	p := NewPlain(t.Package, t.Name, t.Output)
+	alone := fmt.Sprintf("go test %s -run '%s' -count=1 -v", t.Package, contested.RunPattern(t.Name))
+	switch {
+	case t.Timeout != "":
+		p.FirstLine = t.Cause
+		p.Action = fmt.Sprintf("it was still running when go test's -timeout (%s) ended its test binary: run it alone with %s to see where it waits, then make it faster, or raise the battery's timeout (%s)",
+			t.Timeout, alone, raiseTimeout)
+	case t.Cause != "":
+		p.FirstLine = t.Cause
+		if line := panicLine(t.Output); line != "" {
+			p.FirstLine = line
+		}
+		p.Action = fmt.Sprintf("its test binary exited while it ran (a panic outside the test's goroutine, os.Exit or a crash): run it alone with %s, read the panic and fix it", alone)
+	}
+	return p
+}
+
 // firstWith is the first line of output that contains marker, trimmed,
 // else fallback.
 func firstWith(output, marker, fallback string) string {
@@ -102,4 +128,35 @@ func firstWith(output, marker, fallback string) string {
 		}
 	}
 	return fallback
+}
+
+// PlainPackage describes a package that failed outside any test, of which
+// ran tests ran to an end, as PackageFailure does; one that go test's
+// -timeout ended while no test ran (in TestMain or its teardown) says so.
+func PlainPackage(pkg battery.Package, ran int) Plain {
+	p := PackageFailure(pkg.Name, pkg.Output, ran)
+	if pkg.Timeout != "" {
+		p.What, p.FirstLine = TimedOutOutside, pkg.TimedOut()
+		p.Action = fmt.Sprintf("go test's -timeout (%s) ended its test binary outside any test (TestMain or its teardown): run go test %s -count=1 -v to see where it waits and fix it, or raise the battery's timeout (%s)",
+			pkg.Timeout, pkg.Name, raiseTimeout)
+	}
+	return p
+}
+
+// TimeoutReason is a verdict's reason for a package go test's -timeout
+// ended: what it was running and what to do.
+func TimeoutReason(pkg battery.Package) string {
+	return fmt.Sprintf("package %s %s: make the test faster or raise the battery's timeout (%s)", pkg.Name, pkg.TimedOut(), raiseTimeout)
+}
+
+var raiseTimeout = fmt.Sprintf("%s, go test's -timeout; default %s; for example %s=1h", envvar.TestTimeout, strings.TrimSuffix(battery.DefaultTimeout.String(), "0s"), envvar.TestTimeout)
+
+// panicLine is the first "panic: " line of a test's output.
+func panicLine(output string) string {
+	for _, l := range strings.Split(output, "\n") {
+		if strings.HasPrefix(l, "panic: ") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
 }

@@ -54,7 +54,7 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	}
 	// Everything the ladder will read, before step 1 lists tests and long
 	// before step 3 reruns anything.
-	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds); err != nil {
+	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varTimeout); err != nil {
 		return err
 	}
 	ws, err := openWorkspace(opts.Dir)

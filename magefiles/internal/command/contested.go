@@ -37,7 +37,7 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
 	out := opts.Out
-	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds); err != nil {
+	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varTimeout); err != nil {
 		return err
 	}
 	ws, err := openWorkspace(opts.Dir)

@@ -97,7 +97,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
 	start := time.Now()
-	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varBudget); err != nil {
+	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varBudget, varTimeout); err != nil {
 		return err
 	}
 	ws, err := openWorkspace(opts.Dir)
@@ -280,10 +280,10 @@ func (v *validation) arbitrate(ctx context.Context, res *battery.Result, budget 
 			contractFails = append(contractFails, t)
 			continue
 		}
-		v.rep.BatteryFailures = append(v.rep.BatteryFailures, ladder.NewPlain(t.Package, t.Name, t.Output))
+		v.rep.BatteryFailures = append(v.rep.BatteryFailures, ladder.PlainTest(t))
 	}
 	for _, p := range res.FailedPackages() {
-		v.rep.BatteryFailures = append(v.rep.BatteryFailures, ladder.PackageFailure(p.Name, p.Output, testsRan(res, p.Name)))
+		v.rep.BatteryFailures = append(v.rep.BatteryFailures, ladder.PlainPackage(p, testsRan(res, p.Name)))
 	}
 	contracts := map[string]*contract.Result{}
 	v.rep.Ladder, v.rep.NotArbitrated = arbitrateAll(ctx, contractFails, budget, ladder.Options{
@@ -609,6 +609,9 @@ func validateReasons(res *battery.Result, verified *gate.Report, judged []*contr
 	if !res.OK() {
 		out = append(out, fmt.Sprintf("battery failed (%d tests, %d packages%s)", len(res.Failed()), len(res.FailedPackages()), packageReasons(res)))
 	}
+	for _, p := range res.TimedOut() {
+		out = append(out, ladder.TimeoutReason(p))
+	}
 	if !verified.Certified {
 		out = append(out, "gate refused: "+failedPhases(verified))
 	}
@@ -625,7 +628,7 @@ func validateReasons(res *battery.Result, verified *gate.Report, judged []*contr
 func packageReasons(res *battery.Result) string {
 	var parts []string
 	for _, p := range res.FailedPackages() {
-		parts = append(parts, p.Name+" "+ladder.PackageFailure(p.Name, p.Output, testsRan(res, p.Name)).What)
+		parts = append(parts, p.Name+" "+ladder.PlainPackage(p, testsRan(res, p.Name)).What)
 	}
 	if len(parts) == 0 {
 		return ""
