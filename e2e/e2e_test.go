@@ -348,7 +348,7 @@ oracle = "no-lost-ack"
 legs = ["burst"]
 tests = ["TestOutsideRegistry"]
 `
-	selfTestGone := strings.Replace(string(registry), `self_tests = ["TestStockContract"]`, `self_tests = ["TestStockContract", "TestRenamedAway"]`, 1)
+	selfTestGone := strings.Replace(string(registry), `self_tests = ["TestStockContract", `, `self_tests = ["TestStockContract", "TestRenamedAway", `, 1)
 	tests := []struct {
 		name  string
 		edits map[string]string
@@ -399,6 +399,9 @@ func TestBadInputExitsTwoWithFileAndLine(t *testing.T) {
 	withCluster := func(old, new string) map[string]string {
 		return map[string]string{"contested-surfaces.toml": strings.Replace(registry, old, new, 1)}
 	}
+	// The lines the messages name: the [cluster] table's and its test key's.
+	lineOf := func(s string) int { return strings.Count(registry[:strings.Index(registry, s)], "\n") + 1 }
+	clusterLine, testLine := lineOf("[cluster]"), lineOf(`test = "TestStockCluster"`)
 	tests := []struct {
 		name  string
 		edits map[string]string
@@ -417,9 +420,9 @@ func TestBadInputExitsTwoWithFileAndLine(t *testing.T) {
 		{"an unknown target", nil, nil, []string{"no-such-target"}, "Unknown target"},
 		{"cluster-tests without a [cluster] table", map[string]string{"contested-surfaces.toml": noCluster}, nil, []string{"cluster-tests"}, "declares no cluster service"},
 		{"cluster-tests naming a test that is not there", withCluster(`test = "TestStockCluster"`, `test = "TestStockClusters"`), nil, []string{"cluster-tests"},
-			"contested-surfaces.toml:21: [cluster] test TestStockClusters is not a test of ."},
+			fmt.Sprintf("contested-surfaces.toml:%d: [cluster] test TestStockClusters is not a test of .", clusterLine)},
 		{"a [cluster] test that is no test name", withCluster(`test = "TestStockCluster"`, `test = "TestStock/kill-one"`), nil, []string{"cluster-tests"},
-			`contested-surfaces.toml:23:8: [cluster] test "TestStock/kill-one" is not a Go test name`},
+			fmt.Sprintf(`contested-surfaces.toml:%d:8: [cluster] test "TestStock/kill-one" is not a Go test name`, testLine)},
 		{"cluster-tests with too few replicas", nil, nil, []string{"cluster-tests", "-replicas=2"}, "between 3 and 9"},
 		{"mutants of a directory that does not exist", nil, nil, []string{"mutants", "./nope"}, "./nope: stat"},
 		{"a [mutants] threshold that is no percentage", map[string]string{"contested-surfaces.toml": "schema = 1\n[[surface]]\nid = \"adopter.stock\"\nclass = \"store\"\nowner = \"o\"\nbehavior = \"b\"\noracle = \"exactly-once\"\nlegs = [\"burst\"]\ntests = [\"TestStockContract\"]\n[mutants]\nthreshold = 101\n"}, nil, []string{"mutants"}, "contested-surfaces.toml:11:13: [mutants] threshold 101 is not a percentage"},

@@ -363,8 +363,8 @@ func (f *follower) event(ev Event) {
 	case "start":
 		f.running[pkg] = ev.Time
 	case "build-output":
-		// ImportPath reads "pkg [pkg.test]"; the package's fail event follows.
-		f.buf(key(strings.Fields(pkg + " ")[0], "")).WriteString(ev.Output)
+		// The package's fail event follows.
+		f.buf(key(buildPackage(pkg), "")).WriteString(ev.Output)
 	case "run":
 		f.open[key(pkg, ev.Test)] = &openTest{started: ev.Time}
 	case "pause", "cont":
@@ -416,6 +416,18 @@ func (f *follower) event(ev Event) {
 		}
 		fmt.Fprintf(f.out, "battery: [%*d/%d] %s %s (%s)%s\n", len(fmt.Sprint(f.total)), f.done, f.total, word, short(pkg), el.Round(100*time.Millisecond), how)
 	}
+}
+
+// buildPackage is the package a build event's ImportPath is about: "p [p.test]"
+// (p's test build), "p_test [p.test]" (its external tests) and "p.test" (its
+// test main, as a test file that does not parse reports it) are all p's.
+func buildPackage(importPath string) string {
+	f := strings.Fields(importPath)
+	if len(f) == 0 {
+		return importPath
+	}
+	p := strings.TrimSuffix(strings.TrimPrefix(f[len(f)-1], "["), "]")
+	return strings.TrimSuffix(p, ".test")
 }
 
 // scanTimeout follows the panic a test binary prints when go test's

@@ -225,8 +225,11 @@ func Contested(ctx context.Context, surface string) error {
 // consistent and runs the surface's contract in isolation: RED → owner
 // component, with leg, seed and replay command; GREEN → owner test author
 // (fix the test without loosening it), or capacity when the last validate
-// run recorded saturation. Saves ladder/<test>.json and ladder/<test>.md,
-// a ready-to-paste fix: issue.
+// run recorded saturation. A test whose package fails before it runs
+// (does not build, TestMain exits) is the test author's, exit 1. Saves
+// ladder/<test>.json and ladder/<test>.md, a ready-to-paste fix: issue. A
+// test that did not fail (passed every rerun, and did not fail in the last
+// validate run) has nothing to arbitrate: exit 0, nothing saved.
 //
 //	go tool mage arbitrate TestConsumerContract/burst
 func Arbitrate(ctx context.Context, test string) error {

@@ -78,6 +78,7 @@ func Bench(ctx context.Context, opts BenchOptions) error {
 	if err != nil {
 		return err
 	}
+	hintIgnore(ctx, dir, root, opts.Out)
 	start := time.Now()
 	var pkgs []string
 	for _, p := range benchPackages {

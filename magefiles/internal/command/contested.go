@@ -52,6 +52,7 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 	if err := checkSurfaceTests(ctx, dir, reg, surfaces); err != nil {
 		return err
 	}
+	hintIgnore(ctx, dir, root, out)
 	cfg, err := layerConfig(ws.env, out)
 	if err != nil {
 		return err

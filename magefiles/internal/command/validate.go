@@ -115,6 +115,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	v := &validation{out: opts.Out, reg: ws.reg, env: ws.env, whole: wholeBattery(opts),
 		rep: &ValidateReport{RunID: ws.env.RunID, Level: ws.env.Level}}
 	fmt.Fprintf(v.out, "%s run %s in %s\n", bold("validate:"), ws.env.RunID, ws.env.ModuleRoot)
+	hintIgnore(ctx, ws.env.ModuleRoot, ws.env.ResultsDir, v.out)
 
 	l, err := v.layerUp(ctx, cfg)
 	if err != nil {
@@ -273,13 +274,24 @@ func (v *validation) arbitrate(ctx context.Context, res *battery.Result, budget 
 		v.rep.BatteryFailures = append(v.rep.BatteryFailures, ladder.PlainTest(t))
 	}
 	for _, p := range res.FailedPackages() {
-		v.rep.BatteryFailures = append(v.rep.BatteryFailures, ladder.PlainPackage(p))
+		v.rep.BatteryFailures = append(v.rep.BatteryFailures, ladder.PlainPackage(p, testsRan(res, p.Name)))
 	}
 	contracts := map[string]*contract.Result{}
 	v.rep.Ladder, v.rep.NotArbitrated = arbitrateAll(ctx, contractFails, budget, ladder.Options{
-		Env: v.env, Registry: v.reg, Preflight: &v.preflight, Capacity: &v.capacity, Contracts: contracts, Out: v.out,
+		Env: v.env, Registry: v.reg, Preflight: &v.preflight, Capacity: &v.capacity, Contracts: contracts, Seen: res, Out: v.out,
 	}, v.out)
 	return contractFails, contracts
+}
+
+// testsRan is how many tests of pkg ran to an end in the battery.
+func testsRan(res *battery.Result, pkg string) int {
+	n := 0
+	for _, t := range res.Tests {
+		if t.Package == pkg {
+			n++
+		}
+	}
+	return n
 }
 
 // summarize prints the six phases, the surfaces, the battery, the ladder
@@ -347,6 +359,7 @@ func ProgramGate(ctx context.Context, opts ProgramGateOptions) error {
 		return err
 	}
 	dir, reg, root, level := ws.env.ModuleRoot, ws.reg, ws.env.ResultsDir, ws.env.Level
+	hintIgnore(ctx, dir, root, out)
 	if err := FaultPreflight(ctx, PreflightOptions{Required: true, Out: out}); err != nil {
 		fmt.Fprintf(out, "program-gate: %s: fault-preflight failed; not verifying\n", color.RedString("CANNOT RUN"))
 		return err
@@ -546,8 +559,11 @@ func writeBatterySummary(out io.Writer, res *battery.Result, contractFails []bat
 	}
 	for _, p := range plain {
 		what := "package " + p.Package
-		if p.Test != "" {
+		switch {
+		case p.Test != "":
 			what = p.Package + " " + p.Test
+		case p.What != "":
+			what += ": " + p.What
 		}
 		fmt.Fprintf(out, "  %s %s\n      %s\n      action: %s\n", color.RedString("FAIL"), what, p.FirstLine, p.Action)
 	}
@@ -582,7 +598,7 @@ func writeSurfaceSummary(out io.Writer, judged []*contract.Result, level int, no
 func validateReasons(res *battery.Result, verified *gate.Report, judged []*contract.Result, whole bool, registryProblems []string) []string {
 	var out []string
 	if !res.OK() {
-		out = append(out, fmt.Sprintf("battery failed (%d tests, %d packages)", len(res.Failed()), len(res.FailedPackages())))
+		out = append(out, fmt.Sprintf("battery failed (%d tests, %d packages%s)", len(res.Failed()), len(res.FailedPackages()), packageReasons(res)))
 	}
 	for _, p := range res.TimedOut() {
 		out = append(out, ladder.TimeoutReason(p))
@@ -595,6 +611,20 @@ func validateReasons(res *battery.Result, verified *gate.Report, judged []*contr
 		out = append(out, "registry names tests that do not exist")
 	}
 	return out
+}
+
+// packageReasons names the packages that failed outside any test and
+// what happened to each, for the verdict line: ": example.com/m/x does not
+// build", or nothing.
+func packageReasons(res *battery.Result) string {
+	var parts []string
+	for _, p := range res.FailedPackages() {
+		parts = append(parts, p.Name+" "+ladder.PlainPackage(p, testsRan(res, p.Name)).What)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(parts, "; ")
 }
 
 // surfaceReasons says which surfaces keep validate from GREEN.
