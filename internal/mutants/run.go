@@ -19,6 +19,7 @@ import (
 	"github.com/fatih/color"
 
 	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/interrupt"
 	"github.com/contested/contested/internal/secret"
 )
@@ -135,7 +136,9 @@ func runTarget(ctx context.Context, opts Options, i int, t Target) (PackageResul
 		return pr, nil, fmt.Errorf("create %s: %w", logRel, err)
 	}
 	defer logf.Close()
-	cmd := interrupt.Command(ctx, 10*time.Second, "go", gremlinsArgs(opts.Results.Path(), opts, t, outRel)...)
+	// Stopped like the battery: SIGINT, then SIGKILL after battery.StopAfter,
+	// so that with the layer's teardown it fits in interrupt.Grace.
+	cmd := interrupt.Command(ctx, battery.StopAfter, "go", gremlinsArgs(opts.Results.Path(), opts, t, outRel)...)
 	cmd.Dir = opts.Dir
 	cmd.Env = append(withoutGremlinsEnv(os.Environ()), opts.Env...)
 	// CI=true: a test that would skip for want of a fault layer fails
