@@ -74,6 +74,7 @@ func storeReset(t *testing.T, level int) {
 	}
 	stop()
 	clients.Wait()
+	load.closingReads()
 	r.judge(checks{linearizable: true})
 }
 
@@ -116,6 +117,7 @@ func storeConfirmTimeout(t *testing.T, level int) {
 	}
 	stop()
 	clients.Wait()
+	load.closingReads()
 	r.judge(checks{linearizable: true})
 }
 

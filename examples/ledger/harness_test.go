@@ -355,6 +355,15 @@ func (l *storeLoad) client(ctx context.Context, c int) {
 	}
 }
 
+// closingReads reads every account once, after the clients stopped and the faults healed,
+// so the history ends with answered reads of the whole ledger: money a defect lost or made
+// shows up to linearizability even when the reads during the run went unanswered.
+func (l *storeLoad) closingReads() {
+	for _, a := range l.mix.Accounts {
+		l.read("closer", a)
+	}
+}
+
 // read makes one recorded read of account's balance.
 func (l *storeLoad) read(proc, account string) (int64, error) {
 	b, err := l.rec.Read(proc, account, func() (int64, error) {
