@@ -138,8 +138,7 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 	l := &Leg{t: t, surface: s, lever: lever, value: value, seed: seed, rand: newRand(seed), replay: ReplayCommandAt(seed, level, dir, t.Name()),
 		sched: levers.NewSchedule(value, seed, levers.Scope{Level: level, Span: o.span}), hold: o.hold}
 	l.drive.done = make(chan struct{})
-	t.Logf("contested: leg %s/%s of surface %s: %s=%d; replay: %s", t.Name(), lever, surface, envvar.Seed, seed, l.replay)
-	t.Logf("contested: schedule %s (digest %s)", l.sched, l.sched.Digest())
+	t.Logf("contested: leg %s/%s of surface %s: %s=%d; replay: %s; schedule %s (digest %s)", t.Name(), lever, surface, envvar.Seed, seed, l.replay, l.sched, l.sched.Digest())
 	t.Cleanup(l.cleanup)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

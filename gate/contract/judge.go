@@ -66,9 +66,13 @@ func judgeLeg(s registry.Surface, lever string, level int, ev Evidence) LegResul
 		vr.Attempted = len(tests) > 0
 		attempted = attempted || vr.Attempted
 		oracleOf := map[string]bool{} // test → its oracles were taken
+		var digests []string
 		for _, r := range run.Records {
 			if r.Leg != lever {
 				continue
+			}
+			if r.Schedule != nil && r.Schedule.Digest != "" && !slices.Contains(digests, r.Schedule.Digest) {
+				digests = append(digests, r.Schedule.Digest)
 			}
 			if vr.Seed == 0 {
 				vr.Seed = r.Seed
@@ -89,6 +93,8 @@ func judgeLeg(s registry.Surface, lever string, level int, ev Evidence) LegResul
 				lr.Injector, lr.Victim = r.Evidence.Injector, r.Evidence.Victim
 			}
 		}
+		slices.Sort(digests)
+		vr.Schedule = strings.Join(digests, "+")
 		if len(vr.Unchecked) == len(oracleOf) {
 			vr.Unchecked = nil // no test reported an oracle: the plain PARTIAL-surface
 		}
@@ -110,13 +116,13 @@ func judgeLeg(s registry.Surface, lever string, level int, ev Evidence) LegResul
 				vr.Reproduced = &again
 			}
 			if lr.Replay == "" {
-				lr.Replay = replay(run, lever, t, dir)
+				lr.Replay = replay(run, lever, t, dir, level)
 				lr.FailedRun = seedOf(run, lever, t)
 			}
 		}
 		if vr.Fired < vr.Armed && lr.Replay == "" {
 			for _, t := range sortedKeys(tests) {
-				lr.Replay = replay(run, lever, t, dir)
+				lr.Replay = replay(run, lever, t, dir, level)
 				lr.FailedRun = seedOf(run, lever, t)
 				break
 			}
@@ -127,7 +133,8 @@ func judgeLeg(s registry.Surface, lever string, level int, ev Evidence) LegResul
 		lr.Runs = append(lr.Runs, vr)
 	}
 	sort.Strings(lr.Tests)
-	lr.Thin = lr.Fired < thinCoverage
+	lr.Thin = lr.Fired < verdict.CoverageFloor
+	lr.Schedules = distinctSchedules(lr.Runs)
 	levels := joinLevels(s.LegLevels(lever))
 	if !s.RunsAt(lever, level) {
 		if !attempted {
@@ -153,6 +160,23 @@ func judgeLeg(s registry.Surface, lever string, level int, ev Evidence) LegResul
 		}
 	}
 	return lr
+}
+
+// distinctSchedules counts the schedules the attempted runs ran: one per
+// distinct digest, and one per run that recorded none.
+func distinctSchedules(runs []verdict.Run) int {
+	seen := map[string]bool{}
+	n := 0
+	for _, r := range runs {
+		if !r.Attempted {
+			continue
+		}
+		if r.Schedule == "" || !seen[r.Schedule] {
+			n++
+		}
+		seen[r.Schedule] = r.Schedule != ""
+	}
+	return n
 }
 
 // legTests returns the tests that belong to lever in one run: those whose
@@ -255,8 +279,9 @@ func seedOf(run SeedRun, lever, test string) int64 {
 	return 0
 }
 
-// replay is the command that reruns test with the seed it ran with.
-func replay(run SeedRun, lever, test, dir string) string {
+// replay is the command that reruns test with the seed and level it ran
+// with: its record's when the run had no seed of its own (a battery).
+func replay(run SeedRun, lever, test, dir string, level int) string {
 	if run.Seed == 0 {
 		for _, r := range run.Records {
 			if r.Leg == lever && r.Test == test && r.Replay != "" {
@@ -264,7 +289,7 @@ func replay(run SeedRun, lever, test, dir string) string {
 			}
 		}
 	}
-	return contested.ReplayCommand(seedOf(run, lever, test), dir, test)
+	return contested.ReplayCommandAt(seedOf(run, lever, test), level, dir, test)
 }
 
 func skippedTests(runs []SeedRun, lever string) []string {

@@ -143,7 +143,7 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 	fmt.Fprintf(opts.Out, "ladder: %s reran %d times: %d failed (%s)\n", name, o.Reruns.Runs, o.Reruns.Failures, o.Reruns.Class)
 	res, ok := opts.Contracts[s.ID]
 	if !ok {
-		seeds, err := contract.Seeds(s.Budget.Hardening.Seeds)
+		seeds, err := contract.Seeds(s.Budget.Hardening.Seeds, s.LegsAt(max(opts.Env.Level, 1)), max(opts.Env.Level, 1))
 		if err != nil {
 			return nil, err
 		}
