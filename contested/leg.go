@@ -455,12 +455,17 @@ func (l *Leg) Oracle(name string, produced, checked int, err error) {
 // Deliveries arms a burst: it returns the seeded delivery order of n
 // messages (see Plan), planned by the schedule's next window (its
 // permutation, duplicate rate and reordering window, where p leaves them
-// zero). Call it once per window of the schedule. The consumer reports each delivery it processed
+// zero). Call it once per window of the schedule; each call ends the burst
+// before it. The consumer reports each delivery it processed
 // with Consumed; the fault fired when it processed a perturbed one.
 func (l *Leg) Deliveries(ctx context.Context, n int, p BurstPlan) []Delivery {
 	l.t.Helper()
 	if l.value.Needs()&levers.NeedPlan == 0 {
 		l.t.Fatalf("contested: Deliveries on a %s leg", l.lever)
+	}
+	// The burst before this one is over: its deliveries were handed out.
+	if err := l.heal(ctx); err != nil {
+		l.t.Errorf("contested: heal %s: %v", l.lever, err)
 	}
 	i, w := l.nextWindow()
 	f, err := l.arm(ctx, levers.BurstTarget{Messages: n, Plan: p}, i, w, timingTest)

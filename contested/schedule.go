@@ -76,6 +76,9 @@ func (l *Leg) Step(ctx context.Context) { l.advance(ctx, 1, 0) }
 // n is higher, then arms or heals as Step does.
 func (l *Leg) Progress(ctx context.Context, n int) { l.advance(ctx, 0, n) }
 
+// Armed reports whether a fault of the leg is armed now.
+func (l *Leg) Armed() bool { return l.armedNow() }
+
 // Done is closed once every window of the schedule was armed and healed.
 func (l *Leg) Done() <-chan struct{} { return l.drive.done }
 
