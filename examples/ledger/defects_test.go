@@ -200,7 +200,7 @@ func resetSeed(t *testing.T, want string) int64 {
 // defective runs one contract leg (run, in pkg) built with a planted defect's tag, at level 1
 // with seed, in the module at root, with env added: its output and its error.
 func defective(ctx context.Context, goBin, root, tag, pkg, run string, seed int64, env []string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, goBin, "test", "-count=1", "-tags", tag, "-run", run, pkg)
+	cmd := exec.CommandContext(ctx, goBin, "test", "-count=1", "-v", "-tags", tag, "-run", run, pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Env = append(cmd.Env, fmt.Sprintf("CONTESTED_SEED=%d", seed), "CONTESTED_LEVEL=1")
@@ -232,7 +232,7 @@ func firedRecord(t *testing.T, results, test, lever string) bool {
 }
 
 // moduleRoot is the directory holding go.mod, where go test takes package patterns from.
-func moduleRoot(t *testing.T) string {
+func moduleRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
 	if err != nil {
