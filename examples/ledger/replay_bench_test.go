@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -13,7 +14,6 @@ import (
 	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/gate/verdict"
-	"github.com/contested/contested/internal/testlog"
 	"github.com/contested/contested/registry"
 )
 
@@ -32,14 +32,12 @@ func BenchmarkReplayReproduces(b *testing.B) {
 	env, s := defectRun(b, "contested_defect_retryinside")
 	ctx := context.Background()
 	seeds := contract.PickSeeds(s.Budget.Hardening.Seeds, s.Legs, 1, rand.Int64N)
-	res, err := contract.Run(ctx, s, contract.Options{Env: env, Seeds: seeds, Out: testlog.Writer(b)})
+	res, err := contract.Run(ctx, s, contract.Options{Env: env, Seeds: seeds, Out: io.Discard})
 	if err != nil {
 		b.Fatal(err)
 	}
 	leg, _ := res.Leg("reset")
-	b.Logf("contested over seeds %v (covering %v): %s: %s; replay: %s", seeds, contract.Covers(seeds, s.Legs, 1), leg.Verdict, leg.Reason, leg.Replay)
-	b.ReportMetric(b2f(leg.Verdict.Fail()), "found")
-	b.ReportMetric(b2f(leg.Verdict == verdict.FailReproducible), "classified-reproducible")
+	say("contested over seeds %v (covering %v): %s: %s; replay: %s", seeds, contract.Covers(seeds, s.Legs, 1), leg.Verdict, leg.Reason, leg.Replay)
 	if !leg.Verdict.Fail() {
 		b.Fatalf("contested over seeds %v did not find the defect: %s (%s)", seeds, leg.Verdict, leg.Reason)
 	}
@@ -53,15 +51,21 @@ func BenchmarkReplayReproduces(b *testing.B) {
 		if err != nil {
 			reproduced++
 		} else {
-			b.Logf("replay %d passed:\n%s", i+1, tail(out))
+			say("replay %d passed:\n%s", i+1, tail(out))
 		}
 	}
+	say("%d of %d replays reproduced the failure", reproduced, b.N)
+	b.ReportMetric(b2f(leg.Verdict.Fail()), "found")
+	b.ReportMetric(b2f(leg.Verdict == verdict.FailReproducible), "classified-reproducible")
 	b.ReportMetric(float64(reproduced)*10/float64(b.N), "reproduced/10")
 }
 
+// say prints one line of a measurement where go test's benchmark log would clip it.
+func say(format string, args ...any) { fmt.Fprintf(os.Stderr, "measure: "+format+"\n", args...) }
+
 // BenchmarkNondeterministicClassified: a defect that fails one process in three by the clock,
 // whatever the seed. Each iteration runs contested on fresh seeds, one at a time, until one
-// fails (at most eight), and takes its classification: a failing seed is rerun up to three
+// fails (at most eight), and takes its classification: a failing seed is rerun up to four
 // times with the same seed, and only a failure every rerun repeats is FAIL-reproducible.
 // Reported: how many of 10 failures were classified FAIL-nondeterministic, and the seeds run
 // per failure found.
@@ -73,7 +77,7 @@ func BenchmarkNondeterministicClassified(b *testing.B) {
 		for range 8 {
 			tried++
 			seeds := contract.PickSeeds(1, s.Legs, 1, rand.Int64N)
-			res, err := contract.Run(ctx, s, contract.Options{Env: env, Seeds: seeds, Out: testlog.Writer(b)})
+			res, err := contract.Run(ctx, s, contract.Options{Env: env, Seeds: seeds, Out: io.Discard})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -85,13 +89,14 @@ func BenchmarkNondeterministicClassified(b *testing.B) {
 			if leg.Verdict == verdict.FailNondeterministic {
 				nondeterministic++
 			}
-			b.Logf("seed %v: %s: %s", seeds, leg.Verdict, leg.Reason)
+			say("seed %v: %s after %d reruns: %s", seeds, leg.Verdict, res.Seeds[0].Reruns, leg.Reason)
 			break
 		}
 	}
 	if found == 0 {
 		b.Fatalf("no seed of %d failed: the defect never showed", tried)
 	}
+	say("%d of %d failures classified FAIL-nondeterministic, over %d seeds", nondeterministic, found, tried)
 	b.ReportMetric(float64(nondeterministic)*10/float64(found), "nondeterministic/10")
 	b.ReportMetric(float64(tried)/float64(found), "seeds/failure")
 }
@@ -121,4 +126,3 @@ func b2f(v bool) float64 {
 	}
 	return 0
 }
-

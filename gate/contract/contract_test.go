@@ -2,8 +2,8 @@ package contract
 
 import (
 	"context"
-	"slices"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
