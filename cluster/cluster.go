@@ -3,6 +3,9 @@
 // containers cannot come up here), and contests it with kill legs: one
 // replica killed mid-stream and restarted, every replica killed at once
 // and restarted, one replica partitioned from the database and healed.
+// Each leg is a lever of the fault set (faultlayer/levers: crash-and-resume,
+// mass-restart, partition) armed on the rig's replicas through
+// levers.Cluster, healed, and judged by the lever's own fired rule.
 //
 // The service is any that implements Service: how to build it, its replica
 // count and command line, the health endpoint each replica serves, the

@@ -8,13 +8,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultlayer/faulttest"
+	"github.com/contested/contested/faultlayer/levers"
 	"github.com/contested/contested/gate"
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/envvar"
@@ -55,9 +59,10 @@ func rigProcess() int {
 
 // TestRigOnLocalProcesses is a green run of the rig over the test
 // service with its replicas as local processes, the way the rig runs
-// without Docker: every kill leg fires and is judged by the service's
-// oracles, each leg's record names the service's surface and class
-// cluster, the artifacts are written, and nothing of the layer is left.
+// without Docker: every kill leg fires on the replica its lever acts on
+// and is judged by the service's oracles, each leg's record names the
+// service's surface, class cluster and the lever, the artifacts are
+// written, and nothing of the layer is left.
 func TestRigOnLocalProcesses(t *testing.T) {
 	results := t.TempDir()
 	rep, err := Run(context.Background(), jobsService{}, Options{Dir: moduleRoot(t), ResultsRoot: results, Local: true, Ops: 120,
@@ -77,13 +82,88 @@ func TestRigOnLocalProcesses(t *testing.T) {
 			t.Errorf("leg %s: fired %v, %d oracles; want fired and judged by both", l.Name, l.Fired, len(l.Oracles))
 		}
 		rec := recs[i]
-		if rec.Surface != "jobs.cluster" || rec.Class != Class || rec.Test != t.Name()+"/"+l.Name || !rec.Fired {
-			t.Errorf("leg %s's record: surface %q, class %q, test %q, fired %v", l.Name, rec.Surface, rec.Class, rec.Test, rec.Fired)
+		if rec.Surface != "jobs.cluster" || rec.Class != Class || rec.Test != t.Name()+"/"+l.Name || rec.Leg != l.Lever || !rec.Fired {
+			t.Errorf("leg %s's record: surface %q, class %q, test %q, leg %q, fired %v", l.Name, rec.Surface, rec.Class, rec.Test, rec.Leg, rec.Fired)
+		}
+		for _, want := range evidenceOf[l.Name] {
+			if got := rec.Evidence.Injector + " | " + rec.Evidence.Victim; !strings.Contains(got, want) {
+				t.Errorf("leg %s's evidence %q does not say %q", l.Name, got, want)
+			}
 		}
 	}
 	artifacts(t, filepath.Join(results, "cluster"), rep.Replicas)
 	if dirs := embeddedDirsOf(t, rep.Run); len(dirs) > 0 {
 		t.Errorf("the rig left the embedded layer's data directories %v after a normal run", dirs)
+	}
+}
+
+// evidenceOf is what each leg's evidence must say: the replicas its lever
+// acted on, from both sides.
+var evidenceOf = map[string][]string{
+	"kill-one":     {"SIGKILL: replica-1 ", "replica-1 acknowledged"},
+	"mass-restart": {"SIGKILL: replica-1 ", "SIGKILL: replica-2 ", "SIGKILL: replica-3 ", "replica-3 acknowledged"},
+	"partition":    {"proxy rig-replica-2 between replica-2 and Postgres disabled (read back enabled=false)", "while cut off replica-2 acknowledged 0 items"},
+}
+
+// TestTheRigsLegsAreTheFaultSetsLevers: each leg arms a lever of the set
+// (the very value levers.Lookup returns for the name it records), and
+// every cluster lever of the set has a leg.
+func TestTheRigsLegsAreTheFaultSetsLevers(t *testing.T) {
+	armed := map[string]bool{}
+	for _, l := range legs {
+		if got, ok := levers.Lookup(l.lever.Name()); !ok || !reflect.DeepEqual(got, l.lever) {
+			t.Errorf("leg %s arms %v, which is not the set's lever of that name (%v)", l.name, l.lever, got)
+		}
+		armed[l.lever.Name()] = true
+	}
+	for _, l := range levers.All() {
+		if l.Cluster() && !armed[l.Name()] {
+			t.Errorf("the cluster lever %s has no leg in the rig", l.Name())
+		}
+	}
+}
+
+// blindService is the test service with a workload that cannot tell which
+// replica completed what (DoneBy counts nothing): no lever's victim side
+// can see its fault land.
+type blindService struct{ jobsService }
+
+func (s blindService) Setup(ctx context.Context, db *pgxpool.Pool) (Workload, Oracle, error) {
+	w, o, err := s.jobsService.Setup(ctx, db)
+	return blindWorkload{w}, o, err
+}
+
+type blindWorkload struct{ Workload }
+
+func (blindWorkload) DoneBy(context.Context, string, time.Time, time.Time) (int, error) {
+	return 0, nil
+}
+
+// TestALegTheVictimsDidNotFeelDoesNotFire: the legs arm and heal their
+// levers as usual and the oracles hold, but with no victim-side evidence
+// the levers' fired rule says they did not fire; the rig is red, each
+// leg says what was missing, and each record says not fired.
+func TestALegTheVictimsDidNotFeelDoesNotFire(t *testing.T) {
+	results := t.TempDir()
+	rep, err := Run(context.Background(), blindService{}, Options{Dir: moduleRoot(t), ResultsRoot: results, Local: true, Ops: 60,
+		TestName: t.Name(), Out: testlog.Writer(t)})
+	if rep == nil || len(rep.Legs) != len(legs) {
+		t.Fatalf("rig over a blind workload: %v; want every leg run", err)
+	}
+	if !errors.Is(err, ErrRed) || rep.Green {
+		t.Errorf("rig over a blind workload: %v, green %v; want red", err, rep.Green)
+	}
+	recs, _, err := gate.ReadRecords(filepath.Join(results, "cluster", "fault"))
+	if err != nil || len(recs) != len(legs) {
+		t.Fatalf("records: %d, %v; want one per leg", len(recs), err)
+	}
+	for i, l := range rep.Legs {
+		if l.Fired || l.Error != "" || !strings.Contains(l.Unfired, levers.ErrUnseen.Error()) || !strings.Contains(l.Injector, "replica-") {
+			t.Errorf("leg %s: fired %v, unfired %q, error %q, injector %q; want armed, not fired: %s", l.Name, l.Fired, l.Unfired, l.Error, l.Injector, levers.ErrUnseen)
+		}
+		if recs[i].Fired || !recs[i].Armed || recs[i].TestFailed {
+			t.Errorf("leg %s's record: armed %v, fired %v, test failed %v; want armed and not fired", l.Name, recs[i].Armed, recs[i].Fired, recs[i].TestFailed)
+		}
 	}
 }
 

@@ -2,131 +2,67 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/contested/contested/faultlayer/levers"
 	"github.com/contested/contested/faultrecord"
-	"github.com/contested/contested/registry"
 )
 
-// A kill leg: a lever the rig applies while transfers stream in.
+// A kill leg: a lever of the fault set (faultlayer/levers) the rig arms
+// on its replicas while the workload streams operations in.
 type leg struct {
-	name  string        // the leg's name in results
-	lever string        // the registry lever it records as
-	hold  time.Duration // how long the fault stays before heal
-	// inject applies the fault and proves it from the injector side; heal
-	// takes it away. Both run while the producer streams transfers.
-	inject func(ctx context.Context, r *rig, f *fired) error
-	heal   func(ctx context.Context, r *rig, f *fired) error
-}
-
-// fired collects a leg's evidence from both sides.
-type fired struct {
-	injector  []string
-	victim    []string
-	injected  bool
-	landed    bool
-	at        time.Time
-	mark      time.Time      // when the fault was injected
-	healing   time.Time      // when healing began
-	busy      map[string]int // per replica, rows acknowledged in the second before the fault
-	remaining int            // operations the producer had yet to perform at the fault
+	name    string        // the leg's name in results
+	lever   levers.Lever  // what it does, and the lever it records as
+	replica int           // the replica a one-replica lever acts on
+	hold    time.Duration // how long the fault stays before heal
 }
 
 var legs = []leg{
-	{
-		name: "kill-one", lever: registry.LeverCrashAndResume, hold: 300 * time.Millisecond,
-		inject: func(ctx context.Context, r *rig, f *fired) error {
-			status, err := r.replicas.Kill(ctx, 0)
-			if err != nil {
-				return err
-			}
-			f.injector = append(f.injector, "SIGKILL: "+status)
-			f.injected = true
-			return nil
-		},
-		heal: func(ctx context.Context, r *rig, f *fired) error {
-			return r.restart(ctx, 0)
-		},
-	},
-	{
-		name: "mass-restart", lever: registry.LeverMassRestart, hold: 300 * time.Millisecond,
-		inject: func(ctx context.Context, r *rig, f *fired) error {
-			var mu sync.Mutex
-			var wg sync.WaitGroup
-			var errs []error
-			for i := range r.replicas.Names() {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					status, err := r.replicas.Kill(ctx, i)
-					mu.Lock()
-					defer mu.Unlock()
-					if err != nil {
-						errs = append(errs, err)
-						return
-					}
-					f.injector = append(f.injector, "SIGKILL: "+status)
-				}()
-			}
-			wg.Wait()
-			if len(errs) > 0 {
-				return fmt.Errorf("kill every replica: %v", errs)
-			}
-			f.injected = len(f.injector) == len(r.replicas.Names())
-			return nil
-		},
-		heal: func(ctx context.Context, r *rig, f *fired) error {
-			for i := range r.replicas.Names() {
-				if err := r.replicas.Start(ctx, i); err != nil {
-					return err
-				}
-			}
-			all := make([]int, len(r.replicas.Names()))
-			for i := range all {
-				all[i] = i
-			}
-			return r.waitHealthy(ctx, all...)
-		},
-	},
-	{
-		name: "partition", lever: registry.LeverPartition, hold: 2 * time.Second,
-		inject: func(ctx context.Context, r *rig, f *fired) error {
-			p, err := r.layer.Toxiproxy().Proxy(r.proxies[1])
-			if err != nil {
-				return err
-			}
-			if err := p.Disable(); err != nil {
-				return err
-			}
-			back, err := r.layer.Toxiproxy().Proxy(r.proxies[1])
-			if err != nil {
-				return err
-			}
-			f.injected = !back.Enabled
-			f.injector = append(f.injector, fmt.Sprintf("proxy %s between replica-2 and Postgres disabled (read back enabled=%v)", back.Name, back.Enabled))
-			return nil
-		},
-		heal: func(ctx context.Context, r *rig, f *fired) error {
-			p, err := r.layer.Toxiproxy().Proxy(r.proxies[1])
-			if err != nil {
-				return err
-			}
-			return p.Enable()
-		},
-	},
+	{name: "kill-one", lever: levers.CrashAndResume, replica: 0, hold: 300 * time.Millisecond},
+	{name: "mass-restart", lever: levers.MassRestart, hold: 300 * time.Millisecond},
+	{name: "partition", lever: levers.Partition, replica: 1, hold: 2 * time.Second},
+}
+
+// rigCluster is the rig as the cluster levers see it (levers.Cluster):
+// its replicas, the proxy between each and the database, and the
+// operations each completed.
+type rigCluster struct{ r *rig }
+
+var _ levers.Cluster = rigCluster{}
+
+func (c rigCluster) Names() []string { return c.r.replicas.Names() }
+
+func (c rigCluster) Kill(ctx context.Context, i int) (string, error) {
+	return c.r.replicas.Kill(ctx, i)
+}
+
+// Start starts replica i again and returns once it answers its health
+// endpoint, as after every start of a replica.
+func (c rigCluster) Start(ctx context.Context, i int) error { return c.r.restart(ctx, i) }
+
+// Link is replica i's proxy.
+func (c rigCluster) Link(i int) string { return c.r.proxies[i] }
+
+// Acked is how many operations replica i completed in (from, to]
+// (Workload.DoneBy).
+func (c rigCluster) Acked(ctx context.Context, i int, from, to time.Time) int {
+	return c.r.doneBetween(ctx, c.r.replicas.Names()[i], from, to)
 }
 
 // LegResult is one kill leg's outcome.
 type LegResult struct {
-	Name     string         `json:"name"`
-	Lever    string         `json:"lever"`
-	Fired    bool           `json:"fired"`
+	Name  string `json:"name"`
+	Lever string `json:"lever"`
+	Fired bool   `json:"fired"`
+	// Unfired is what the lever's fired rule found missing when the leg
+	// did not fire (levers.Lever.Fired).
+	Unfired  string         `json:"unfired,omitempty"`
 	Injector string         `json:"injector"`
 	Victim   string         `json:"victim"`
 	Oracles  []OracleResult `json:"oracles"`
@@ -155,7 +91,10 @@ func (l LegResult) summary() string {
 	if l.Error != "" {
 		return "ERROR: " + l.Error
 	}
-	parts := []string{map[bool]string{true: "fired", false: "DID NOT FIRE"}[l.Fired]}
+	parts := []string{"fired"}
+	if !l.Fired {
+		parts[0] = "DID NOT FIRE (" + l.Unfired + ")"
+	}
 	for _, o := range l.Oracles {
 		parts = append(parts, fmt.Sprintf("%s %s", o.Name, map[bool]string{true: "held", false: "VIOLATED"}[o.Held]))
 	}
@@ -171,7 +110,7 @@ func (r *rig) runLegs(ctx context.Context, n int, rep *Report, out io.Writer) er
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		res := LegResult{Name: leg.name, Lever: leg.lever, Error: "not run: the replicas stopped consuming in leg " + stalled}
+		res := LegResult{Name: leg.name, Lever: leg.lever.Name(), Error: "not run: the replicas stopped consuming in leg " + stalled}
 		if stalled == "" {
 			res = r.runLeg(ctx, leg, n)
 			if res.stalled {
@@ -188,15 +127,23 @@ func (r *rig) runLegs(ctx context.Context, n int, rep *Report, out io.Writer) er
 	return nil
 }
 
-// runLeg streams n operations through the replicas, applies the leg's
-// fault a third of the way in, heals it, waits for quiescence and judges:
-// the fault fired (both sides) and the service's oracles held. The leg's
-// record is written whatever happened.
+// runLeg streams n operations through the replicas, arms the leg's
+// lever a third of the way in, heals it, waits for quiescence and judges:
+// the fault fired (the lever's rule over both sides' proof) and the
+// service's oracles held. The leg's record is written whatever happened.
 func (r *rig) runLeg(ctx context.Context, l leg, n int) (res LegResult) {
 	start := time.Now()
-	res = LegResult{Name: l.name, Lever: l.lever}
-	f := &fired{busy: map[string]int{}}
-	defer func() { r.record(l, n, f, &res, start) }()
+	res = LegResult{Name: l.name, Lever: l.lever.Name()}
+	var proof levers.Proof
+	var armedAt, firedAt time.Time
+	defer func() {
+		res.Took = time.Since(start)
+		if err := l.lever.Fired(proof); err != nil {
+			res.Unfired = err.Error()
+		}
+		res.Fired = res.Unfired == ""
+		r.record(l, n, &res, armedAt, firedAt)
+	}()
 
 	r.legSeq++
 	r.work.Plan(l.name, r.legSeq, n)
@@ -211,7 +158,11 @@ func (r *rig) runLeg(ctx context.Context, l leg, n int) (res LegResult) {
 		res.Error, res.stalled = "before the fault: "+err.Error(), true
 		return res
 	}
-	at, healed, err := r.fault(ctx, l, n, f, &sent)
+	armedAt = time.Now()
+	f, err := r.fault(ctx, l, n-int(sent.Load()))
+	if f != nil {
+		proof.Injected, res.Injector = f.Injector()
+	}
 	if err != nil {
 		res.Error = err.Error()
 		return res
@@ -224,7 +175,16 @@ func (r *rig) runLeg(ctx context.Context, l leg, n int) (res LegResult) {
 		res.Error = err.Error()
 		return res
 	}
-	r.victimEvidence(ctx, l, f, at, healed)
+	judged, ok := f.(levers.Judged)
+	if !ok {
+		res.Error = fmt.Sprintf("the %s lever's fault armed on the rig is not judged by the work around it", l.lever.Name())
+		return res
+	}
+	landed, victim := judged.Victim(ctx)
+	res.Victim = victim
+	if landed {
+		proof.Victim, firedAt = 1, time.Now()
+	}
 	oracles, err := r.oracle.Judge(ctx)
 	if err != nil {
 		res.Error = "judge: " + err.Error()
@@ -237,41 +197,37 @@ func (r *rig) runLeg(ctx context.Context, l leg, n int) (res LegResult) {
 	return res
 }
 
-// fault injects the leg's fault, holds it and heals it. It returns when
-// the judged window opens (a moment after the fault: a transaction in
-// flight when it landed may still commit) and when healing was done.
-func (r *rig) fault(ctx context.Context, l leg, n int, f *fired, sent *atomic.Int64) (at, healed time.Time, err error) {
-	f.mark = time.Now()
-	f.remaining = n - int(sent.Load())
-	for _, name := range r.replicas.Names() {
-		f.busy[name] = r.doneBetween(ctx, name, f.mark.Add(-time.Second), f.mark)
+// fault arms the leg's lever on the rig, with pending operations still to
+// come, holds it and heals it. It returns what was armed (nil when arming
+// changed nothing), also with an error; a fault whose arming failed half
+// way is healed at once, so the next leg finds the rig whole.
+func (r *rig) fault(ctx context.Context, l leg, pending int) (levers.Fault, error) {
+	t := levers.Target{Toxiproxy: r.layer.Toxiproxy(), Cluster: rigCluster{r}, Replica: l.replica, Pending: pending}
+	f, err := l.lever.Arm(ctx, t)
+	if err != nil {
+		if f != nil {
+			if herr := f.Heal(ctx); herr != nil {
+				err = errors.Join(err, fmt.Errorf("heal: %w", herr))
+			}
+		}
+		return f, fmt.Errorf("arm %s: %w", l.lever.Name(), err)
 	}
-	if err := l.inject(ctx, r, f); err != nil {
-		return at, healed, fmt.Errorf("inject: %w", err)
-	}
-	at = time.Now().Add(200 * time.Millisecond)
-	healing := f.mark.Add(l.hold)
 	select {
 	case <-ctx.Done():
-		return at, healed, ctx.Err()
+		return f, ctx.Err()
 	case <-time.After(l.hold):
 	}
-	if err := l.heal(ctx, r, f); err != nil {
-		return at, healed, fmt.Errorf("heal: %w", err)
+	if err := f.Heal(ctx); err != nil {
+		return f, fmt.Errorf("heal %s: %w", l.lever.Name(), err)
 	}
-	f.healing = healing
-	return at, time.Now(), nil
+	return f, nil
 }
 
 // record writes the leg's fault record.
-func (r *rig) record(l leg, n int, f *fired, res *LegResult, start time.Time) {
-	res.Took = time.Since(start)
-	res.Injector = strings.Join(f.injector, "; ")
-	res.Victim = strings.Join(f.victim, "; ")
-	res.Fired = f.injected && f.landed
+func (r *rig) record(l leg, n int, res *LegResult, armedAt, firedAt time.Time) {
 	rec := faultrecord.Record{
-		Test: r.testName + "/" + l.name, Surface: r.spec.Surface, Class: Class, Leg: l.lever,
-		Replay: "go tool mage cluster-tests", Armed: true, ArmedAt: f.mark, Fired: res.Fired, FiredAt: f.at,
+		Test: r.testName + "/" + l.name, Surface: r.spec.Surface, Class: Class, Leg: l.lever.Name(),
+		Replay: "go tool mage cluster-tests", Armed: true, ArmedAt: armedAt, Fired: res.Fired, FiredAt: firedAt,
 		Evidence:   faultrecord.Evidence{Injector: orNothing(res.Injector), Victim: orNothing(res.Victim)},
 		TestFailed: !res.OK() && res.Fired,
 	}
@@ -282,50 +238,13 @@ func (r *rig) record(l leg, n int, f *fired, res *LegResult, start time.Time) {
 		}
 		rec.Oracles = append(rec.Oracles, faultrecord.OracleRun{Name: o.Name, OpsProduced: n, OpsChecked: n, Result: result, Detail: o.Detail})
 	}
-	if f.mark.IsZero() {
+	if armedAt.IsZero() {
 		rec.ArmedAt = time.Now()
 	}
 	if path, err := r.rec.Write(rec); err == nil {
 		res.Record = path
 	} else if res.Error == "" {
 		res.Error = "write the leg's record: " + err.Error()
-	}
-}
-
-// victimEvidence says, from the service's side, that the fault landed.
-// A kill lands mid-stream when a victim was working (it completed
-// operations in the second before) while the producer still had
-// operations to perform, and the restarted victim took work again.
-func (r *rig) victimEvidence(ctx context.Context, l leg, f *fired, at, healed time.Time) {
-	names := r.replicas.Names()
-	switch l.name {
-	case "kill-one", "mass-restart":
-		victims := names
-		if l.name == "kill-one" {
-			victims = names[:1]
-		}
-		busy, resumed := false, false
-		var parts []string
-		for _, name := range victims {
-			after := r.doneBetween(ctx, name, f.healing, time.Time{})
-			parts = append(parts, fmt.Sprintf("%s completed %d operations in the second before the kill and %d after its restart", name, f.busy[name], after))
-			busy = busy || f.busy[name] > 0
-			resumed = resumed || after > 0
-		}
-		f.victim = append(f.victim, fmt.Sprintf("killed with %d operations still to come; %s", f.remaining, strings.Join(parts, "; ")))
-		f.landed = busy && resumed && f.remaining > 0
-	case "partition":
-		during := r.doneBetween(ctx, names[1], at, healed)
-		others := 0
-		for _, name := range append(names[:1:1], names[2:]...) {
-			others += r.doneBetween(ctx, name, at, healed)
-		}
-		after := r.doneBetween(ctx, names[1], healed, time.Time{})
-		f.victim = append(f.victim, fmt.Sprintf("while cut off %s completed %d operations and the others %d; after healing it completed %d", names[1], during, others, after))
-		f.landed = during == 0 && others > 0
-	}
-	if f.landed {
-		f.at = time.Now()
 	}
 }
 

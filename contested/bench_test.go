@@ -28,7 +28,8 @@ func BenchmarkLegOverhead(b *testing.B) {
 					leg.Heal(ctx)
 					leg.mu.Lock()
 					leg.current = nil
-					leg.faults[0].injected, leg.faults[0].victim = true, map[string]int{"bench": 1}
+					leg.faults[0].Injector("bench", true)
+					leg.faults[0].Victim("bench", true, time.Now())
 					leg.mu.Unlock()
 					leg.record()
 					ds = append(ds, time.Since(start))
@@ -94,6 +95,7 @@ func BenchmarkProxiedVsDirect(b *testing.B) {
 	leg.Arm(ctx)
 	leg.Heal(ctx)
 	leg.mu.Lock()
-	leg.faults[0].injected, leg.faults[0].victim = true, map[string]int{"bench": 1}
+	leg.faults[0].Injector("bench", true)
+	leg.faults[0].Victim("bench", true, time.Now())
 	leg.mu.Unlock()
 }

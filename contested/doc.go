@@ -38,4 +38,14 @@
 // A package whose tests start legs runs them through Main:
 //
 //	func TestMain(m *testing.M) { contested.Main(m) }
+//
+// or, when it already has a TestMain with a set-up of its own, through Run,
+// which returns the exit code instead of exiting:
+//
+//	func TestMain(m *testing.M) {
+//		stop := startQueue()
+//		code := contested.Run(m)
+//		stop()
+//		os.Exit(code)
+//	}
 package contested

@@ -2,6 +2,8 @@ package contested_test
 
 import (
 	"fmt"
+	"os"
+	"testing"
 
 	"github.com/contested/contested/contested"
 )
@@ -21,3 +23,29 @@ func ExampleReplayCommand() {
 	fmt.Println(contested.ReplayCommand(7, "./examples/ledger", "TestConsumerContract/burst"))
 	// Output: CONTESTED_SEED=7 go test ./examples/ledger -run '^TestConsumerContract$/^burst$' -count=1
 }
+
+// A package whose tests start legs and need no set-up of their own: Main
+// is its whole TestMain, func TestMain(m *testing.M) { contested.Main(m) }.
+func ExampleMain() {
+	var m *testing.M // the one go test hands to TestMain
+	contested.Main(m)
+}
+
+// A package that already has a TestMain (here it starts a queue its tests
+// use) calls Run where it called m.Run: the legs' fault layer is torn down
+// when Run returns, then the package's own tear-down runs, then TestMain
+// exits with the tests' code.
+func ExampleRun() {
+	var m *testing.M // the one go test hands to TestMain
+	stop, err := startQueue()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "set-up:", err)
+		os.Exit(1)
+	}
+	code := contested.Run(m)
+	stop()
+	os.Exit(code)
+}
+
+// startQueue stands for a package's own set-up.
+func startQueue() (stop func(), err error) { return func() {}, nil }

@@ -8,8 +8,6 @@ import (
 	"net"
 	"os/exec"
 	"slices"
-	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -60,28 +58,17 @@ type Leg struct {
 // fault is one armed fault of a leg, from Arm to Heal: it becomes one
 // record.
 type fault struct {
-	armed     levers.Fault // what the lever armed; nil when arming failed before it acted
-	armedAt   time.Time
-	healedAt  time.Time
-	firedAt   time.Time
-	injector  []string // what the injector side saw
-	injected  bool     // the injector side proved the fault is in place
-	confirmed bool     // server-side confirmation a lever needs (confirm-timeout's commit)
-	victim    map[string]int
-	index     int           // which window of the schedule, from 0
-	window    levers.Window // the window's timing and the lever's parameters
-	timing    string        // who decided when it was armed and healed
+	faultrecord.Sides               // the evidence from both sides
+	armed             levers.Fault  // what the lever armed; nil when arming failed before it acted
+	armedAt           time.Time
+	healedAt          time.Time
+	confirmed         bool          // server-side confirmation a lever needs (confirm-timeout's commit)
+	index             int           // which window of the schedule, from 0
+	window            levers.Window // the window's timing and the lever's parameters
+	timing            string        // who decided when it was armed and healed
 }
 
-func (f *fault) victimSaw(what string, at time.Time) {
-	if f.victim == nil {
-		f.victim = map[string]int{}
-	}
-	f.victim[what]++
-	if f.firedAt.IsZero() {
-		f.firedAt = at
-	}
-}
+func (f *fault) victimSaw(what string, at time.Time) { f.Victim(what, true, at) }
 
 // Option configures a leg.
 type Option func(*options)
@@ -325,10 +312,7 @@ func (l *Leg) target(burst levers.BurstTarget, w levers.Window) (levers.Target, 
 func (l *Leg) injector(f *fault, ok bool, what string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	f.injected = f.injected || ok
-	if what != "" {
-		f.injector = append(f.injector, what)
-	}
+	f.Injector(what, ok)
 }
 
 // Heal takes the fault away. A fault still armed at the end of the test is
@@ -422,7 +406,7 @@ func (l *Leg) Committed(ctx context.Context, query string, args ...any) bool {
 	}
 	if f != nil {
 		f.confirmed = f.confirmed || ok
-		f.injector = append(f.injector, fmt.Sprintf("server side, bypassing the proxy: %s → %v", query, ok))
+		f.Injector(fmt.Sprintf("server side, bypassing the proxy: %s → %v", query, ok), false)
 	}
 	return ok
 }
@@ -567,19 +551,14 @@ func (l *Leg) cleanup() {
 // proof is what both sides proved about the fault, for the lever's fired
 // rule (levers.Lever.Fired).
 func (f *fault) proof() levers.Proof {
-	return levers.Proof{Injected: f.injected, Confirmed: f.confirmed, Victim: len(f.victim)}
+	return levers.Proof{Injected: f.Injected(), Confirmed: f.confirmed, Victim: f.VictimKinds()}
 }
 
 func (f *fault) victimEvidence() string {
-	if len(f.victim) == 0 {
+	if !f.Landed() {
 		return "nothing: no error or event with this lever's signature was seen while it was armed"
 	}
-	var parts []string
-	for what, n := range f.victim {
-		parts = append(parts, fmt.Sprintf("%s x%d", what, n))
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ", ")
+	return f.VictimText()
 }
 
 func (l *Leg) record() {
@@ -616,9 +595,9 @@ func (l *Leg) record() {
 			Armed:   true,
 			ArmedAt: f.armedAt,
 			Fired:   fired,
-			FiredAt: f.firedAt,
+			FiredAt: f.LandedAt(),
 			Evidence: faultrecord.Evidence{
-				Injector: strings.Join(f.injector, "; "),
+				Injector: f.InjectorText(),
 				Victim:   f.victimEvidence(),
 			},
 			Oracles:    oracles,

@@ -34,8 +34,11 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Setenv(envvar.ResultsDir, dir)
-	defer os.RemoveAll(dir)
-	Main(m)
+	// Run, not Main: the directory goes once the tests and their layer are
+	// done (TestRunLetsTestMainTearDownAndExitWithTheCode).
+	code := Run(m)
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // worker is the crash-and-resume victim: it works until told to stop, or

@@ -267,7 +267,7 @@ func (l *Leg) landed(f *fault) bool {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(f.victim) > 0
+	return f.Landed()
 }
 
 // stopDrive stops the schedule at the end of the test: a window it holds

@@ -62,5 +62,25 @@ func armerFor(ctx context.Context, l *faultlayer.Layer, r *registry.Registry) (*
 }
 
 // Main runs a package's tests and tears down the fault layer its legs
-// shared: the whole TestMain of a package that starts legs.
+// shared, then exits with the tests' code: the whole TestMain of a package
+// that starts legs and needs no set-up of its own.
+//
+//	func TestMain(m *testing.M) { contested.Main(m) }
 func Main(m *testing.M) { faulttest.Main(m) }
+
+// Run runs a package's tests, tears down the fault layer its legs shared
+// and returns the tests' exit code without exiting: the form for a package
+// that already has a TestMain, which calls Run where it called m.Run,
+// around its own set-up and tear-down, and exits with the code itself.
+//
+//	func TestMain(m *testing.M) {
+//		stop := startQueue() // the package's own set-up
+//		code := contested.Run(m)
+//		stop() // its own tear-down, after the legs' layer is down
+//		os.Exit(code)
+//	}
+func Run(m *testing.M) int {
+	code := m.Run()
+	faulttest.Close()
+	return code
+}

@@ -19,6 +19,7 @@ import (
 // and the legs' records of class cluster land under its
 // test-results/cluster/.
 func TestAdopterClusterTests(t *testing.T) {
+	t.Parallel()
 	dir := adopter(t, nil)
 	start := time.Now()
 	out, code := mage(t, dir, nil, "cluster-tests")

@@ -5,12 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +25,27 @@ import (
 	"github.com/contested/contested/gate/contract"
 )
 
-func TestMain(m *testing.M) { faulttest.Main(m) }
+// parallel is how many of these tests run at once unless go test's
+// -parallel says otherwise. They spend their time waiting on subprocesses,
+// containers and the adopter's own tests rather than on a CPU (a serial
+// run of the package kept under a third of one core busy), so more of
+// them than the machine has cores overlap their waits.
+const parallel = 4
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		flag.Set("test.parallel", strconv.Itoa(max(parallel, runtime.GOMAXPROCS(0))))
+	}
+	code := m.Run()
+	faulttest.Close()
+	if compiled.dir != "" {
+		os.RemoveAll(compiled.dir)
+	}
+	os.Exit(code)
+}
 
 // repoRoot is this repository's root.
 func repoRoot(t testing.TB) string {
@@ -37,29 +62,8 @@ func repoRoot(t testing.TB) string {
 // content; "" deletes the file).
 func adopter(t *testing.T, edits map[string]string) string {
 	t.Helper()
-	src := filepath.Join(repoRoot(t), "testdata", "adopter")
 	dst := filepath.Join(t.TempDir(), "adopter")
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			if d.Name() == "test-results" {
-				return filepath.SkipDir
-			}
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if rel == "go.mod" {
-			b = bytes.Replace(b, []byte("=> ../.."), []byte("=> "+repoRoot(t)), 1)
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
+	if err := copyAdopter(repoRoot(t), dst); err != nil {
 		t.Fatal(err)
 	}
 	for name, body := range edits {
@@ -75,16 +79,96 @@ func adopter(t *testing.T, edits map[string]string) string {
 	return dst
 }
 
-// mage runs `go tool mage args...` in dir against the shared fault layer
-// and returns its output and exit code.
+// copyAdopter copies root's testdata/adopter to dst, its replace
+// directive pointed at root.
+func copyAdopter(root, dst string) error {
+	src := filepath.Join(root, "testdata", "adopter")
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			if d.Name() == "test-results" {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if rel == "go.mod" {
+			b = bytes.Replace(b, []byte("=> ../.."), []byte("=> "+root), 1)
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+}
+
+// compiled is the adopter's magefile compiled once for the package by go
+// tool mage -compile: the program go tool mage builds and runs. No test
+// edits the magefile, so every copy of the adopter runs the same one, and
+// the tests run it directly instead of paying go tool mage's check and
+// build on each of some seventy calls (seconds each on a busy machine),
+// and instead of racing each other to rebuild mage's cached binary. The
+// go tool mage path itself is run by goToolMage.
+var compiled struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+// targets returns the compiled targets, building them on first use.
+func targets(t *testing.T) string {
+	t.Helper()
+	root := repoRoot(t)
+	compiled.once.Do(func() {
+		if compiled.dir, compiled.err = os.MkdirTemp("", "contested-e2e-targets-"); compiled.err != nil {
+			return
+		}
+		src := filepath.Join(compiled.dir, "adopter")
+		if compiled.err = copyAdopter(root, src); compiled.err != nil {
+			return
+		}
+		bin := filepath.Join(compiled.dir, "targets")
+		cmd := exec.Command("go", "tool", "mage", "-compile", bin)
+		cmd.Dir = src
+		if out, err := cmd.CombinedOutput(); err != nil {
+			compiled.err = fmt.Errorf("go tool mage -compile in the adopter: %v\n%s", err, out)
+			return
+		}
+		compiled.bin = bin
+	})
+	if compiled.err != nil {
+		t.Fatal(compiled.err)
+	}
+	return compiled.bin
+}
+
+// mage runs the adopter's targets (the compiled magefile) with args in dir
+// against the shared fault layer and returns its output and exit code.
 func mage(t *testing.T, dir string, env []string, args ...string) (string, int) {
 	t.Helper()
+	return runTarget(t, dir, env, append([]string{targets(t)}, args...))
+}
+
+// goToolMage is mage through `go tool mage`, as a user types it: mage
+// compiles the magefile of dir, then runs it.
+func goToolMage(t *testing.T, dir string, env []string, args ...string) (string, int) {
+	t.Helper()
+	return runTarget(t, dir, env, append([]string{"go", "tool", "mage"}, args...))
+}
+
+func runTarget(t *testing.T, dir string, env, argv []string) (string, int) {
+	t.Helper()
+	args := argv[1:]
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", append([]string{"tool", "mage"}, args...)...)
+	cmd := exec.CommandContext(ctx, argv[0], args...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), faulttest.Layer(t).Env()...), "NO_COLOR=1", "CONTESTED_RESULTS_DIR=", "CONTESTED_SURFACES=")
 	cmd.Env = append(cmd.Env, env...)
+	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	code := 0
 	var exit *exec.ExitError
@@ -92,8 +176,9 @@ func mage(t *testing.T, dir string, env []string, args ...string) (string, int) 
 	case errors.As(err, &exit):
 		code = exit.ExitCode()
 	case err != nil:
-		t.Fatalf("go tool mage %v: %v\n%s", args, err, out)
+		t.Fatalf("%v: %v\n%s", argv, err, out)
 	}
+	t.Logf("%s %s: exit %d in %s", filepath.Base(argv[0]), strings.Join(args, " "), code, time.Since(start).Round(100*time.Millisecond))
 	return string(out), code
 }
 
@@ -111,8 +196,9 @@ func readReport(t *testing.T, dir string) *gate.Report {
 }
 
 func TestAdopterValidateIsCertified(t *testing.T) {
+	t.Parallel()
 	dir := adopter(t, nil)
-	out, code := mage(t, dir, nil, "validate")
+	out, code := goToolMage(t, dir, nil, "validate") // as a user types it
 	if code != 0 || !strings.Contains(out, "CERTIFIED") || !strings.Contains(out, "validate: GREEN") {
 		t.Fatalf("validate of the adopter: exit %d, want 0 and CERTIFIED:\n%s", code, out)
 	}
@@ -247,6 +333,7 @@ func TestStockReport(t *testing.T)   {}
 `
 
 func TestPoisonedVariantsAreRefusedAtTheirPhase(t *testing.T) {
+	t.Parallel()
 	registry, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "adopter", "contested-surfaces.toml"))
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +348,7 @@ oracle = "no-lost-ack"
 legs = ["burst"]
 tests = ["TestOutsideRegistry"]
 `
-	selfTestGone := strings.Replace(string(registry), `self_tests = ["TestStockContract"]`, `self_tests = ["TestStockContract", "TestRenamedAway"]`, 1)
+	selfTestGone := strings.Replace(string(registry), `self_tests = ["TestStockContract", `, `self_tests = ["TestStockContract", "TestRenamedAway", `, 1)
 	tests := []struct {
 		name  string
 		edits map[string]string
@@ -276,6 +363,7 @@ tests = ["TestOutsideRegistry"]
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			dir := adopter(t, tt.edits)
 			out, code := mage(t, dir, nil, "validate")
 			if code != 1 {
@@ -297,6 +385,7 @@ tests = ["TestOutsideRegistry"]
 }
 
 func TestBadInputExitsTwoWithFileAndLine(t *testing.T) {
+	t.Parallel()
 	badRegistry := "schema = 1\n[gate]\nrecording_classes = [\"store\"]\n\n[[surface]]\nid = \"adopter.stock\"\nclass = \"store\"\nownr = \"stock-team\"\n"
 	b, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "adopter", "contested-surfaces.toml"))
 	if err != nil {
@@ -310,6 +399,9 @@ func TestBadInputExitsTwoWithFileAndLine(t *testing.T) {
 	withCluster := func(old, new string) map[string]string {
 		return map[string]string{"contested-surfaces.toml": strings.Replace(registry, old, new, 1)}
 	}
+	// The lines the messages name: the [cluster] table's and its test key's.
+	lineOf := func(s string) int { return strings.Count(registry[:strings.Index(registry, s)], "\n") + 1 }
+	clusterLine, testLine := lineOf("[cluster]"), lineOf(`test = "TestStockCluster"`)
 	tests := []struct {
 		name  string
 		edits map[string]string
@@ -328,17 +420,24 @@ func TestBadInputExitsTwoWithFileAndLine(t *testing.T) {
 		{"an unknown target", nil, nil, []string{"no-such-target"}, "Unknown target"},
 		{"cluster-tests without a [cluster] table", map[string]string{"contested-surfaces.toml": noCluster}, nil, []string{"cluster-tests"}, "declares no cluster service"},
 		{"cluster-tests naming a test that is not there", withCluster(`test = "TestStockCluster"`, `test = "TestStockClusters"`), nil, []string{"cluster-tests"},
-			"contested-surfaces.toml:21: [cluster] test TestStockClusters is not a test of ."},
+			fmt.Sprintf("contested-surfaces.toml:%d: [cluster] test TestStockClusters is not a test of .", clusterLine)},
 		{"a [cluster] test that is no test name", withCluster(`test = "TestStockCluster"`, `test = "TestStock/kill-one"`), nil, []string{"cluster-tests"},
-			`contested-surfaces.toml:23:8: [cluster] test "TestStock/kill-one" is not a Go test name`},
+			fmt.Sprintf(`contested-surfaces.toml:%d:8: [cluster] test "TestStock/kill-one" is not a Go test name`, testLine)},
 		{"cluster-tests with too few replicas", nil, nil, []string{"cluster-tests", "-replicas=2"}, "between 3 and 9"},
+		{"mutants of a directory that does not exist", nil, nil, []string{"mutants", "./nope"}, "./nope: stat"},
+		{"a [mutants] threshold that is no percentage", map[string]string{"contested-surfaces.toml": "schema = 1\n[[surface]]\nid = \"adopter.stock\"\nclass = \"store\"\nowner = \"o\"\nbehavior = \"b\"\noracle = \"exactly-once\"\nlegs = [\"burst\"]\ntests = [\"TestStockContract\"]\n[mutants]\nthreshold = 101\n"}, nil, []string{"mutants"}, "contested-surfaces.toml:11:13: [mutants] threshold 101 is not a percentage"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			dir := adopter(t, tt.edits)
-			out, code := mage(t, dir, tt.env, tt.args...)
+			run := mage
+			if tt.name == "an unknown target" {
+				run = goToolMage // mage's own refusal, as go tool mage gives it
+			}
+			out, code := run(t, dir, tt.env, tt.args...)
 			if code != 2 || !strings.Contains(out, tt.says) {
-				t.Fatalf("go tool mage %v: exit %d, want 2 saying %q:\n%s", tt.args, code, tt.says, out)
+				t.Fatalf("mage %v: exit %d, want 2 saying %q:\n%s", tt.args, code, tt.says, out)
 			}
 		})
 	}
@@ -347,6 +446,7 @@ func TestBadInputExitsTwoWithFileAndLine(t *testing.T) {
 // TestTheReadmeMagefileIsTheAdopters keeps the README's "Use it in your
 // repository" section true: its magefile is the adopter fixture's.
 func TestTheReadmeMagefileIsTheAdopters(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -361,6 +461,7 @@ func TestTheReadmeMagefileIsTheAdopters(t *testing.T) {
 }
 
 func TestAdopterGoModIsTidy(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command("go", "mod", "tidy", "-diff")
 	cmd.Dir = filepath.Join(repoRoot(t), "testdata", "adopter")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -433,7 +534,9 @@ func sameVerdicts(t *testing.T, dir, surface string, validate []gate.SurfaceVerd
 // plain battery failure: listed with its first failure line and owner,
 // never arbitrated.
 func TestValidateAndContestedGiveOneVerdict(t *testing.T) {
+	t.Parallel()
 	t.Run("a planted defect and a failing test outside the registry", func(t *testing.T) {
+		t.Parallel()
 		dir := adopter(t, map[string]string{"machinery_test.go": machineryTest})
 		env := []string{"GOFLAGS=-tags=adopter_defect", "CONTESTED_SEEDS=1"}
 		out, code := mage(t, dir, env, "validate")
@@ -475,6 +578,7 @@ func TestValidateAndContestedGiveOneVerdict(t *testing.T) {
 	})
 
 	t.Run("a leg that runs only at level 2", func(t *testing.T) {
+		t.Parallel()
 		registry, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "adopter", "contested-surfaces.toml"))
 		if err != nil {
 			t.Fatal(err)
@@ -487,8 +591,13 @@ func TestValidateAndContestedGiveOneVerdict(t *testing.T) {
 		if !strings.Contains(string(tests), reset) {
 			t.Fatal("the adopter's stock_test.go has no reset subtest to restrict")
 		}
+		// In the surface's table: the registry ends with other tables.
+		const legs = "legs = [\"burst\", \"reset\"]\n"
+		if !strings.Contains(string(registry), legs) {
+			t.Fatal("the adopter's registry has no legs line to add levels beside")
+		}
 		dir := adopter(t, map[string]string{
-			"contested-surfaces.toml": string(registry) + "levels = { reset = [2, 3] }\n",
+			"contested-surfaces.toml": strings.Replace(string(registry), legs, legs+"levels = { reset = [2, 3] }\n", 1),
 			"stock_test.go": strings.Replace(string(tests), reset, reset+
 				"\t\tif l, _ := contested.Level(); l < 2 {\n\t\t\tt.Skip(\"reset runs from level 2\")\n\t\t}\n", 1),
 		})
@@ -516,3 +625,37 @@ func TestMachineryBringsUpItsProvider(t *testing.T) {
 	t.Fatal("the provider never came up: debootstrap is not installed")
 }
 `
+
+// TestAValidateThatTimesOutNamesTheTest: a battery test that sleeps past
+// the battery's timeout (CONTESTED_TEST_TIMEOUT, go test's -timeout) turns
+// validate RED with the timeout and the test it was running as a reason,
+// and lists that test with the cause as its first line and an action that
+// says how to find where it waits and how to raise the timeout; never as a
+// package that failed outside any test.
+func TestAValidateThatTimesOutNamesTheTest(t *testing.T) {
+	t.Parallel()
+	// Tests run in file order: TestHang runs first, whatever else is slow.
+	dir := adopter(t, map[string]string{"a_hang_test.go": "package stock\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestHang(t *testing.T) {\n\tt.Run(\"waits\", func(t *testing.T) { time.Sleep(time.Hour) })\n}\n"})
+	out, code := mage(t, dir, []string{"CONTESTED_TEST_TIMEOUT=10s"}, "validate")
+	if code != 1 {
+		t.Fatalf("validate: exit %d, want 1:\n%s", code, out)
+	}
+	for _, want := range []string{
+		"battery: go test -json -count=1 -timeout=10s ./...",
+		"package example.com/adopter timed out after 10s while running TestHang/waits: make the test faster or raise the battery's timeout (CONTESTED_TEST_TIMEOUT",
+		"go test example.com/adopter -run '^TestHang$/^waits$' -count=1 -v",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("validate does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "failed outside any test") {
+		t.Errorf("validate blames the package, not the test:\n%s", out)
+	}
+	var v validateJSON
+	readJSON(t, filepath.Join(dir, "test-results", "validate.json"), &v)
+	if len(v.BatteryFailures) != 1 || v.BatteryFailures[0].Test != "TestHang/waits" ||
+		!strings.Contains(v.BatteryFailures[0].FirstLine, "timed out: still running when go test's -timeout of 10s ended the test binary") {
+		t.Errorf("battery failures %+v; want TestHang/waits with the timeout as its first line", v.BatteryFailures)
+	}
+}

@@ -42,6 +42,7 @@ func TestStockIdle(t *testing.T) {
 // the same verdict from the contract in isolation and gives it to the
 // test author as a contract to make decisive, never as GREEN.
 func TestAnIdleLegIsNotProvenThroughContestedAndTheLadder(t *testing.T) {
+	t.Parallel()
 	reg, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "adopter", "contested-surfaces.toml"))
 	if err != nil {
 		t.Fatal(err)

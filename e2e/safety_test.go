@@ -44,6 +44,7 @@ func decoys(t *testing.T) (string, func()) {
 // link to a directory of decoys. validate refuses before anything starts
 // (exit 2, naming the link and what to do) and the decoys survive.
 func TestValidateNeverActsThroughALinkedFaultDir(t *testing.T) {
+	t.Parallel()
 	dir := adopter(t, nil)
 	decoy, intact := decoys(t)
 	if err := os.MkdirAll(filepath.Join(dir, "test-results"), 0o755); err != nil {
@@ -66,6 +67,7 @@ func TestValidateNeverActsThroughALinkedFaultDir(t *testing.T) {
 // can never hold artifacts is bad input, refused before the layer is
 // checked, and nothing is written there.
 func TestABadResultsDirExitsTwoBeforeAnythingStarts(t *testing.T) {
+	t.Parallel()
 	rootBefore := rootListing(t)
 	tests := []struct {
 		name  string
@@ -86,23 +88,28 @@ func TestABadResultsDirExitsTwoBeforeAnythingStarts(t *testing.T) {
 			return p
 		}, "is read-only"},
 	}
-	for _, tt := range tests {
-		for _, target := range [][]string{{"validate"}, {"program-gate"}, {"fault-preflight", "-required"}} {
-			t.Run(tt.name+"/"+target[0], func(t *testing.T) {
-				dir := adopter(t, nil)
-				out, code := mage(t, dir, []string{"CONTESTED_RESULTS_DIR=" + tt.value(t, dir)}, target...)
-				if code != 2 || !strings.Contains(out, tt.says) || !strings.Contains(out, "CONTESTED_RESULTS_DIR") {
-					t.Errorf("exit %d, want 2 saying %q and what to set:\n%s", code, tt.says, out)
-				}
-				if strings.Contains(out, "fault-preflight (") || strings.Contains(out, "validate: run") {
-					t.Errorf("started before refusing:\n%s", out)
-				}
-				if _, err := os.Stat(filepath.Join(dir, "preflight.json")); err == nil {
-					t.Errorf("preflight.json was written into the module root")
-				}
-			})
+	// The targets run in parallel within a group that ends before / is
+	// listed again.
+	t.Run("targets", func(t *testing.T) {
+		for _, tt := range tests {
+			for _, target := range [][]string{{"validate"}, {"program-gate"}, {"fault-preflight", "-required"}} {
+				t.Run(tt.name+"/"+target[0], func(t *testing.T) {
+					t.Parallel()
+					dir := adopter(t, nil)
+					out, code := mage(t, dir, []string{"CONTESTED_RESULTS_DIR=" + tt.value(t, dir)}, target...)
+					if code != 2 || !strings.Contains(out, tt.says) || !strings.Contains(out, "CONTESTED_RESULTS_DIR") {
+						t.Errorf("exit %d, want 2 saying %q and what to set:\n%s", code, tt.says, out)
+					}
+					if strings.Contains(out, "fault-preflight (") || strings.Contains(out, "validate: run") {
+						t.Errorf("started before refusing:\n%s", out)
+					}
+					if _, err := os.Stat(filepath.Join(dir, "preflight.json")); err == nil {
+						t.Errorf("preflight.json was written into the module root")
+					}
+				})
+			}
 		}
-	}
+	})
 	if after := rootListing(t); after != rootBefore {
 		t.Errorf("/ changed:\nbefore %s\nafter  %s", rootBefore, after)
 	}
@@ -129,6 +136,7 @@ func rootListing(t *testing.T) string {
 // read /dev/zero until it ran out of memory: it must end, refuse (exit 1)
 // and name both. The bound is the hang's, not a speed target.
 func TestProgramGateEndsOnAFIFOAndADevice(t *testing.T) {
+	t.Parallel()
 	dir := adopter(t, nil)
 	fault := filepath.Join(dir, "test-results", "fault")
 	if err := os.MkdirAll(fault, 0o755); err != nil {
@@ -142,7 +150,7 @@ func TestProgramGateEndsOnAFIFOAndADevice(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "tool", "mage", "program-gate")
+	cmd := exec.CommandContext(ctx, targets(t), "program-gate")
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), faulttest.Layer(t).Env()...), "NO_COLOR=1", "CONTESTED_RESULTS_DIR=", "CONTESTED_SURFACES=")
 	start := time.Now()

@@ -37,6 +37,7 @@ const leakyReport = `func TestStockReport(t *testing.T) {
 // hits. The layer is this package's real one, reached as a login role of
 // its own so the password is ours.
 func TestNoSecretInAnyOutputOrArtifact(t *testing.T) {
+	t.Parallel()
 	l := faulttest.Layer(t)
 	ctx := context.Background()
 	admin := l.DB()
@@ -78,6 +79,7 @@ func TestNoSecretInAnyOutputOrArtifact(t *testing.T) {
 	secrets := []string{dsnSecret, envSecret}
 
 	t.Run("a layer that accepts the password", func(t *testing.T) {
+		t.Parallel()
 		dir := adopter(t, map[string]string{"stock_test.go": leaky})
 		env := []string{
 			"CONTESTED_LAYER=external",
@@ -106,6 +108,7 @@ func TestNoSecretInAnyOutputOrArtifact(t *testing.T) {
 	// CANNOT RUN and quotes the DSN it could not use, in its output and in
 	// what it saves.
 	t.Run("a layer that refuses the password", func(t *testing.T) {
+		t.Parallel()
 		dir := adopter(t, nil)
 		wrong := strings.Replace(dsn, dsnSecret, dsnSecret+"-wrong", 1)
 		env := []string{
@@ -143,12 +146,12 @@ func runTargets(t *testing.T, dir string, env, secrets []string, runs []targetRu
 	for _, r := range runs {
 		out, code := mage(t, dir, env, r.args...)
 		if !slices.Contains(r.codes, code) {
-			t.Errorf("go tool mage %v: exit %d, want one of %v:\n%s", r.args, code, r.codes, out)
+			t.Errorf("mage %v: exit %d, want one of %v:\n%s", r.args, code, r.codes, out)
 		}
-		fmt.Fprintf(&all, "== go tool mage %v: exit %d\n%s", r.args, code, out)
+		fmt.Fprintf(&all, "== mage %v: exit %d\n%s", r.args, code, out)
 		for _, s := range secrets {
 			if n := strings.Count(out, s); n > 0 {
-				t.Errorf("go tool mage %v printed a password %d times:\n%s", r.args, n, out)
+				t.Errorf("mage %v printed a password %d times:\n%s", r.args, n, out)
 			}
 		}
 	}

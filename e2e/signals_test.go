@@ -20,24 +20,17 @@ import (
 	"github.com/contested/contested/internal/reap"
 )
 
-// compiledTargets compiles the adopter's magefile into a binary (go tool
-// mage -compile) so that a test can signal it and read its exit code
-// directly: under go tool mage, a SIGTERM to the group kills Mage too, and
-// go tool reports a tool killed by a signal as exit 0.
-func compiledTargets(t *testing.T) (dir, bin string) {
+// slowAdopter is a copy of the adopter whose battery is still running when
+// the signal comes, whatever the machine's speed: nothing but the stop
+// ends it in time. The tests run the compiled targets (targets), so that
+// they can signal them and read their exit code directly: under go tool
+// mage, a SIGTERM to the group kills Mage too, and go tool reports a tool
+// killed by a signal as exit 0.
+func slowAdopter(t *testing.T) string {
 	t.Helper()
-	dir = adopter(t, map[string]string{
-		// A battery that is still running when the signal comes, whatever
-		// the machine's speed: nothing but the stop ends it in time.
+	return adopter(t, map[string]string{
 		"slow_test.go": "package stock\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestSlowBattery(t *testing.T) { time.Sleep(5 * time.Minute) }\n",
 	})
-	bin = filepath.Join(t.TempDir(), "targets")
-	cmd := exec.Command("go", "tool", "mage", "-compile", bin)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go tool mage -compile: %v\n%s", err, out)
-	}
-	return dir, bin
 }
 
 // ownLayerEnv is the environment of a run that brings up its own layer
@@ -58,8 +51,8 @@ func ownLayerEnv() []string {
 // took from the first signal to its last output.
 func stoppedRun(t *testing.T, sigs []syscall.Signal, gap time.Duration) (code int, out string, run string, took time.Duration) {
 	t.Helper()
-	dir, bin := compiledTargets(t)
-	cmd := exec.Command(bin, "validate")
+	dir := slowAdopter(t)
+	cmd := exec.Command(targets(t), "validate")
 	cmd.Dir = dir
 	cmd.Env = ownLayerEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -160,6 +153,11 @@ func batteryProcesses(run string) []string {
 // battery runs stops validate within seconds: the battery's processes are
 // gone, the layer it brought up is torn down, it says it was interrupted
 // and exits 1.
+//
+// The signal tests are not parallel: any layer's bring-up sweeps what runs
+// whose owner is gone left, so another test's bring-up could remove a
+// leftover of this run before the check sees it. They run alone, before
+// the parallel tests.
 func TestSIGTERMStopsValidateAndItTearsDown(t *testing.T) {
 	code, out, run, took := stoppedRun(t, []syscall.Signal{syscall.SIGTERM}, 0)
 	t.Logf("SIGTERM to exit: %s", took.Round(10*time.Millisecond))
@@ -189,9 +187,8 @@ func TestASecondSIGINTForcesTheExit(t *testing.T) {
 	if ps := batteryProcesses(run); len(ps) > 0 {
 		t.Errorf("run %s left battery processes running: %v", run, ps)
 	}
-	dir, bin := compiledTargets(t)
-	sweep := exec.Command(bin, "sweep")
-	sweep.Dir, sweep.Env = dir, ownLayerEnv()
+	sweep := exec.Command(targets(t), "sweep")
+	sweep.Dir, sweep.Env = adopter(t, nil), ownLayerEnv()
 	if b, err := sweep.CombinedOutput(); err != nil {
 		t.Fatalf("sweep: %v\n%s", err, b)
 	}

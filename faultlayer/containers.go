@@ -63,45 +63,84 @@ func upContainers(ctx context.Context, cfg Config) (_ *Layer, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCannotRun, err)
 	}
-	spec := cfg.ProxyPorts
-	if spec == "" {
-		spec = DefaultProxyPorts
-	}
-	// Container-side ports; the dial side is filled in from the bindings.
-	ports, err := ParseProxyPorts(spec, "0.0.0.0", "127.0.0.1")
+	ports, err := containerPorts(cfg.ProxyPorts)
 	if err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, envvar.ProxyPorts, err)
-	}
-	for _, p := range ports {
-		if p.Dial != net.JoinHostPort("127.0.0.1", strconv.Itoa(p.Port)) {
-			cli.Close()
-			return nil, fmt.Errorf("%w: %s: the containers provider publishes its own ports; give a range, not port=address mappings", ErrConfig, envvar.ProxyPorts)
-		}
+		return nil, err
 	}
 	if err := Sweep(ctx, cfg.Log); err != nil {
 		fmt.Fprintf(cfg.Log, "fault layer: sweep: %v\n", err)
 	}
-
-	pgImage, err := images.Postgres().Ensure(ctx, cli, cfg.PostgresImage, cfg.Log)
+	pgImage, tpImage, err := containerImages(ctx, cli, cfg)
 	if err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("%w: postgres image: %v", ErrCannotRun, err)
-	}
-	tpImage, err := images.Toxiproxy().Ensure(ctx, cli, cfg.ToxiproxyImage, cfg.Log)
-	if err != nil {
-		cli.Close()
-		return nil, fmt.Errorf("%w: toxiproxy image: %v", ErrCannotRun, err)
+		return nil, err
 	}
 
 	l := &Layer{ProxyListenHost: "0.0.0.0", PostgresUpstream: net.JoinHostPort(postgresAlias, "5432")}
 	run := cfg.RunID
-	// Teardown removes everything labelled with this run and owned by this
-	// process, whatever state bring-up reached; the labels, not a handle,
-	// are the source of truth. The owner keeps another process that was
-	// given the same run id from losing its layer to this teardown.
-	bringUp := ctx
-	l.onClose(func(ctx context.Context) error {
+	l.onClose(sweepRun(ctx, cli, run))
+	defer func() {
+		if err != nil {
+			l.Close(context.WithoutCancel(ctx))
+		}
+	}()
+
+	l.Network = "contested-" + run
+	if _, err := cli.NetworkCreate(ctx, l.Network, client.NetworkCreateOptions{
+		Driver: "bridge",
+		Labels: reap.Labels(run, rolePrefix+"network"),
+	}); err != nil {
+		return nil, fmt.Errorf("%w: create network %s: %v", ErrCannotRun, l.Network, err)
+	}
+	if err := startPostgres(ctx, l, pgImage, run, cfg.Log); err != nil {
+		return nil, err
+	}
+	if err := startToxiproxy(ctx, l, tpImage, run, ports, cfg.Log); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cfg.Log, "fault layer: up: Toxiproxy %s, Postgres %s\n", l.ToxiproxyURL, secret.ScrubString(l.PostgresDSN))
+	return l, nil
+}
+
+// containerPorts are the proxy ports a containers layer publishes: a range
+// (spec, default DefaultProxyPorts), never port=address mappings, since the
+// provider publishes its own. The dial side is filled in from the bindings.
+func containerPorts(spec string) ([]ProxyPort, error) {
+	if spec == "" {
+		spec = DefaultProxyPorts
+	}
+	ports, err := ParseProxyPorts(spec, "0.0.0.0", "127.0.0.1")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, envvar.ProxyPorts, err)
+	}
+	for _, p := range ports {
+		if p.Dial != net.JoinHostPort("127.0.0.1", strconv.Itoa(p.Port)) {
+			return nil, fmt.Errorf("%w: %s: the containers provider publishes its own ports; give a range, not port=address mappings", ErrConfig, envvar.ProxyPorts)
+		}
+	}
+	return ports, nil
+}
+
+// containerImages makes sure both images are in the engine (upstream, or
+// built locally: images.Image.Ensure) and returns their references.
+func containerImages(ctx context.Context, cli *testcontainers.DockerClient, cfg Config) (pg, tp string, err error) {
+	if pg, err = images.Postgres().Ensure(ctx, cli, cfg.PostgresImage, cfg.Log); err != nil {
+		return "", "", fmt.Errorf("%w: postgres image: %v", ErrCannotRun, err)
+	}
+	if tp, err = images.Toxiproxy().Ensure(ctx, cli, cfg.ToxiproxyImage, cfg.Log); err != nil {
+		return "", "", fmt.Errorf("%w: toxiproxy image: %v", ErrCannotRun, err)
+	}
+	return pg, tp, nil
+}
+
+// sweepRun is a containers layer's teardown: it removes everything
+// labelled with run and owned by this process, whatever state bring-up
+// reached; the labels, not a handle, are the source of truth. The owner
+// keeps another process that was given the same run id from losing its
+// layer to this teardown. It closes cli.
+func sweepRun(bringUp context.Context, cli *testcontainers.DockerClient, run string) func(context.Context) error {
+	return func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		defer cli.Close()
@@ -127,89 +166,82 @@ func upContainers(ctx context.Context, cfg Config) (_ *Layer, err error) {
 			}
 		}
 		return err
-	})
-	defer func() {
-		if err != nil {
-			l.Close(context.WithoutCancel(ctx))
-		}
-	}()
-
-	netName := "contested-" + run
-	l.Network = netName
-	if _, err := cli.NetworkCreate(ctx, netName, client.NetworkCreateOptions{
-		Driver: "bridge",
-		Labels: reap.Labels(run, rolePrefix+"network"),
-	}); err != nil {
-		return nil, fmt.Errorf("%w: create network %s: %v", ErrCannotRun, netName, err)
 	}
+}
 
+// startPostgres starts the test-plane Postgres on the layer's network,
+// published on 127.0.0.1, and sets the layer's DSN.
+func startPostgres(ctx context.Context, l *Layer, image, run string, log io.Writer) error {
 	password := randomPassword()
-	fmt.Fprintf(cfg.Log, "fault layer: starting Postgres (%s) on network %s\n", pgImage, netName)
-	pg, err := testcontainers.Run(ctx, pgImage,
+	fmt.Fprintf(log, "fault layer: starting Postgres (%s) on network %s\n", image, l.Network)
+	pg, err := testcontainers.Run(ctx, image,
 		testcontainers.WithEnv(map[string]string{"POSTGRES_USER": testPlaneUser, "POSTGRES_PASSWORD": password, "POSTGRES_DB": testPlaneDB}),
 		// The test plane needs no durability across a host crash: no fsync.
 		testcontainers.WithCmd("postgres", "-c", "max_connections=200", "-c", "fsync=off", "-c", "full_page_writes=off"),
 		testcontainers.WithLabels(reap.Labels(run, rolePrefix+"postgres")),
 		testcontainers.WithName("contested-"+run+"-postgres"),
-		tcnetwork.WithNetworkName([]string{postgresAlias}, netName),
+		tcnetwork.WithNetworkName([]string{postgresAlias}, l.Network),
 		loopbackOnly("5432/tcp"),
 		testcontainers.WithWaitStrategy(pgReady{user: testPlaneUser, password: password, db: testPlaneDB, timeout: startupDeadline}),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("%w: start Postgres: %v", ErrCannotRun, err)
+		return fmt.Errorf("%w: start Postgres: %v", ErrCannotRun, err)
 	}
 	pgPort, err := pg.MappedPort(ctx, "5432/tcp")
 	if err != nil {
-		return nil, fmt.Errorf("%w: Postgres port: %v", ErrCannotRun, err)
+		return fmt.Errorf("%w: Postgres port: %v", ErrCannotRun, err)
 	}
 	l.PostgresDSN = dsn(testPlaneUser, password, "127.0.0.1", int(pgPort.Num()), testPlaneDB)
+	return nil
+}
 
+// startToxiproxy starts Toxiproxy on the layer's network with its control
+// port and every proxy port published on 127.0.0.1, and sets the layer's
+// control URL and the ports' dial addresses from the bindings.
+func startToxiproxy(ctx context.Context, l *Layer, image, run string, ports []ProxyPort, log io.Writer) error {
 	exposed := []string{fmt.Sprintf("%d/tcp", controlPort)}
 	for _, p := range ports {
 		exposed = append(exposed, fmt.Sprintf("%d/tcp", p.Port))
 	}
-	fmt.Fprintf(cfg.Log, "fault layer: starting Toxiproxy (%s), publishing %d proxy ports on 127.0.0.1\n", tpImage, len(ports))
-	tp, err := testcontainers.Run(ctx, tpImage,
+	fmt.Fprintf(log, "fault layer: starting Toxiproxy (%s), publishing %d proxy ports on 127.0.0.1\n", image, len(ports))
+	tp, err := testcontainers.Run(ctx, image,
 		testcontainers.WithCmd("-host=0.0.0.0", "-port="+strconv.Itoa(controlPort)),
 		testcontainers.WithLabels(reap.Labels(run, rolePrefix+"toxiproxy")),
 		testcontainers.WithName("contested-"+run+"-toxiproxy"),
-		tcnetwork.WithNetworkName([]string{"toxiproxy"}, netName),
+		tcnetwork.WithNetworkName([]string{"toxiproxy"}, l.Network),
 		loopbackOnly(exposed...),
 		// The image is FROM scratch: there is no shell for a listening-port
 		// check, so readiness is the control API answering.
 		testcontainers.WithWaitStrategy(wait.ForHTTP("/version").WithPort(fmt.Sprintf("%d/tcp", controlPort)).WithStartupTimeout(startupDeadline)),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("%w: start Toxiproxy: %v", ErrCannotRun, err)
+		return fmt.Errorf("%w: start Toxiproxy: %v", ErrCannotRun, err)
 	}
 	l.ToxiproxyContainer = tp.GetContainerID()
 	insp, err := tp.Inspect(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: inspect Toxiproxy: %v", ErrCannotRun, err)
+		return fmt.Errorf("%w: inspect Toxiproxy: %v", ErrCannotRun, err)
 	}
-	bound := func(port int) (int, error) {
+	bound := func(port int) (string, error) {
 		for _, b := range insp.NetworkSettings.Ports[network.MustParsePort(fmt.Sprintf("%d/tcp", port))] {
 			if b.HostIP.IsLoopback() {
-				return strconv.Atoi(b.HostPort)
+				return net.JoinHostPort("127.0.0.1", b.HostPort), nil
 			}
 		}
-		return 0, fmt.Errorf("port %d/tcp is not published on 127.0.0.1", port)
+		return "", fmt.Errorf("%w: Toxiproxy: port %d/tcp is not published on 127.0.0.1", ErrCannotRun, port)
 	}
-	cp, err := bound(controlPort)
+	control, err := bound(controlPort)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Toxiproxy: %v", ErrCannotRun, err)
+		return err
 	}
-	l.ToxiproxyURL = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(cp))
+	l.ToxiproxyURL = "http://" + control
 	for i, p := range ports {
-		hp, err := bound(p.Port)
-		if err != nil {
-			return nil, fmt.Errorf("%w: Toxiproxy: %v", ErrCannotRun, err)
+		if ports[i].Dial, err = bound(p.Port); err != nil {
+			return err
 		}
-		ports[i].Dial = net.JoinHostPort("127.0.0.1", strconv.Itoa(hp))
 	}
 	l.Ports = ports
-	fmt.Fprintf(cfg.Log, "fault layer: up: Toxiproxy %s, Postgres %s\n", l.ToxiproxyURL, secret.ScrubString(l.PostgresDSN))
-	return l, nil
+	return nil
 }
 
 // loopbackOnly exposes ports and binds each to a random port on 127.0.0.1.

@@ -200,39 +200,11 @@ func checkLoopback(ctx context.Context, l *Layer, insp Inspector) Check {
 		c.Fix = "set " + envvar.ToxiproxyURL + " to http://127.0.0.1:PORT"
 		return c
 	}
-	hostIsLoopback := false
-	if ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname()); err == nil && len(ips) > 0 {
-		hostIsLoopback = true
-		for _, ip := range ips {
-			hostIsLoopback = hostIsLoopback && ip.Unmap().IsLoopback()
-		}
-	}
-
 	// The container we started: its bindings are the proof.
 	if l.ToxiproxyContainer != "" {
-		if insp == nil {
-			c.Detail = "cannot inspect the Toxiproxy container: no Docker engine answers"
-			c.Fix = "restart the Docker engine"
-			return c
-		}
-		r, err := insp.ContainerInspect(ctx, l.ToxiproxyContainer, client.ContainerInspectOptions{})
-		if err != nil {
-			c.Detail = fmt.Sprintf("inspect Toxiproxy container %.12s: %v", l.ToxiproxyContainer, err)
-			c.Fix = "bring the layer up again"
-			return c
-		}
-		if bad := NonLoopbackBindings(r.Container.NetworkSettings.Ports, ""); len(bad) > 0 {
-			c.Hard = true
-			c.Detail = fmt.Sprintf("Toxiproxy container %.12s publishes %s: reachable off this host", l.ToxiproxyContainer, strings.Join(bad, ", "))
-			c.Fix = "publish every port on 127.0.0.1 only (\"127.0.0.1::8474\")"
-			return c
-		}
-		c.OK = true
-		c.Detail = fmt.Sprintf("Toxiproxy container %.12s publishes on 127.0.0.1 only", l.ToxiproxyContainer)
-		return c
+		return loopbackOfContainer(ctx, c, l.ToxiproxyContainer, insp)
 	}
-
-	if !hostIsLoopback {
+	if !resolvesToLoopback(ctx, u.Hostname()) {
 		c.Detail = fmt.Sprintf("%s is not a loopback address", u.Host)
 		c.Fix = "reach the control API on 127.0.0.1 and publish it on 127.0.0.1 only"
 		if _, err := fetchVersion(ctx, l.ToxiproxyURL, "contested-preflight"); err == nil {
@@ -246,8 +218,52 @@ func checkLoopback(ctx context.Context, l *Layer, insp Inspector) Check {
 		c.Detail = fmt.Sprintf("in-process Toxiproxy listens on %s", u.Host)
 		return c
 	}
-	// External on loopback: if a local container publishes that port, its
-	// bindings decide.
+	return loopbackOfPublisher(ctx, c, u, insp)
+}
+
+// resolvesToLoopback reports whether every address host resolves to is a
+// loopback address (false when it resolves to none).
+func resolvesToLoopback(ctx context.Context, host string) bool {
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil || len(ips) == 0 {
+		return false
+	}
+	for _, ip := range ips {
+		if !ip.Unmap().IsLoopback() {
+			return false
+		}
+	}
+	return true
+}
+
+// loopbackOfContainer decides c from the bindings of the Toxiproxy
+// container the layer started.
+func loopbackOfContainer(ctx context.Context, c Check, id string, insp Inspector) Check {
+	if insp == nil {
+		c.Detail = "cannot inspect the Toxiproxy container: no Docker engine answers"
+		c.Fix = "restart the Docker engine"
+		return c
+	}
+	r, err := insp.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		c.Detail = fmt.Sprintf("inspect Toxiproxy container %.12s: %v", id, err)
+		c.Fix = "bring the layer up again"
+		return c
+	}
+	if bad := NonLoopbackBindings(r.Container.NetworkSettings.Ports, ""); len(bad) > 0 {
+		c.Hard = true
+		c.Detail = fmt.Sprintf("Toxiproxy container %.12s publishes %s: reachable off this host", id, strings.Join(bad, ", "))
+		c.Fix = "publish every port on 127.0.0.1 only (\"127.0.0.1::8474\")"
+		return c
+	}
+	c.OK = true
+	c.Detail = fmt.Sprintf("Toxiproxy container %.12s publishes on 127.0.0.1 only", id)
+	return c
+}
+
+// loopbackOfPublisher decides c for an external layer on loopback: if a
+// local container publishes the URL's port, its bindings decide.
+func loopbackOfPublisher(ctx context.Context, c Check, u *url.URL, insp Inspector) Check {
 	if insp == nil {
 		c.OK = true
 		c.Detail = fmt.Sprintf("%s is loopback; no Docker engine to inspect publishes", u.Host)

@@ -447,6 +447,11 @@ func (d *decoder) skipValue(depth int) error {
 		d.pos++
 		return d.object(func([]byte) error { return d.skipValue(depth + 1) }, depth+1)
 	case c == '[':
+		// The array is one level below depth, as encoding/json counts:
+		// an empty one at the limit is as deep as a full one.
+		if depth+1 > maxDepth {
+			return errors.New("exceeded max depth")
+		}
 		d.pos++
 		d.skipSpace()
 		if d.eof() {

@@ -3,7 +3,11 @@ package gate
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/contested/contested/internal/gotest"
 )
 
 // TestAnInventoryThatFailedProvesNoSelfTestPresent: go test -list can print names and still
@@ -26,5 +30,34 @@ func TestAnInventoryThatFailedProvesNoSelfTestPresent(t *testing.T) {
 	}
 	if len(rep.SelfTests) != len(selfTests) {
 		t.Errorf("self_tests = %+v, want every pinned self-test listed", rep.SelfTests)
+	}
+}
+
+// TestAnInventoryReadPastASyntaxErrorStillProvesWhatItFound: a test file
+// that does not parse (in an unrelated package) does not refuse phase 6
+// when every self-test was found elsewhere; a self-test not found may sit
+// in that file, and the detail says so.
+func TestAnInventoryReadPastASyntaxErrorStillProvesWhatItFound(t *testing.T) {
+	unparsed := fmt.Errorf("%w: %w (1)\nparse broken/b_test.go: broken/b_test.go:9:3: expected '}'", gotest.ErrList, gotest.ErrUnparsed)
+	tests := []struct {
+		name   string
+		names  []string
+		ok     bool
+		detail string
+	}{
+		{"every self-test found", fullInventory, true, "some test files do not parse"},
+		{"one not found", renamedInventory, false, "does not parse (fix it): "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := layout(t, fixture{sets: []string{"good"}, stamp: true})
+			opts := baseOptions(dir)
+			opts.Inventory = func(context.Context) ([]string, error) { return tt.names, unparsed }
+			rep, _ := Verify(t.Context(), opts)
+			p := rep.Phases[5]
+			if p.OK != tt.ok || !strings.Contains(p.Detail, tt.detail) {
+				t.Errorf("phase 6 ok %v, detail %q; want ok %v and %q", p.OK, p.Detail, tt.ok, tt.detail)
+			}
+		})
 	}
 }

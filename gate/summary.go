@@ -42,12 +42,22 @@ func (r *Report) WriteSummary(w io.Writer, opts ...SummaryOption) error {
 	}
 	p := newPalette(on)
 	ew := &errWriter{w: w}
-
 	ew.printf("%s (%s) in %s\n", p.bold.Sprint("fault gate"), r.Mode, r.Dir)
 	if r.RunID != "" {
 		ew.printf("stamp run id: %s\n", r.RunID)
 	}
+	r.writeClasses(ew, p)
+	r.writeProblems(ew, p)
+	r.writePhases(ew, p)
+	if ew.err != nil {
+		return fmt.Errorf("write summary: %w", ew.err)
+	}
+	return nil
+}
 
+// writeClasses writes armed and fired per class, a recording class at
+// zero in red.
+func (r *Report) writeClasses(ew *errWriter, p palette) {
 	ew.printf("\n%s\n", p.bold.Sprint("armed / fired per class"))
 	classes := sortedKeys(r.ByClass)
 	width := 5
@@ -72,7 +82,12 @@ func (r *Report) WriteSummary(w io.Writer, opts ...SummaryOption) error {
 		}
 		ew.printf("%s%s\n", line, tag)
 	}
+}
 
+// writeProblems writes what refuses or weakens the run: unfired legs with
+// their replay commands, unreadable and stale files, classes with zero
+// fired, missing self-tests.
+func (r *Report) writeProblems(ew *errWriter, p palette) {
 	if len(r.Unfired) > 0 {
 		ew.printf("\n%s\n", p.bad.Sprintf("unfired legs (%d)", len(r.Unfired)))
 		for _, u := range r.Unfired {
@@ -100,18 +115,20 @@ func (r *Report) WriteSummary(w io.Writer, opts ...SummaryOption) error {
 		ew.printf("\n%s %s\n", p.warn.Sprint("classes_with_zero_fired (not recording classes, named not failed):"),
 			strings.Join(r.ClassesWithZeroFired, ", "))
 	}
-	if len(r.SelfTests) > 0 {
-		var missing []string
-		for _, s := range r.SelfTests {
-			if !s.Present {
-				missing = append(missing, s.Name)
-			}
-		}
-		if len(missing) > 0 {
-			ew.printf("\n%s %s\n", p.bad.Sprint("self-tests missing:"), strings.Join(missing, ", "))
+	var missing []string
+	for _, s := range r.SelfTests {
+		if !s.Present {
+			missing = append(missing, s.Name)
 		}
 	}
+	if len(missing) > 0 {
+		ew.printf("\n%s %s\n", p.bad.Sprint("self-tests missing:"), strings.Join(missing, ", "))
+	}
+}
 
+// writePhases writes one line per phase and the final CERTIFIED or
+// REFUSED line.
+func (r *Report) writePhases(ew *errWriter, p palette) {
 	ew.printf("\n%s\n", p.bold.Sprint("phases"))
 	for _, ph := range r.Phases {
 		verdict := p.good.Sprint("ok     ")
@@ -120,17 +137,12 @@ func (r *Report) WriteSummary(w io.Writer, opts ...SummaryOption) error {
 		}
 		ew.printf("  %d %-38s %s  %s\n", ph.Number, ph.Name, verdict, ph.Detail)
 	}
-
 	counts := fmt.Sprintf("%d records read, %d unreadable, %d armed, %d fired", r.RecordsRead, r.RecordsUnreadable, r.Armed, r.Fired)
 	if r.Certified {
 		ew.printf("\n%s  %s\n", p.goodBold.Sprint("CERTIFIED"), counts)
 	} else {
 		ew.printf("\n%s  %s\n", p.badBold.Sprint("REFUSED"), counts)
 	}
-	if ew.err != nil {
-		return fmt.Errorf("write summary: %w", ew.err)
-	}
-	return nil
 }
 
 // autoColor decides colour for w when the caller did not: only for a terminal, never when the

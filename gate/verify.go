@@ -18,6 +18,7 @@ import (
 
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/gotest"
 )
 
 // Errors that callers branch on with [errors.Is].
@@ -335,7 +336,6 @@ func scan(ctx context.Context, d *atomicfile.Dir, st stampState, opts Options) s
 	if d == nil {
 		return res
 	}
-
 	var surfaces map[string]struct{}
 	if opts.Surfaces != nil {
 		surfaces = make(map[string]struct{}, len(opts.Surfaces))
@@ -366,7 +366,19 @@ func scan(ctx context.Context, d *atomicfile.Dir, st stampState, opts Options) s
 			}
 		})
 	}
+	list(ctx, d, &res, jobs)
+	close(jobs)
+	wg.Wait()
+	for i := range tallies {
+		res.merge(&tallies[i])
+	}
+	return res
+}
 
+// list reads dir's entries in batches and sends the record files to jobs in batches; what is
+// not a record to read (a leftover temporary record, a link or other non-regular file) goes to
+// res as unreadable, and a listing error to res.dirErr.
+func list(ctx context.Context, d *atomicfile.Dir, res *scanResult, jobs chan<- []string) {
 	const batchSize = 256
 	for {
 		entries, err := d.ReadDir(1024)
@@ -396,22 +408,16 @@ func scan(ctx context.Context, d *atomicfile.Dir, st stampState, opts Options) s
 			jobs <- batch
 		}
 		if err == io.EOF {
-			break
+			return
 		}
 		if err != nil {
 			res.dirErr = err
-			break
+			return
 		}
 		if ctx.Err() != nil {
-			break
+			return
 		}
 	}
-	close(jobs)
-	wg.Wait()
-	for i := range tallies {
-		res.merge(&tallies[i])
-	}
-	return res
 }
 
 // reader reads record files for one worker, reusing its buffer and record value.
@@ -620,18 +626,25 @@ func phase5(rep *Report) Phase {
 func phase6(rep *Report, opts Options, inv inventoryResult) Phase {
 	p := Phase{Number: 6, Name: phaseSelfTests}
 	names := sortedUnique(opts.SelfTests)
-	switch {
-	case len(names) == 0:
+	if len(names) == 0 {
 		p.OK = true
 		p.Detail = "no self-tests configured"
 		return p
-	case opts.Inventory == nil:
-		p.Detail = "no test inventory to check the self-tests against"
-	case inv.err != nil:
-		msg := inv.err.Error()
+	}
+	// Names read past a test file that does not parse are declared: they
+	// prove their tests present; only an absence stays in doubt.
+	partial := errors.Is(inv.err, gotest.ErrUnparsed)
+	msg := ""
+	if inv.err != nil {
+		msg = inv.err.Error()
 		if len(msg) > maxDetailOutput {
 			msg = msg[:maxDetailOutput] + "…"
 		}
+	}
+	switch {
+	case opts.Inventory == nil:
+		p.Detail = "no test inventory to check the self-tests against"
+	case inv.err != nil && !partial:
 		p.Detail = "test inventory: " + msg
 	}
 	have := make(map[string]struct{}, len(inv.names))
@@ -641,7 +654,7 @@ func phase6(rep *Report, opts Options, inv inventoryResult) Phase {
 	var missing []string
 	for _, n := range names {
 		_, ok := have[n]
-		ok = ok && inv.err == nil && opts.Inventory != nil
+		ok = ok && (inv.err == nil || partial) && opts.Inventory != nil
 		rep.SelfTests = append(rep.SelfTests, SelfTest{Name: n, Present: ok})
 		if !ok {
 			missing = append(missing, n)
@@ -652,10 +665,16 @@ func phase6(rep *Report, opts Options, inv inventoryResult) Phase {
 	}
 	if len(missing) > 0 {
 		p.Detail = fmt.Sprintf("self-tests missing from the inventory of %d tests (deleted or renamed): %s", len(inv.names), strings.Join(missing, ", "))
+		if partial {
+			p.Detail += "; or declared in a test file that does not parse (fix it): " + msg
+		}
 		return p
 	}
 	p.OK = true
 	p.Detail = fmt.Sprintf("all %d self-tests present: %s", len(names), strings.Join(names, ", "))
+	if partial {
+		p.Detail += " (some test files do not parse; the battery reports their packages)"
+	}
 	return p
 }
 

@@ -14,7 +14,7 @@ import (
 // ("legz") would otherwise be ignored and the surface would silently lose
 // what the author meant to declare.
 var (
-	topKeys     = []string{"schema", "gate", "guard", "surface", "cluster"}
+	topKeys     = []string{"schema", "gate", "guard", "surface", "cluster", "mutants"}
 	gateKeys    = []string{"recording_classes", "self_tests"}
 	guardKeys   = []string{"canonical_databases"}
 	surfaceKeys = []string{"id", "class", "owner", "behavior", "oracle", "package", "legs", "tests", "budget", "levels"}
@@ -67,6 +67,7 @@ func (c *checker) registry(root *value) *Registry {
 	r.Surfaces = c.surfaces(root)
 	c.recordingClasses(r)
 	r.Cluster = c.cluster(root)
+	r.Mutants = c.mutants(root)
 	return r
 }
 

@@ -34,9 +34,19 @@
 //	package = "./examples/ledger"    # the Go package of the rig's test, as go test takes it
 //	test = "TestClusterRig"          # the top-level test that runs the rig
 //
+//	[mutants]                        # optional: mage mutants
+//	threshold = 90                   # lowest kill rate of covered mutants, percent, 0-100
+//	packages = ["./faultlayer/lease"]  # optional; default the surfaces' packages
+//
+//	[[mutants.accepted]]             # optional: an equivalent surviving mutant
+//	file = "gate/contract/battery.go"  # from the module root
+//	line = 42                        # line and/or mutation; column optional
+//	mutation = "CONDITIONALS_NEGATION"
+//	reason = "why no test can tell it from the original"
+//
 // The keys of DESIGN §4.6 are a contract; the others (guard, package,
-// budget, levels, cluster) are additions. Every other key, at any level, is
-// an error.
+// budget, levels, cluster, mutants) are additions. Every other key, at any
+// level, is an error.
 //
 // # Budgets
 //
@@ -74,6 +84,21 @@
 // the inventory. The test need not be a surface's: a module whose rig is
 // too slow for every battery keeps it out of [[surface]] and lets the test
 // skip outside the target (cluster.UnderTarget).
+//
+// # Mutants
+//
+// The [mutants] table configures `mage mutants` (internal/mutants). threshold
+// is a number from 0 to 100: the lowest kill rate, in percent, of covered
+// mutants ((killed + timed out) / (killed + survived + timed out)) over all
+// the packages mutated; without it mutants only reports. packages are patterns from the
+// module root ("." or "./dir", optionally "/..."); without them mutants
+// takes the distinct package keys of the surfaces. Each [[mutants.accepted]]
+// names surviving mutants that no test can tell from the original code: a
+// file (a non-test .go file from the module root), a line, a mutation type
+// (MutationTypes) or both, optionally a column, and a reason (required, no
+// placeholder). An accepted survivor is listed with its reason and left out
+// of the rate; an entry that matches no survivor of a mutated package is
+// reported as stale.
 //
 // # Errors
 //

@@ -23,6 +23,8 @@ type Registry struct {
 	Surfaces []Surface // in file order
 	// Cluster is the [cluster] table, nil when the file has none.
 	Cluster *Cluster
+	// Mutants is the optional [mutants] table (`mage mutants`).
+	Mutants Mutants
 }
 
 // Gate is the [gate] table: what program-gate insists on beyond "every

@@ -1,12 +1,12 @@
 package history
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"html"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/atomicfile"
 )
 
 // Verdict is the outcome of a linearizability check.
@@ -367,50 +370,32 @@ func faultAnnotations(faults []FaultWindow, ops []Op) []porcupine.Annotation {
 	return out
 }
 
-// fileName makes name safe as a file name and adds the extension.
-func fileName(name, model string) string {
+// FileStem is the file name, without extension, under which the history of
+// the check called name (the model's name when empty) is saved: the one
+// sanitizer's (faultrecord.SafeName), with dots trimmed so that an
+// extension joins cleanly (it never starts with one, so the stem is never
+// empty).
+func FileStem(name, model string) string {
 	if name == "" {
 		name = model
 	}
-	safe := strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			return r
-		}
-		return '_'
-	}, name)
-	safe = strings.Trim(safe, ".")
-	if safe == "" {
-		safe = "history"
-	}
-	return safe + ".html"
+	return strings.TrimRight(faultrecord.SafeName(name), ".")
 }
 
-// writeVisualization writes porcupine's HTML into dir/name through a temporary file and a
-// rename, so a reader never sees half a file.
+// fileName is the visualization's file name.
+func fileName(name, model string) string { return FileStem(name, model) + ".html" }
+
+// writeVisualization writes porcupine's HTML into dir/name atomically (the
+// one atomic writer, internal/atomicfile), so a reader never sees half a
+// file.
 func writeVisualization(pm porcupine.Model, info porcupine.LinearizationInfo, dir, name string) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("write visualization: %w", err)
-	}
-	f, err := os.CreateTemp(dir, "."+name+".*.tmp")
-	if err != nil {
-		return "", fmt.Errorf("write visualization: %w", err)
-	}
-	tmp := f.Name()
-	werr := porcupine.Visualize(pm, info, f)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp, 0o644)
-	}
+	var b bytes.Buffer
 	path := filepath.Join(dir, name)
-	if werr == nil {
-		werr = os.Rename(tmp, path)
+	if err := porcupine.Visualize(pm, info, &b); err != nil {
+		return "", fmt.Errorf("write visualization %s: %w", path, err)
 	}
-	if werr != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("write visualization %s: %w", path, werr)
+	if err := atomicfile.Write(path, b.Bytes()); err != nil {
+		return "", fmt.Errorf("write visualization: %w", err)
 	}
 	return path, nil
 }

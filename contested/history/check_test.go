@@ -244,8 +244,8 @@ func TestFileName(t *testing.T) {
 	tests := []struct{ name, model, want string }{
 		{"TestStoreContract/reset", "accounts", "TestStoreContract_reset.html"},
 		{"", "lease", "lease.html"},
-		{"../..", "lease", "_.html"},
-		{"..", "lease", "history.html"},
+		{"../..", "lease", "_._.html"},
+		{"..", "lease", "_.html"},
 		{"a b:c", "x", "a_b_c.html"},
 	}
 	for _, tt := range tests {

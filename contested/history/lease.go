@@ -221,48 +221,57 @@ func (s *leaseState) with(slot int, p portState) *leaseState {
 // step moves one table on one op; see family.step.
 func (l *Lease) step(ctx context.Context, s *leaseState, input, output any, emit func(*leaseState)) {
 	in, out := input.(leaseIn), output.(leaseOut)
-	if out.res == resFailed {
+	switch {
+	case out.res == resFailed:
 		emit(s) // a definite failure changed nothing
-		return
+	case in.kind == leaseAcquire:
+		l.stepAcquire(ctx, s, in, out, emit)
+	default:
+		l.stepHeld(s, in, out, emit)
 	}
-	if in.kind == leaseAcquire {
-		switch out.res {
-		case resNoneFree:
-			for _, p := range s.ports {
-				if p.holder == "" {
-					return // a port was free
-				}
-			}
-			emit(s)
-		case resUnknown:
-			// Not (yet) applied, or it took any one port: a free one, or a held one whose
-			// lease expired, under some epoch above the last.
-			emit(s)
-			for slot, p := range s.ports {
-				if slot%256 == 255 && ctx.Err() != nil {
-					return
-				}
-				emit(s.with(slot, portState{holder: in.holder, epoch: p.epoch + 1, floor: true}))
-			}
-		case resOK:
-			slot, ok := l.index[out.port]
-			if !ok {
-				return // handed out a port that is not in the table
-			}
-			p := s.ports[slot]
-			switch {
-			case out.epoch <= p.epoch:
-				return // the fence went backwards or repeated
-			case out.reclaimed && p.holder == "":
-				return // "took over an expired lease" of a port nobody held
-			case !out.reclaimed && p.holder != "" && !l.unflagged:
-				return // two holders at once
-			}
-			emit(s.with(slot, portState{holder: in.holder, epoch: out.epoch}))
-		}
-		return
-	}
+}
 
+// stepAcquire moves one table on an acquire.
+func (l *Lease) stepAcquire(ctx context.Context, s *leaseState, in leaseIn, out leaseOut, emit func(*leaseState)) {
+	switch out.res {
+	case resNoneFree:
+		for _, p := range s.ports {
+			if p.holder == "" {
+				return // a port was free
+			}
+		}
+		emit(s)
+	case resUnknown:
+		// Not (yet) applied, or it took any one port: a free one, or a held one whose
+		// lease expired, under some epoch above the last.
+		emit(s)
+		for slot, p := range s.ports {
+			if slot%256 == 255 && ctx.Err() != nil {
+				return
+			}
+			emit(s.with(slot, portState{holder: in.holder, epoch: p.epoch + 1, floor: true}))
+		}
+	case resOK:
+		slot, ok := l.index[out.port]
+		if !ok {
+			return // handed out a port that is not in the table
+		}
+		p := s.ports[slot]
+		switch {
+		case out.epoch <= p.epoch:
+			return // the fence went backwards or repeated
+		case out.reclaimed && p.holder == "":
+			return // "took over an expired lease" of a port nobody held
+		case !out.reclaimed && p.holder != "" && !l.unflagged:
+			return // two holders at once
+		}
+		emit(s.with(slot, portState{holder: in.holder, epoch: out.epoch}))
+	}
+}
+
+// stepHeld moves one table on an op on a held lease: renew, release or
+// reclaim.
+func (l *Lease) stepHeld(s *leaseState, in leaseIn, out leaseOut, emit func(*leaseState)) {
 	slot, ok := l.index[in.port]
 	if !ok {
 		// Nobody can hold a port outside the table: fenced is the only right answer.

@@ -204,9 +204,6 @@ func judge(t *testing.T, dsn string, rec *history.Recorder, derive func([]histor
 		checkFinalState(ops, rows),
 	} {
 		err := v.Err()
-		if errors.Is(err, oracle.ErrInconclusive) {
-			err = fmt.Errorf("%w: %w", contested.ErrInconclusive, err)
-		}
 		for _, l := range legs {
 			l.Oracle(v.Oracle, v.Produced, v.Checked, err)
 		}

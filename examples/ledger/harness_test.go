@@ -3,7 +3,6 @@ package ledger_test
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -276,9 +275,6 @@ func b2i(b bool) int {
 func report(t *testing.T, v oracle.Verdict, legs ...*contested.Leg) {
 	t.Helper()
 	err := v.Err()
-	if errors.Is(err, oracle.ErrInconclusive) {
-		err = fmt.Errorf("%w: %w", contested.ErrInconclusive, err)
-	}
 	for _, l := range legs {
 		l.Oracle(v.Oracle, v.Produced, v.Checked, err)
 	}

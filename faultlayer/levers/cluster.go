@@ -93,16 +93,21 @@ func (f *killFault) Heal(ctx context.Context) error {
 
 // Victim: the kill landed mid-stream when a victim was working (it
 // acknowledged items in the second before) while work was still to come,
-// and a restarted victim took work again.
+// and a restarted victim took work again. Before Heal no victim was
+// restarted, so none resumed.
 func (f *killFault) Victim(ctx context.Context) (bool, string) {
 	names := f.c.Names()
 	busy, resumed := false, false
 	var parts []string
 	for _, i := range f.victims {
-		after := f.c.Acked(ctx, i, f.healing, time.Time{})
-		parts = append(parts, fmt.Sprintf("%s acknowledged %d items in the second before the kill and %d after its restart", names[i], f.busy[i], after))
+		after := "it was never restarted"
+		if !f.healing.IsZero() {
+			n := f.c.Acked(ctx, i, f.healing, time.Time{})
+			after = fmt.Sprintf("%d after its restart", n)
+			resumed = resumed || n > 0
+		}
+		parts = append(parts, fmt.Sprintf("%s acknowledged %d items in the second before the kill and %s", names[i], f.busy[i], after))
 		busy = busy || f.busy[i] > 0
-		resumed = resumed || after > 0
 	}
 	what := fmt.Sprintf("killed with %d items still to come; %s", f.pending, strings.Join(parts, "; "))
 	return busy && resumed && f.pending > 0, what

@@ -82,4 +82,13 @@ func TestCrashAndResume(t *testing.T) {
 			t.Errorf("victim: %q", victim)
 		}
 	})
+	t.Run("a replica judged before its restart did not resume", func(t *testing.T) {
+		c := newTestCluster(t, 2)
+		f := arm(t, CrashAndResume, Target{Cluster: c, Replica: 0, Pending: 50})
+		time.Sleep(300 * time.Millisecond)
+		landed, victim := f.(Judged).Victim(ctx)
+		if landed || !strings.HasSuffix(victim, "it was never restarted") {
+			t.Fatalf("Victim before Heal = %v, %q; want not landed: never restarted", landed, victim)
+		}
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/contested/contested/contested"
+	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/registry"
 )
@@ -61,93 +62,114 @@ func judgeLeg(s registry.Surface, lever string, level int, ev Evidence) LegResul
 	}
 	attempted := false
 	for _, run := range ev.Runs {
-		vr := verdict.Run{Seed: run.Seed}
-		tests := legTests(run, lever)
-		vr.Attempted = len(tests) > 0
-		attempted = attempted || vr.Attempted
-		oracleOf := map[string]bool{} // test → its oracles were taken
-		var digests []string
-		for _, r := range run.Records {
-			if r.Leg != lever {
-				continue
-			}
-			if r.Schedule != nil && r.Schedule.Digest != "" && !slices.Contains(digests, r.Schedule.Digest) {
-				digests = append(digests, r.Schedule.Digest)
-			}
-			if vr.Seed == 0 {
-				vr.Seed = r.Seed
-			}
-			vr.Armed++
-			if r.Fired {
-				vr.Fired++
-			}
-			if !oracleOf[r.Test] {
-				// Every record of one test's leg carries the same oracles.
-				oracleOf[r.Test] = true
-				vr.Oracles = append(vr.Oracles, r.Oracles...)
-				if len(r.Oracles) == 0 {
-					vr.Unchecked = append(vr.Unchecked, r.Test)
-				}
-			}
-			if lr.Injector == "" || !r.Fired {
-				lr.Injector, lr.Victim = r.Evidence.Injector, r.Evidence.Victim
-			}
-		}
-		slices.Sort(digests)
-		vr.Schedule = strings.Join(digests, "+")
-		if len(vr.Unchecked) == len(oracleOf) {
-			vr.Unchecked = nil // no test reported an oracle: the plain PARTIAL-surface
-		}
-		sort.Strings(vr.Unchecked)
-		for _, t := range sortedKeys(tests) {
-			if !slices.Contains(lr.Tests, t) {
-				lr.Tests = append(lr.Tests, t)
-			}
-			text, failed := ownFailure(run, lever, t)
-			if !failed {
-				continue
-			}
-			vr.Failed = true
-			if vr.FailureText == "" {
-				vr.FailureText = text
-			}
-			vr.Reproduced = run.Rerun
-			if again, ok := run.RerunTests[t]; ok {
-				vr.Reproduced = &again
-			}
-			if lr.Replay == "" {
-				lr.Replay = replay(run, lever, t, dir, level)
-				lr.FailedRun = seedOf(run, lever, t)
-			}
-		}
-		if vr.Fired < vr.Armed && lr.Replay == "" {
-			for _, t := range sortedKeys(tests) {
-				lr.Replay = replay(run, lever, t, dir, level)
-				lr.FailedRun = seedOf(run, lever, t)
-				break
-			}
-		}
-		lr.Armed += vr.Armed
-		lr.Fired += vr.Fired
-		lr.Oracles = append(lr.Oracles, vr.Oracles...)
-		lr.Runs = append(lr.Runs, vr)
+		attempted = lr.addRun(run, lever, dir, level) || attempted
 	}
 	sort.Strings(lr.Tests)
 	lr.Thin = lr.Fired < verdict.CoverageFloor
 	lr.Schedules = distinctSchedules(lr.Runs)
-	levels := joinLevels(s.LegLevels(lever))
-	if !s.RunsAt(lever, level) {
+	lr.decide(s, level, ev, attempted)
+	return lr
+}
+
+// addRun adds the leg's evidence from one run: its records (armed, fired,
+// oracles), its own failures and, for the first failure or unfired fault,
+// the replay (at level). It reports whether the run attempted the leg.
+func (lr *LegResult) addRun(run SeedRun, lever, dir string, level int) bool {
+	vr := verdict.Run{Seed: run.Seed}
+	tests := legTests(run, lever)
+	vr.Attempted = len(tests) > 0
+	lr.addRecords(&vr, run.Records)
+	for _, t := range sortedKeys(tests) {
+		if !slices.Contains(lr.Tests, t) {
+			lr.Tests = append(lr.Tests, t)
+		}
+		text, failed := ownFailure(run, lever, t)
+		if !failed {
+			continue
+		}
+		vr.Failed = true
+		if vr.FailureText == "" {
+			vr.FailureText = text
+		}
+		vr.Reproduced = run.Rerun
+		if again, ok := run.RerunTests[t]; ok {
+			vr.Reproduced = &again
+		}
+		if lr.Replay == "" {
+			lr.Replay = replay(run, lever, t, dir, level)
+			lr.FailedRun = seedOf(run, lever, t)
+		}
+	}
+	if vr.Fired < vr.Armed && lr.Replay == "" {
+		for _, t := range sortedKeys(tests) {
+			lr.Replay = replay(run, lever, t, dir, level)
+			lr.FailedRun = seedOf(run, lever, t)
+			break
+		}
+	}
+	lr.Armed += vr.Armed
+	lr.Fired += vr.Fired
+	lr.Oracles = append(lr.Oracles, vr.Oracles...)
+	lr.Runs = append(lr.Runs, vr)
+	return vr.Attempted
+}
+
+// addRecords counts the leg's records of one run into vr (armed, fired,
+// each test's oracles, the tests that reported none, the schedules they
+// ran by) and keeps the evidence of an unfired fault, or else the first,
+// for lr.
+func (lr *LegResult) addRecords(vr *verdict.Run, records []faultrecord.Record) {
+	oracleOf := map[string]bool{} // test → its oracles were taken
+	var digests []string
+	for _, r := range records {
+		if r.Leg != lr.Lever {
+			continue
+		}
+		if r.Schedule != nil && r.Schedule.Digest != "" && !slices.Contains(digests, r.Schedule.Digest) {
+			digests = append(digests, r.Schedule.Digest)
+		}
+		if vr.Seed == 0 {
+			vr.Seed = r.Seed
+		}
+		vr.Armed++
+		if r.Fired {
+			vr.Fired++
+		}
+		if !oracleOf[r.Test] {
+			// Every record of one test's leg carries the same oracles.
+			oracleOf[r.Test] = true
+			vr.Oracles = append(vr.Oracles, r.Oracles...)
+			if len(r.Oracles) == 0 {
+				vr.Unchecked = append(vr.Unchecked, r.Test)
+			}
+		}
+		if lr.Injector == "" || !r.Fired {
+			lr.Injector, lr.Victim = r.Evidence.Injector, r.Evidence.Victim
+		}
+	}
+	slices.Sort(digests)
+	vr.Schedule = strings.Join(digests, "+")
+	if len(vr.Unchecked) == len(oracleOf) {
+		vr.Unchecked = nil // no test reported an oracle: the plain PARTIAL-surface
+	}
+	sort.Strings(vr.Unchecked)
+}
+
+// decide gives the leg its verdict and reason from its runs, at level.
+func (lr *LegResult) decide(s registry.Surface, level int, ev Evidence, attempted bool) {
+	levels := joinLevels(s.LegLevels(lr.Lever))
+	if !s.RunsAt(lr.Lever, level) {
 		if !attempted {
 			lr.Verdict = verdict.NotAtLevel
 			lr.Reason = fmt.Sprintf("runs only at levels %s (this run: level %d)", levels, level)
 			lr.Runs, lr.Thin = nil, false
-			return lr
+			return
 		}
 		// The test ran it anyway: its evidence is judged, and the mismatch
 		// is said, since the registry and the test disagree.
 		lr.Verdict, lr.Reason = verdict.Assign(lr.Runs, s.Budget.Hardening.Seeds)
 		lr.Reason += fmt.Sprintf("; the registry runs it only at levels %s, yet it ran at level %d: make the test skip it here, or add level %d to its levels", levels, level, level)
-		return lr
+		return
 	}
 	if ev.EnvMissing != "" {
 		lr.Runs = []verdict.Run{{EnvMissing: ev.EnvMissing}}
@@ -155,11 +177,10 @@ func judgeLeg(s registry.Surface, lever string, level int, ev Evidence) LegResul
 	lr.Verdict, lr.Reason = verdict.Assign(lr.Runs, s.Budget.Hardening.Seeds)
 	if lr.Verdict == verdict.NotRun {
 		lr.Reason = fmt.Sprintf("declared at level %d, but no run of it was attempted", level)
-		if skipped := skippedTests(ev.Runs, lever); len(skipped) > 0 {
+		if skipped := skippedTests(ev.Runs, lr.Lever); len(skipped) > 0 {
 			lr.Reason += fmt.Sprintf(": its test %s was skipped (make it run at level %d, or restrict the leg with levels in the registry)", strings.Join(skipped, ", "), level)
 		}
 	}
-	return lr
 }
 
 // distinctSchedules counts the schedules the attempted runs ran: one per

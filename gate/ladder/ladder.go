@@ -43,6 +43,16 @@ const (
 // ErrUnknownTest: the test id names no test of the module.
 var ErrUnknownTest = errors.New("unknown test")
 
+// ErrCannotList: the module's tests could not be listed at all (go list
+// failed: a go.mod it cannot read, a module it cannot find), so step 1
+// cannot name the test. The ladder cannot run; the error says what go said.
+var ErrCannotList = errors.New("cannot list the module's tests")
+
+// NoFailure is the verdict of a test that did not fail: not in the battery
+// it was reported from (Options.Seen), nor in any rerun. There is nothing
+// to arbitrate: no owner, no action to take, no issue.
+const NoFailure = "NO FAILURE"
+
 // ErrNotContractTest: the test exists but no surface in the registry lists
 // it. It is a test of the project's machinery or an ordinary unit test:
 // there is no surface, leg or owning team to arbitrate between, so the
@@ -61,10 +71,17 @@ type Surface struct {
 
 // Reruns is the flake classification of the failing test itself.
 type Reruns struct {
-	Runs     int    `json:"runs"`
-	Failures int    `json:"failures"`
-	Class    string `json:"class"` // consistent, flaky, passes, not rerun
+	Runs     int `json:"runs"`
+	Failures int `json:"failures"`
+	// NotRun counts the failed runs in which the test never ran: its
+	// package failed first (does not build, TestMain exited).
+	NotRun int    `json:"not_run,omitempty"`
+	Class  string `json:"class"` // consistent, flaky, passes, not rerun, package fails
 }
+
+// PackageFails is the rerun class of a test whose package failed before
+// the test ran, in every rerun.
+const PackageFails = "package fails"
 
 // Outcome is where the ladder ended.
 type Outcome struct {
@@ -81,8 +98,13 @@ type Outcome struct {
 	Action    string               `json:"action"`
 	Evidence  []string             `json:"evidence,omitempty"`
 	Contended []string             `json:"contended,omitempty"` // for capacity
-	Took      time.Duration        `json:"took_ns"`
+	// PackageFailure is what kept the test from running in its reruns.
+	PackageFailure *Plain        `json:"package_failure,omitempty"`
+	Took           time.Duration `json:"took_ns"`
 }
+
+// NoFailure reports whether the ladder found no failure to arbitrate.
+func (o *Outcome) NoFailure() bool { return o.Verdict == NoFailure }
 
 // Options configures Walk.
 type Options struct {
@@ -99,7 +121,12 @@ type Options struct {
 	Reruns int
 	// Contracts caches contract results by surface across walks.
 	Contracts map[string]*contract.Result
-	Out       io.Writer
+	// Seen is the battery the failure was reported from: validate's own,
+	// or for arbitrate the last validate run's; nil when there is none. A
+	// test that did not fail there and passes every rerun has no failure
+	// to arbitrate (NoFailure).
+	Seen *battery.Result
+	Out  io.Writer
 }
 
 // Walk walks the ladder for one test id: "TestX", "TestX/sub", or a
@@ -136,11 +163,20 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 
 	// Step 3: the failing test again (flake classification), then the
 	// surface's contract in isolation over its seed budget.
-	if pkg == "" {
-		pkg = s.Package
+	runPkg := pkg
+	if runPkg == "" {
+		runPkg = s.Package
 	}
-	o.Reruns = rerun(ctx, name, pkg, opts)
+	o.Reruns, o.PackageFailure = rerun(ctx, name, runPkg, opts)
 	fmt.Fprintf(opts.Out, "ladder: %s reran %d times: %d failed (%s)\n", name, o.Reruns.Runs, o.Reruns.Failures, o.Reruns.Class)
+	if o.Reruns.Class == PackageFails {
+		packageDoesNotRun(o, s)
+		return o, nil
+	}
+	if o.Reruns.Class == "passes" && !failedIn(opts.Seen, opts, pkg, name) {
+		noFailure(o, opts.Seen)
+		return o, nil
+	}
 	res, ok := opts.Contracts[s.ID]
 	if !ok {
 		seeds, err := contract.Seeds(s.Budget.Hardening.Seeds, s.LegsAt(max(opts.Env.Level, 1)), max(opts.Env.Level, 1))
@@ -159,6 +195,56 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 	o.Step, o.Contract, o.Legs = 3, res.Contract, res.Legs
 	decide(o, s, res, opts)
 	return o, nil
+}
+
+// packageDoesNotRun ends the ladder for a test whose package failed before
+// the test ran in every rerun: the test author (the package's TestMain, its
+// build) owns it, and neither the test nor the contract can be judged
+// until the package runs its tests.
+func packageDoesNotRun(o *Outcome, s registry.Surface) {
+	pf := o.PackageFailure
+	o.Step, o.Owner, o.Verdict = 3, TestAuthor, "package "+pf.What
+	o.Action = fmt.Sprintf("%s: %s; the test never ran, so neither it nor %s's contract can be judged until its package runs its tests", pf.Package, pf.Action, s.ID)
+	o.Evidence = append(o.Evidence, pf.FirstLine)
+}
+
+// failedIn reports whether the test failed in the battery b: the test or
+// one of its subtests failed, or the package it lives in failed outside
+// any test. A nil battery shows no failure.
+func failedIn(b *battery.Result, opts Options, pkg, name string) bool {
+	if b == nil {
+		return false
+	}
+	module, _ := contract.ModulePath(opts.Env.ModuleRoot)
+	inPackage := func(p string) bool {
+		if pkg != "" {
+			return p == pkg
+		}
+		_, ok := contract.SurfaceOf(opts.Registry, module, p, name)
+		return ok
+	}
+	for _, t := range b.Failed() {
+		if (t.Name == name || strings.HasPrefix(t.Name, name+"/")) && inPackage(t.Package) {
+			return true
+		}
+	}
+	for _, p := range b.FailedPackages() {
+		if inPackage(p.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// noFailure ends the ladder for a test that did not fail: there is no
+// owner and nothing to fix.
+func noFailure(o *Outcome, seen *battery.Result) {
+	o.Step, o.Owner, o.Verdict = 3, "", NoFailure
+	where := "there is no validate run to compare with (no validate.json in the results directory)"
+	if seen != nil {
+		where = "it did not fail in the last validate run either"
+	}
+	o.Action = fmt.Sprintf("nothing to arbitrate: %s passed all %d reruns and %s; if it failed somewhere else (a CI job), arbitrate it there, with that run's results, or run go tool mage validate and arbitrate what fails", o.Test, o.Reruns.Runs, where)
 }
 
 // decide reads the contract verdict into an owner and an action.
@@ -229,11 +315,15 @@ func layerProblem(opts Options) string {
 }
 
 // rerun runs the failing test alone, opts.Reruns times, each with a
-// private results directory so its records never mix with a battery's.
-func rerun(ctx context.Context, name, pkg string, opts Options) Reruns {
+// private results directory so its records never mix with a battery's. A
+// run in which the test never ran because its package failed first counts
+// as failed and NotRun, and the package's failure is returned.
+func rerun(ctx context.Context, name, pkg string, opts Options) (Reruns, *Plain) {
 	if pkg == "" {
 		pkg = "./..."
 	}
+	top, _, _ := strings.Cut(name, "/")
+	var pf *Plain
 	r := Reruns{Class: "not rerun"}
 	for i := range opts.Reruns {
 		rel := filepath.Join("ladder", "reruns", FileName(name), fmt.Sprintf("run-%d", i+1))
@@ -253,9 +343,16 @@ func rerun(ctx context.Context, name, pkg string, opts Options) Reruns {
 		if !res.OK() {
 			r.Failures++
 		}
+		if failed := res.FailedPackages(); len(failed) > 0 && !ran(res, top) {
+			r.NotRun++
+			p := PackageFailure(failed[0].Name, failed[0].Output, 0)
+			pf = &p
+		}
 	}
 	switch {
 	case r.Runs == 0:
+	case r.NotRun == r.Runs:
+		r.Class = PackageFails
 	case r.Failures == r.Runs:
 		r.Class = "consistent"
 	case r.Failures == 0:
@@ -263,7 +360,17 @@ func rerun(ctx context.Context, name, pkg string, opts Options) Reruns {
 	default:
 		r.Class = "flaky"
 	}
-	return r
+	return r, pf
+}
+
+// ran reports whether the top-level test ran to an end in res.
+func ran(res *battery.Result, top string) bool {
+	for _, t := range res.Tests {
+		if t.Name == top {
+			return true
+		}
+	}
+	return false
 }
 
 // Locate is the ladder's first step: it maps a test id to the surface that
@@ -277,10 +384,14 @@ func Locate(ctx context.Context, testID string, opts Options) (registry.Surface,
 		listPkg = "./..."
 	}
 	names, err := gotest.List(ctx, opts.Env.ModuleRoot, listPkg)
-	if err != nil {
-		return registry.Surface{}, fmt.Errorf("list the tests of %s: %w", listPkg, err)
-	}
-	if !slices.Contains(names, top) {
+	switch {
+	case errors.Is(err, gotest.ErrPattern):
+		return registry.Surface{}, fmt.Errorf("%w: %s is not a package of the module (%v); give a test name as the battery reports it", ErrUnknownTest, listPkg, err)
+	case err != nil && !errors.Is(err, gotest.ErrUnparsed):
+		return registry.Surface{}, fmt.Errorf("%w: list the tests of %s: %w", ErrCannotList, listPkg, err)
+	case !slices.Contains(names, top) && err != nil:
+		return registry.Surface{}, fmt.Errorf("%w: %s is not declared in a test file of %s that parses, and some do not, so it may be in one of them: fix the syntax error and arbitrate again: %v", ErrUnknownTest, top, listPkg, err)
+	case !slices.Contains(names, top):
 		return registry.Surface{}, fmt.Errorf("%w: %s is not a test of %s (no _test.go file there declares it); give a test name as the battery reports it", ErrUnknownTest, top, listPkg)
 	}
 	module, _ := contract.ModulePath(opts.Env.ModuleRoot)

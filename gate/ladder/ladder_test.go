@@ -15,6 +15,7 @@ import (
 	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/gate/verdict"
+	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/capacity"
 	"github.com/contested/contested/registry"
 )
@@ -95,6 +96,8 @@ func TestAGreenContractInASaturatedRunIsCapacityWithEvidence(t *testing.T) {
 	rep := capacity.Analyze(samples)
 	opts.Capacity = &rep
 	opts.Contracts = map[string]*contract.Result{"adopter.stock": {Surface: "adopter.stock", Contract: verdict.Green}}
+	// It failed in that run (and passes its reruns).
+	opts.Seen = &battery.Result{Tests: []battery.Test{{Package: "example.com/adopter", Name: "TestStockReport", Action: "fail"}}}
 	o, err := Walk(context.Background(), "TestStockReport", opts)
 	if err != nil {
 		t.Fatal(err)
@@ -168,6 +171,76 @@ func TestNewPlain(t *testing.T) {
 				t.Errorf("NewPlain = %+v; want first line %q and an action with %q", p, tt.first, tt.action)
 			}
 		})
+	}
+}
+
+// TestPackageFailureSaysWhatHappened reads go test's own output for each
+// way a package fails outside any test into what happened, the line that
+// says so and what to do.
+func TestPackageFailureSaysWhatHappened(t *testing.T) {
+	const pkg = "example.com/m/p"
+	tests := []struct {
+		name, output string
+		ran          int
+		what, first  string
+		action       string
+	}{
+		{"a compile error", "# example.com/m/p [example.com/m/p.test]\np/p_test.go:6:17: cannot use Half(4) (value of type int) as string value\nFAIL\texample.com/m/p [build failed]\n", 0,
+			NotBuilt, "p/p_test.go:6:17: cannot use Half(4) (value of type int) as string value", "fix the compile error (go vet example.com/m/p"},
+		{"a syntax error", "# example.com/m/p\np/s_test.go:9:3: expected '}', found 'EOF'\nFAIL\texample.com/m/p [setup failed]\n", 0,
+			NotLoaded, "p/s_test.go:9:3: expected '}', found 'EOF'", "a syntax error, an import cycle"},
+		{"a TestMain that exits before m.Run", "setup: pull image postgres:16: 403 Forbidden\nFAIL\texample.com/m/p\t0.005s\n", 0,
+			ExitedEarly, "setup: pull image postgres:16: 403 Forbidden", "go test example.com/m/p -count=1 -v"},
+		{"a TestMain that panics", "panic: set-up: no database\n\ngoroutine 1 [running]:\nexample.com/m/p.TestMain(...)\n\t/src/p/p_test.go:5\nFAIL\texample.com/m/p\t0.011s\n", 0,
+			PanickedEarly, "panic: set-up: no database", "fix the panic"},
+		{"a TestMain that fails after its tests", "tear-down: drop schema: connection refused\nFAIL\texample.com/m/p\t0.2s\n", 3,
+			ExitedAfter, "tear-down: drop schema: connection refused", "after m.Run"},
+		{"a lost test binary", "the package started and never finished", 0, NeverFinished, "the package started and never finished", "where it stops"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := PackageFailure(pkg, tt.output, tt.ran)
+			if p.What != tt.what || p.FirstLine != tt.first || !strings.Contains(p.Action, tt.action) || p.Owner != PlainOwner || p.Package != pkg || p.Test != "" {
+				t.Errorf("PackageFailure = %+v; want what %q, first line %q, an action with %q", p, tt.what, tt.first, tt.action)
+			}
+		})
+	}
+}
+
+// TestPlainSaysWhatEndedATest: a test that go test's -timeout or a panic
+// outside it ended is described by that, with an action that says how to
+// find where it waits (and, for a timeout, how to raise it), never as a
+// package that failed outside any test.
+func TestPlainSaysWhatEndedATest(t *testing.T) {
+	const pkg = "example.com/m/e2e"
+	timedOut := battery.Test{Package: pkg, Name: "TestValidate/a_defect", Action: "fail", Timeout: "10m0s",
+		Cause:  "timed out: still running when go test's -timeout of 10m0s ended the test binary",
+		Output: "=== RUN   TestValidate/a_defect\n    e2e_test.go:80: running validate\npanic: test timed out after 10m0s\n\trunning tests:\n"}
+	panicked := battery.Test{Package: pkg, Name: "TestBoom", Action: "fail", Cause: "the test binary exited while it ran: a panic outside the test's goroutine, os.Exit or a crash",
+		Output: "=== RUN   TestBoom\npanic: the worker gave up\n\ngoroutine 7 [running]:\n"}
+	inMain := battery.Package{Name: pkg, Action: "fail", Timeout: "30m0s", Output: "panic: test timed out after 30m0s\n"}
+	tests := []struct {
+		name          string
+		plain         Plain
+		first, action string
+	}{
+		{"a test the timeout ended", PlainTest(timedOut), timedOut.Cause,
+			"go test's -timeout (10m0s) ended its test binary: run it alone with go test example.com/m/e2e -run '^TestValidate$/^a_defect$' -count=1 -v to see where it waits, then make it faster, or raise the battery's timeout (CONTESTED_TEST_TIMEOUT, go test's -timeout; default 30m"},
+		{"a test a panic ended", PlainTest(panicked), "panic: the worker gave up", "a panic outside the test's goroutine"},
+		{"a test that failed", PlainTest(battery.Test{Package: pkg, Name: "TestX", Output: "    x_test.go:3: no\n"}), "x_test.go:3: no", "not a contract test"},
+		{"a package the timeout ended outside any test", PlainPackage(inMain, 0), "timed out after 30m0s", "outside any test (TestMain or its teardown)"},
+		{"a package that does not build", PlainPackage(battery.Package{Name: pkg, Output: "# example.com/m/e2e\ne2e/x_test.go:3:2: undefined: x\nFAIL\texample.com/m/e2e [build failed]\n"}, 0), "e2e/x_test.go:3:2: undefined: x", "fix the compile error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.plain.FirstLine != tt.first || !strings.Contains(tt.plain.Action, tt.action) {
+				t.Errorf("got %+v; want first line %q and an action with %q", tt.plain, tt.first, tt.action)
+			}
+		})
+	}
+	reason := TimeoutReason(battery.Package{Name: pkg, Timeout: "10m0s", Running: []string{"TestValidate/a_defect", "TestOther"}})
+	if want := "package example.com/m/e2e timed out after 10m0s while running TestValidate/a_defect (and: TestOther): make the test faster or raise the battery's timeout (CONTESTED_TEST_TIMEOUT"; !strings.HasPrefix(reason, want) {
+		t.Errorf("TimeoutReason = %q, want it to start %q", reason, want)
 	}
 }
 

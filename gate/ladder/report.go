@@ -22,7 +22,11 @@ func (o *Outcome) Write(w io.Writer) {
 		fmt.Fprintf(w, "  step 2  fault-layer preflight %s\n", state)
 	}
 	if o.Step >= 3 {
-		fmt.Fprintf(w, "  step 3  the test alone: %d of %d reruns failed (%s); the contract in isolation: %s\n", o.Reruns.Failures, o.Reruns.Runs, o.Reruns.Class, o.Contract)
+		contract := string(o.Contract)
+		if contract == "" {
+			contract = "not run"
+		}
+		fmt.Fprintf(w, "  step 3  the test alone: %d of %d reruns failed (%s); the contract in isolation: %s\n", o.Reruns.Failures, o.Reruns.Runs, o.Reruns.Class, contract)
 		for _, l := range o.Legs {
 			fmt.Fprintf(w, "          %-17s %s  %s\n", l.Lever, l.Verdict, l.Reason)
 		}
@@ -30,6 +34,9 @@ func (o *Outcome) Write(w io.Writer) {
 	owner := string(o.Owner)
 	if o.OwnerName != "" {
 		owner += " (" + o.OwnerName + ")"
+	}
+	if owner == "" {
+		owner = "none"
 	}
 	fmt.Fprintf(w, "  owner   %s\n  verdict %s\n  action  %s\n", owner, o.Verdict, o.Action)
 	for _, e := range o.Evidence {
@@ -107,6 +114,9 @@ func headline(o *Outcome) string {
 	}
 	if o.Surface == nil {
 		return "the test is not in the registry"
+	}
+	if o.Reruns.Class == PackageFails && o.PackageFailure != nil {
+		return "its package " + o.PackageFailure.What
 	}
 	return fmt.Sprintf("%s while the contract is %s", o.Verdict, o.Contract)
 }

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/interrupt"
 	"github.com/contested/contested/internal/secret"
 )
@@ -42,6 +43,13 @@ type Test struct {
 	Action  string        `json:"action"` // pass, fail, skip
 	Elapsed time.Duration `json:"elapsed_ns"`
 	Output  string        `json:"output,omitempty"` // kept for failures
+	// Cause is set for a test that never reported its end because its test
+	// binary did not let it: go test's -timeout, or a panic outside the
+	// test's goroutine (or os.Exit, or a crash) while it ran. Such a test
+	// is that failure's, and is reported failed.
+	Cause string `json:"cause,omitempty"`
+	// Timeout is go test's -timeout ("10m0s") when that is what ended it.
+	Timeout string `json:"timeout,omitempty"`
 }
 
 // ID is the test's package-qualified name.
@@ -53,6 +61,27 @@ type Package struct {
 	Action  string        `json:"action"` // pass, fail, skip
 	Elapsed time.Duration `json:"elapsed_ns"`
 	Output  string        `json:"output,omitempty"` // kept for failures (build errors, panics)
+	// Timeout is go test's -timeout, as it printed it ("10m0s"), when the
+	// package's test binary ran out of it; Running are the tests it was
+	// running then, most specific only, longest-running first.
+	Timeout string   `json:"timeout,omitempty"`
+	Running []string `json:"running,omitempty"`
+}
+
+// TimedOut says how a package go test's -timeout ended: "timed out after
+// 10m0s while running TestX/sub (and: TestY)"; empty when it did not.
+func (p Package) TimedOut() string {
+	if p.Timeout == "" {
+		return ""
+	}
+	s := "timed out after " + p.Timeout
+	if len(p.Running) > 0 {
+		s += " while running " + p.Running[0]
+	}
+	if len(p.Running) > 1 {
+		s += " (and: " + strings.Join(p.Running[1:], ", ") + ")"
+	}
+	return s
 }
 
 // Result is the outcome of one battery run.
@@ -77,8 +106,21 @@ func (r *Result) Failed() []Test {
 	return out
 }
 
+// TimedOut returns the packages whose test binary go test's -timeout
+// ended; their running tests are among Failed.
+func (r *Result) TimedOut() []Package {
+	var out []Package
+	for _, p := range r.Packages {
+		if p.Timeout != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // FailedPackages returns packages that failed without a failing test to
-// blame: build failures, panics outside a test, TestMain failures.
+// blame: build failures, panics outside any test, TestMain failures. A
+// panic or a timeout while a test ran is that test's failure (Test.Cause).
 func (r *Result) FailedPackages() []Package {
 	blamed := map[string]bool{}
 	for _, t := range r.Failed() {
@@ -111,6 +153,34 @@ type Options struct {
 	// Heartbeat is how often to say what is still running when nothing
 	// finished; default 30s.
 	Heartbeat time.Duration
+	// Timeout is go test's -timeout, which bounds each test binary; zero
+	// reads CONTESTED_TEST_TIMEOUT (TimeoutFromEnv), negative means none.
+	// A -timeout among Args comes later and wins.
+	Timeout time.Duration
+}
+
+// DefaultTimeout is the battery's go test -timeout when
+// CONTESTED_TEST_TIMEOUT (envvar.TestTimeout) is unset: generous for a
+// whole module, unlike go test's own 10m.
+const DefaultTimeout = 30 * time.Minute
+
+// ErrBadTimeout: CONTESTED_TEST_TIMEOUT is set to something that is not a
+// duration.
+var ErrBadTimeout = errors.New(envvar.TestTimeout + " is not a duration")
+
+// TimeoutFromEnv returns the battery's go test -timeout:
+// CONTESTED_TEST_TIMEOUT when set (0: none), else DefaultTimeout. Commands
+// check it before they start anything.
+func TimeoutFromEnv() (time.Duration, error) {
+	v := strings.TrimSpace(os.Getenv(envvar.TestTimeout))
+	if v == "" {
+		return DefaultTimeout, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%w: %q; set a duration such as 30m or 1h30m (0: no timeout)", ErrBadTimeout, v)
+	}
+	return d, nil
 }
 
 // StopAfter is how long a cancelled battery's process group has between
@@ -142,8 +212,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotRun, err)
 	}
-	args := append([]string{"test", "-json", "-count=1"}, opts.Args...)
-	args = append(args, opts.Patterns...)
+	args, err := goTestArgs(opts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotRun, err)
+	}
 	cmd := interrupt.Command(ctx, StopAfter, "go", args...)
 	cmd.Dir = opts.Dir
 	cmd.Env = env
@@ -203,6 +275,21 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	return res, nil
 }
 
+// goTestArgs is the battery's go test command line: -json, -count=1, the
+// timeout, the caller's flags (a -timeout among them wins), the patterns.
+func goTestArgs(opts Options) ([]string, error) {
+	timeout := opts.Timeout
+	if timeout == 0 {
+		var err error
+		if timeout, err = TimeoutFromEnv(); err != nil {
+			return nil, err
+		}
+	}
+	args := []string{"test", "-json", "-count=1", "-timeout=" + max(timeout, 0).String()}
+	args = append(args, opts.Args...)
+	return append(args, opts.Patterns...), nil
+}
+
 func countPackages(ctx context.Context, dir string, env []string, patterns []string) (int, error) {
 	cmd := exec.CommandContext(ctx, "go", append([]string{"list", "-e", "-f", "{{.ImportPath}}"}, patterns...)...)
 	cmd.Dir = dir
@@ -227,13 +314,31 @@ type follower struct {
 	pkgs     map[string]*Package
 	tests    map[string]*Test
 	output   map[string]*strings.Builder // per package or test, while running
+	open     map[string]*openTest        // tests started and not ended, by key
+	timeouts map[string]*timeoutPanic    // per package whose binary timed out
 	strays   strings.Builder
 	last     time.Time
 }
 
+// openTest is a test that started and has not reported its end.
+type openTest struct {
+	started time.Time
+	paused  bool // a parallel test waiting for its turn: not running
+}
+
+// timeoutPanic is what a test binary prints when go test's -timeout ends
+// it: "panic: test timed out after 10m0s", then "running tests:" and one
+// "\t\tName (duration)" line per running test.
+type timeoutPanic struct {
+	after   string
+	listing bool
+	running map[string]time.Duration
+}
+
 func newFollower(out io.Writer, total int) *follower {
 	return &follower{out: out, total: total, running: map[string]time.Time{}, pkgs: map[string]*Package{},
-		tests: map[string]*Test{}, output: map[string]*strings.Builder{}, last: time.Now()}
+		tests: map[string]*Test{}, output: map[string]*strings.Builder{}, open: map[string]*openTest{},
+		timeouts: map[string]*timeoutPanic{}, last: time.Now()}
 }
 
 func key(pkg, test string) string { return pkg + "\x00" + test }
@@ -258,9 +363,16 @@ func (f *follower) event(ev Event) {
 	case "start":
 		f.running[pkg] = ev.Time
 	case "build-output":
-		// ImportPath reads "pkg [pkg.test]"; the package's fail event follows.
-		f.buf(key(strings.Fields(pkg + " ")[0], "")).WriteString(ev.Output)
+		// The package's fail event follows.
+		f.buf(key(buildPackage(pkg), "")).WriteString(ev.Output)
+	case "run":
+		f.open[key(pkg, ev.Test)] = &openTest{started: ev.Time}
+	case "pause", "cont":
+		if o := f.open[key(pkg, ev.Test)]; o != nil {
+			o.paused = ev.Action == "pause"
+		}
 	case "output":
+		f.scanTimeout(pkg, ev.Output)
 		if b := f.buf(key(pkg, ev.Test)); b.Len() < 256<<10 {
 			b.WriteString(ev.Output)
 		}
@@ -283,12 +395,14 @@ func (f *follower) event(ev Event) {
 				fmt.Fprintf(f.out, "battery:   FAIL %s %s (%s)\n", short(pkg), ev.Test, el.Round(10*time.Millisecond))
 			}
 			delete(f.output, key(pkg, ev.Test))
+			delete(f.open, key(pkg, ev.Test))
 			f.tests[key(pkg, ev.Test)] = t
 			return
 		}
 		p := &Package{Name: pkg, Action: ev.Action, Elapsed: el}
 		if ev.Action == "fail" {
 			p.Output = f.buf(key(pkg, "")).String()
+			f.blameUnfinished(p, ev.Time)
 		}
 		delete(f.output, key(pkg, ""))
 		delete(f.running, pkg)
@@ -296,8 +410,124 @@ func (f *follower) event(ev Event) {
 		f.done++
 		f.last = time.Now()
 		word := map[string]string{"pass": "ok  ", "fail": "FAIL", "skip": "----"}[ev.Action]
-		fmt.Fprintf(f.out, "battery: [%*d/%d] %s %s (%s)\n", len(fmt.Sprint(f.total)), f.done, f.total, word, short(pkg), el.Round(100*time.Millisecond))
+		how := ""
+		if p.Timeout != "" {
+			how = ": " + p.TimedOut() + " (go test -timeout; " + envvar.TestTimeout + " sets it)"
+		}
+		fmt.Fprintf(f.out, "battery: [%*d/%d] %s %s (%s)%s\n", len(fmt.Sprint(f.total)), f.done, f.total, word, short(pkg), el.Round(100*time.Millisecond), how)
 	}
+}
+
+// buildPackage is the package a build event's ImportPath is about: "p [p.test]"
+// (p's test build), "p_test [p.test]" (its external tests) and "p.test" (its
+// test main, as a test file that does not parse reports it) are all p's.
+func buildPackage(importPath string) string {
+	f := strings.Fields(importPath)
+	if len(f) == 0 {
+		return importPath
+	}
+	p := strings.TrimSuffix(strings.TrimPrefix(f[len(f)-1], "["), "]")
+	return strings.TrimSuffix(p, ".test")
+}
+
+// scanTimeout follows the panic a test binary prints when go test's
+// -timeout ends it. test2json attributes those lines to whichever test
+// printed last, so they are read whatever test they carry.
+func (f *follower) scanTimeout(pkg, line string) {
+	if after, ok := strings.CutPrefix(line, "panic: test timed out after "); ok {
+		f.timeouts[pkg] = &timeoutPanic{after: strings.TrimSpace(after), running: map[string]time.Duration{}}
+		return
+	}
+	tp := f.timeouts[pkg]
+	switch {
+	case tp == nil:
+	case line == "\trunning tests:\n":
+		tp.listing = true
+	case tp.listing:
+		name, dur, ok := strings.Cut(strings.TrimSpace(line), " (")
+		if !ok || !strings.HasPrefix(line, "\t\t") {
+			tp.listing = false
+			return
+		}
+		d, _ := time.ParseDuration(strings.TrimSuffix(dur, ")"))
+		tp.running[name] = d
+	}
+}
+
+// blameUnfinished fails the tests of a failed package that were running
+// when its test binary ended without letting them finish: the ones go
+// test's -timeout listed, or else every test started and not paused (a
+// panic outside the test's goroutine, os.Exit, a crash). A parent fails
+// with its subtest, as go test fails it. The package records the timeout.
+func (f *follower) blameUnfinished(p *Package, end time.Time) {
+	tp := f.timeouts[p.Name]
+	var keys []string
+	for k := range f.open {
+		if strings.HasPrefix(k, p.Name+"\x00") {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		o := f.open[k]
+		pkg, name, _ := strings.Cut(k, "\x00")
+		delete(f.open, k)
+		if !tp.wasRunning(name, o) {
+			continue
+		}
+		t := &Test{Package: pkg, Name: name, Action: "fail", Elapsed: end.Sub(o.started), Output: f.buf(k).String(),
+			Cause: "the test binary exited while it ran: a panic outside the test's goroutine, os.Exit or a crash"}
+		if tp != nil {
+			t.Timeout = tp.after
+			t.Cause = "timed out: still running when go test's -timeout of " + tp.after + " ended the test binary"
+		}
+		delete(f.output, k)
+		f.tests[k] = t
+		f.failures++
+		fmt.Fprintf(f.out, "battery:   FAIL %s %s (%s): %s\n", short(pkg), name, t.Elapsed.Round(10*time.Millisecond), t.Cause)
+	}
+	if tp != nil {
+		p.Timeout = tp.after
+		p.Running = tp.leaves()
+	}
+	delete(f.timeouts, p.Name)
+}
+
+// wasRunning reports whether an unfinished test ran when its binary
+// ended: the timeout's list says so; without one (nil), every test not
+// paused did.
+func (tp *timeoutPanic) wasRunning(name string, o *openTest) bool {
+	if tp == nil {
+		return !o.paused
+	}
+	_, listed := tp.running[name]
+	return listed
+}
+
+// leaves returns the running tests that have no running subtest, the
+// longest-running first.
+func (tp *timeoutPanic) leaves() []string {
+	var out []string
+	for name := range tp.running {
+		leaf := true
+		for other := range tp.running {
+			if strings.HasPrefix(other, name+"/") {
+				leaf = false
+				break
+			}
+		}
+		if leaf {
+			out = append(out, name)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		di, dj := tp.running[out[i]], tp.running[out[j]]
+		if di != dj {
+			return di > dj
+		}
+		return out[i] < out[j]
+	})
+	return out
 }
 
 func (f *follower) stray(line string) {

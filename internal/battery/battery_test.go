@@ -15,7 +15,11 @@ func TestRunReportsEachKindOfOutcome(t *testing.T) {
 		"good/good_test.go":     "package good\nimport \"testing\"\nfunc TestGood(t *testing.T) {}\nfunc TestSkipped(t *testing.T) { t.Skip(\"not here\") }\n",
 		"bad/bad_test.go":       "package bad\nimport \"testing\"\nfunc TestBad(t *testing.T) {\n\tt.Run(\"leg=reset\", func(t *testing.T) { t.Log(\"the oracle saw a duplicate\"); t.Fail() })\n\tt.Run(\"leg=ok\", func(t *testing.T) {})\n}\n",
 		"broken/broken_test.go": "package broken\nimport \"testing\"\nfunc TestBroken(t *testing.T) { undefined() }\n",
-		"notests/x.go":          "package notests\n",
+		// A test file that does not parse, and an external test package that does not compile.
+		"unparsed/u_test.go": "package unparsed\nimport \"testing\"\nfunc TestU(t *testing.T) {\n\tif true {\n}\n",
+		"external/x.go":      "package external\n",
+		"external/x_test.go": "package external_test\nimport \"testing\"\nfunc TestX(t *testing.T) { missing() }\n",
+		"notests/x.go":       "package notests\n",
 	})
 	var progress strings.Builder
 	var events strings.Builder
@@ -49,7 +53,21 @@ func TestRunReportsEachKindOfOutcome(t *testing.T) {
 	if broken == nil || !strings.Contains(broken.Output, "undefined") {
 		t.Errorf("the package that does not compile is not reported with its build error: %+v", res.FailedPackages())
 	}
-	for _, want := range []string{"packages)", "FAIL bad TestBad/leg=reset", "/4] ok   good", "tests passed"} {
+	// Each package that fails to build is one failure, under its own name,
+	// with go's message: never a second entry named after its test binary.
+	outputs := map[string]string{}
+	for _, p := range res.FailedPackages() {
+		outputs[strings.TrimPrefix(p.Name, "example.com/bat/")] = p.Output
+	}
+	for pkg, says := range map[string]string{"broken": "undefined: undefined", "unparsed": "u_test.go:5", "external": "undefined: missing"} {
+		if !strings.Contains(outputs[pkg], says) {
+			t.Errorf("package %s: output %q lacks %q", pkg, outputs[pkg], says)
+		}
+	}
+	if len(outputs) != 3 {
+		t.Errorf("failed packages %v; want broken, unparsed and external only", keys2(outputs))
+	}
+	for _, want := range []string{"packages)", "FAIL bad TestBad/leg=reset", "/6] ok   good", "tests passed"} {
 		if !strings.Contains(progress.String(), want) {
 			t.Errorf("progress does not say %q", want)
 		}
@@ -96,6 +114,14 @@ func TestRunOnABrokenModuleDoesNotRun(t *testing.T) {
 }
 
 func keys(m map[string]Test) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func keys2(m map[string]string) []string {
 	var out []string
 	for k := range m {
 		out = append(out, k)

@@ -22,6 +22,9 @@ const (
 	Level = "CONTESTED_LEVEL"
 	// LadderBudget bounds validate's arbitration (a Go duration).
 	LadderBudget = "CONTESTED_LADDER_BUDGET"
+	// TestTimeout is the battery's go test -timeout (a Go duration, 0 for
+	// none; default 30m).
+	TestTimeout = "CONTESTED_TEST_TIMEOUT"
 	// HistoryDSN is Postgres for a team's history of runs.
 	HistoryDSN = "CONTESTED_HISTORY_DSN"
 )

@@ -23,9 +23,18 @@ import (
 	"github.com/contested/contested/internal/interrupt"
 )
 
-// ErrList means the inventory could not be read: `go list` failed (a pattern that names no
+// ErrList means the inventory could not be read whole: `go list` failed (a pattern that names no
 // package, a go.mod go cannot read) or a test file does not parse. The error is a [*ListError].
 var ErrList = errors.New("list tests failed")
+
+// ErrPattern means a pattern names no package of the module (a directory that does not exist,
+// an import path outside it): bad input, not a broken module. It comes with [ErrList].
+var ErrPattern = errors.New("no such package")
+
+// ErrUnparsed means some test files do not parse. It comes with [ErrList] and with the names
+// List could read: every other file's, and those the parser recovered from the broken file up
+// to its error; the names declared after the error are missing.
+var ErrUnparsed = errors.New("test files do not parse")
 
 // ListError is returned when the inventory cannot be read. Output is what go printed, or the
 // parser's file:line message.
@@ -56,6 +65,11 @@ func (e *ListError) Unwrap() []error { return []error{ErrList, e.Err} }
 // TestMain needs something this machine lacks, or a package that does not build, neither hides
 // the other packages' tests nor stalls the inventory: the battery reports those packages as the
 // failures they are. Subtests are not listed (their names are only known when they run).
+//
+// A test file that does not parse does not hide the others either: List returns every name it
+// could read together with an error that wraps [ErrUnparsed] and names each file and line, so a
+// caller may use the names (a test found is declared) and must not take a name's absence as
+// proof (it may sit after the syntax error).
 func List(ctx context.Context, dir string, patterns ...string) ([]string, error) {
 	if len(patterns) == 0 {
 		patterns = []string{"./..."}
@@ -79,6 +93,7 @@ func List(ctx context.Context, dir string, patterns ...string) ([]string, error)
 		return nil, &ListError{Dir: dir, Args: args, Output: stdout.String() + stderr.String(), Err: err}
 	}
 	var names []string
+	var unparsed []string
 	dec := json.NewDecoder(&stdout)
 	for {
 		var p struct {
@@ -94,28 +109,37 @@ func List(ctx context.Context, dir string, patterns ...string) ([]string, error)
 		if p.Error != nil && p.Dir == "" {
 			// A pattern that names no directory, or a directory outside the module: not a package
 			// that fails to build (those have a directory and are the battery's to report).
-			return nil, &ListError{Dir: dir, Args: args, Output: p.Error.Err, Err: fmt.Errorf("pattern %s: %s", p.ImportPath, p.Error.Err)}
+			return nil, &ListError{Dir: dir, Args: args, Output: p.Error.Err, Err: fmt.Errorf("%w: pattern %s: %s", ErrPattern, p.ImportPath, p.Error.Err)}
 		}
 		for _, f := range append(p.TestGoFiles, p.XTestGoFiles...) {
 			found, err := testFuncs(filepath.Join(p.Dir, f))
 			if err != nil {
-				return nil, &ListError{Dir: dir, Args: args, Output: err.Error(), Err: err}
+				unparsed = append(unparsed, err.Error())
 			}
 			names = append(names, found...)
 		}
 	}
 	slices.Sort(names)
-	return slices.Compact(names), nil
+	names = slices.Compact(names)
+	if len(unparsed) > 0 {
+		msg := strings.Join(unparsed, "\n")
+		return names, &ListError{Dir: dir, Args: args, Output: msg, Err: fmt.Errorf("%w (%d)", ErrUnparsed, len(unparsed))}
+	}
+	return names, nil
 }
 
 // testFuncs returns the functions of one test file that `go test` runs or lists: TestXxx(*testing.T),
 // BenchmarkXxx(*testing.B), FuzzXxx(*testing.F) and ExampleXxx(), Xxx not starting with a
-// lower-case letter.
+// lower-case letter. A file that does not parse gives the functions the parser recovered before
+// its error, with the error.
 func testFuncs(path string) ([]string, error) {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 	if err != nil {
-		return nil, fmt.Errorf("parse %s (fix the syntax error; the test inventory is read from source): %w", path, err)
+		err = fmt.Errorf("parse %s (fix the syntax error; the test inventory is read from source): %w", path, err)
+	}
+	if f == nil {
+		return nil, err
 	}
 	var names []string
 	for _, d := range f.Decls {
@@ -127,7 +151,7 @@ func testFuncs(path string) ([]string, error) {
 			names = append(names, fn.Name.Name)
 		}
 	}
-	return names, nil
+	return names, err
 }
 
 // testKinds maps a name prefix to the parameter type go test passes ("" for examples).

@@ -3,6 +3,7 @@ package gotest
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -130,8 +131,32 @@ func TestListUnparsableTestFileNamesFileAndLine(t *testing.T) {
 	}
 }
 
+// TestAnUnparsableTestFileHidesNoOtherTest: the names of every other file come back with the
+// error, and so do those the parser recovered from the broken file before its error.
+func TestAnUnparsableTestFileHidesNoOtherTest(t *testing.T) {
+	dir := writeModule(t, map[string]string{
+		"ok/ok_test.go": "package ok\n\nimport \"testing\"\n\nfunc TestFine(t *testing.T) {}\n",
+		"bad/b_test.go": "package bad\n\nimport \"testing\"\n\nfunc TestBefore(t *testing.T) {}\n\nfunc TestBad(t *testing.T) {\n\tif true {\n}\n",
+	})
+	names, err := List(t.Context(), dir)
+	if !errors.Is(err, ErrUnparsed) || !errors.Is(err, ErrList) || errors.Is(err, ErrPattern) {
+		t.Fatalf("err = %v; want ErrUnparsed and ErrList, not ErrPattern", err)
+	}
+	if !strings.Contains(err.Error(), "bad/b_test.go:9") {
+		t.Errorf("message %q does not name the file and line", err)
+	}
+	for _, want := range []string{"TestFine", "TestBefore"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("names %v lack %s", names, want)
+		}
+	}
+}
+
 func TestListBadPatternIsAnError(t *testing.T) {
 	dir := writeModule(t, map[string]string{"a/a_test.go": "package a\n"})
+	if names, err := List(t.Context(), dir, "./nowhere"); !errors.Is(err, ErrPattern) || !strings.Contains(err.Error(), "nowhere") {
+		t.Errorf("List of a package that does not exist = %v, %v; want ErrPattern naming it", names, err)
+	}
 	if names, err := List(t.Context(), dir, "./nowhere/..."); !errors.Is(err, ErrList) || !strings.Contains(err.Error(), "nowhere") {
 		t.Errorf("List of a directory that does not exist = %v, %v; want ErrList naming it", names, err)
 	}

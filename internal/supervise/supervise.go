@@ -140,51 +140,75 @@ func Run(ctx context.Context, opts Options) int {
 	signal.Notify(sigs, watched...)
 	defer signal.Stop(sigs)
 
+	// The parent-death signal follows the thread that started the child:
+	// keep this goroutine on it until the worker is gone.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	w, err := start(opts)
+	if err != nil {
+		fmt.Fprintf(opts.Stderr, "contested: internal error: %v\n", err)
+		return ExitInternal
+	}
+	killed := w.relay(ctx, sigs, opts.ForceAfter)
+	return outcome(opts, w.err, <-w.crash, <-w.reported, killed)
+}
+
+// child is a started worker process: its pid, and what its crash and
+// outcome pipes and its wait say once it is gone.
+type child struct {
+	pid             int
+	crash, reported chan []byte
+	done            chan error
+	err             error // the wait's, once done
+}
+
+// start starts the worker in a process group of its own, with the crash
+// pipe (fd 3) and the outcome pipe (fd 4), and reads both as it runs.
+func start(opts Options) (*child, error) {
 	crashR, crashW, err := os.Pipe()
 	if err != nil {
-		fmt.Fprintf(opts.Stderr, "contested: internal error: make the crash pipe: %v\n", err)
-		return ExitInternal
+		return nil, fmt.Errorf("make the crash pipe: %w", err)
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		fmt.Fprintf(opts.Stderr, "contested: internal error: make the outcome pipe: %v\n", err)
-		return ExitInternal
+		crashR.Close()
+		crashW.Close()
+		return nil, fmt.Errorf("make the outcome pipe: %w", err)
 	}
 	cmd := exec.Command(opts.Argv[0], opts.Argv[1:]...)
 	cmd.Env = append(append(withoutTimeout(os.Environ()), opts.Env...), EnvWorker+"="+opts.Target)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{crashW, outW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGHUP}
-
-	// The parent-death signal follows the thread that started the child:
-	// keep this goroutine on it until the worker is gone.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	err = cmd.Start()
 	crashW.Close()
 	outW.Close()
 	if err != nil {
 		crashR.Close()
 		outR.Close()
-		fmt.Fprintf(opts.Stderr, "contested: internal error: start the %s worker: %v\n", opts.Target, err)
-		return ExitInternal
+		return nil, fmt.Errorf("start the %s worker: %w", opts.Target, err)
 	}
-	crash, reported := make(chan []byte, 1), make(chan []byte, 1)
-	go func() { crash <- readCapped(crashR, 16<<10); crashR.Close() }()
-	go func() { reported <- readCapped(outR, 64); outR.Close() }()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	w := &child{pid: cmd.Process.Pid, crash: make(chan []byte, 1), reported: make(chan []byte, 1), done: make(chan error, 1)}
+	go func() { w.crash <- readCapped(crashR, 16<<10); crashR.Close() }()
+	go func() { w.reported <- readCapped(outR, 64); outR.Close() }()
+	go func() { w.done <- cmd.Wait() }()
+	return w, nil
+}
 
-	pid := cmd.Process.Pid
-	signalled, killed := 0, false
+// relay relays signals to the worker until it is gone: each request to
+// stop (a signal, or ctx ending) goes to the worker; forceAfter after a
+// second one, SIGKILL goes to its whole group. It reports whether it had to
+// kill.
+func (w *child) relay(ctx context.Context, sigs <-chan os.Signal, forceAfter time.Duration) (killed bool) {
+	signalled := 0
 	var last time.Time
 	var kill, hup <-chan time.Time
 	relay := func(sig syscall.Signal) {
 		signalled++
 		last = time.Now()
-		_ = syscall.Kill(pid, sig)
+		_ = syscall.Kill(w.pid, sig)
 		if signalled >= 2 && kill == nil {
-			kill = time.After(opts.ForceAfter)
+			kill = time.After(forceAfter)
 		}
 	}
 	ctxDone := ctx.Done()
@@ -214,13 +238,13 @@ func Run(ctx context.Context, opts Options) int {
 			ctxDone = nil
 			if signalled == 0 {
 				signalled = 1
-				_ = syscall.Kill(pid, syscall.SIGTERM)
+				_ = syscall.Kill(w.pid, syscall.SIGTERM)
 			}
 		case <-kill:
 			killed = true
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-		case err := <-done:
-			return outcome(opts, err, <-crash, <-reported, killed)
+			_ = syscall.Kill(-w.pid, syscall.SIGKILL)
+		case w.err = <-w.done:
+			return killed
 		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/magefile/mage/mg"
 
@@ -30,7 +31,12 @@ import (
 )
 
 // A worker process runs its target here, before Mage's main: see workers.
-func init() { command.Serve(workers) }
+// In Mage's own process, the package patterns after mutants become its
+// -packages option (see foldPatterns).
+func init() {
+	command.Serve(workers)
+	os.Args = foldPatterns(os.Args)
+}
 
 // workers are the targets' commands as a worker runs them, by the name the
 // Mage target passes to command.Supervise, with the target's arguments.
@@ -84,6 +90,37 @@ var workers = map[string]command.Target{
 		opts := command.BenchOptions{Benchtime: *benchtime, Filter: *filter}
 		return run(func(out io.Writer) error { opts.Out = out; return command.Bench(ctx, opts) })
 	},
+	"mutants": func(ctx context.Context, args []string) error {
+		return run(func(out io.Writer) error {
+			return command.Mutants(ctx, command.MutantsOptions{Patterns: args, Out: out})
+		})
+	},
+}
+
+// foldPatterns rewrites "mutants ./a ./b/..." on Mage's command line into
+// "mutants -packages=./a,./b/...": Mage takes no variable argument list,
+// and would run ./a as a target. A package pattern is an argument after
+// mutants that starts with "." or holds a "/", which no target name does.
+func foldPatterns(argv []string) []string {
+	for i := 1; i < len(argv); i++ {
+		if !strings.EqualFold(argv[i], "mutants") {
+			continue
+		}
+		j := i + 1
+		for j < len(argv) && isPattern(argv[j]) {
+			j++
+		}
+		if j == i+1 {
+			return argv
+		}
+		out := append(append([]string(nil), argv[:i+1]...), "-packages="+strings.Join(argv[i+1:j], ","))
+		return append(out, argv[j:]...)
+	}
+	return argv
+}
+
+func isPattern(arg string) bool {
+	return arg != "" && !strings.HasPrefix(arg, "-") && (strings.HasPrefix(arg, ".") || strings.Contains(arg, "/"))
 }
 
 // run gives a command its output writer and maps its error to an exit
@@ -188,8 +225,11 @@ func Contested(ctx context.Context, surface string) error {
 // consistent and runs the surface's contract in isolation: RED → owner
 // component, with leg, seed and replay command; GREEN → owner test author
 // (fix the test without loosening it), or capacity when the last validate
-// run recorded saturation. Saves ladder/<test>.json and ladder/<test>.md,
-// a ready-to-paste fix: issue.
+// run recorded saturation. A test whose package fails before it runs
+// (does not build, TestMain exits) is the test author's, exit 1. Saves
+// ladder/<test>.json and ladder/<test>.md, a ready-to-paste fix: issue. A
+// test that did not fail (passed every rerun, and did not fail in the last
+// validate run) has nothing to arbitrate: exit 0, nothing saved.
 //
 //	go tool mage arbitrate TestConsumerContract/burst
 func Arbitrate(ctx context.Context, test string) error {
@@ -254,4 +294,37 @@ func Bench(ctx context.Context, benchtime *string, filter *string) error {
 		args = append(args, "-filter="+*filter)
 	}
 	return command.Supervise(ctx, "bench", args...)
+}
+
+// Mutants runs mutation testing with go-gremlins/gremlins (pinned as a tool
+// in go.mod: go get -tool github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0)
+// over package patterns, by default the registry's [mutants] packages, else
+// the packages its surfaces name. It brings the fault layer up (fault-preflight
+// -required first: exit 3 if it fails) and runs each package's tests with
+// the battery's environment, once per mutant, in a copy of the module.
+//
+// Per package it reports killed, survived, timed out, not covered and not
+// viable mutants, each survivor's file:line:column and mutation, and the
+// kill rate of covered mutants: (killed + timed out) / (killed + survived +
+// timed out).
+// Survivors [[mutants.accepted]] lists (equivalent mutants, each with a
+// reason) are listed apart and left out of the rate. Writes
+// test-results/mutants/mutants.json. Exit 1 when the kill rate over all
+// packages is below [mutants] threshold or a package cannot be measured
+// (its tests fail unmutated); 2 on a bad pattern or registry; 3 when the
+// fault layer or gremlins cannot run.
+//
+//	go tool mage mutants
+//	go tool mage mutants ./faultlayer/lease ./internal/...
+//	go tool mage mutants -packages=./faultlayer/lease,./faultrecord
+func Mutants(ctx context.Context, packages *string) error {
+	var args []string
+	if packages != nil {
+		for _, p := range strings.Split(*packages, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				args = append(args, p)
+			}
+		}
+	}
+	return command.Supervise(ctx, "mutants", args...)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/contested/contested/contested/history"
 	"github.com/contested/contested/contested/runenv"
+	"github.com/contested/contested/internal/atomicfile"
 )
 
 // VisualizationDir is where failed linearizability checks leave their evidence, under the
@@ -70,33 +70,20 @@ func CheckLinearizable(ctx context.Context, model history.Model, ops []history.O
 // saveHistory writes the checked ops and fault windows next to the visualization, so the
 // check can be rerun offline (history.ReadJSONL).
 func saveHistory(dir, name string, ops []history.Op, faults []history.FaultWindow) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("save history: %w", err)
-	}
-	base := filepath.Join(dir, safeName(name))
+	base := filepath.Join(dir, history.FileStem(name, "history"))
 	var b strings.Builder
 	if err := history.WriteJSONL(&b, ops); err != nil {
 		return "", fmt.Errorf("save history: %w", err)
 	}
-	if err := os.WriteFile(base+".history.jsonl", []byte(b.String()), 0o644); err != nil {
+	if err := atomicfile.Write(base+".history.jsonl", []byte(b.String())); err != nil {
 		return "", fmt.Errorf("save history: %w", err)
 	}
 	b.Reset()
 	if err := history.WriteFaultsJSONL(&b, faults); err != nil {
 		return "", fmt.Errorf("save fault windows: %w", err)
 	}
-	if err := os.WriteFile(base+".faults.jsonl", []byte(b.String()), 0o644); err != nil {
+	if err := atomicfile.Write(base+".faults.jsonl", []byte(b.String())); err != nil {
 		return "", fmt.Errorf("save fault windows: %w", err)
 	}
 	return base + ".history.jsonl", nil
-}
-
-func safeName(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			return r
-		}
-		return '_'
-	}, s)
 }

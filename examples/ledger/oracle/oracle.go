@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/contested/contested/contested"
 )
 
 // Oracle names, as they appear in verdicts, test output and fault records.
@@ -25,14 +27,10 @@ const (
 	BatchOrder      = "batch-order"
 )
 
-// Sentinel errors a Verdict's Err wraps.
-var (
-	// ErrViolated: the oracle found the promise broken.
-	ErrViolated = errors.New("violated")
-	// ErrInconclusive: the oracle could not decide (a linearizability check that ran out of
-	// time, a history too weak to judge). Never a pass.
-	ErrInconclusive = errors.New("inconclusive")
-)
+// ErrViolated: the oracle found the promise broken. A Verdict's Err wraps it, or
+// contested.ErrInconclusive when the oracle could not decide (a linearizability check that
+// ran out of time, a history too weak to judge): never a pass. A leg takes either as is.
+var ErrViolated = errors.New("violated")
 
 // maxListed bounds how many violations a verdict spells out; the count is always exact.
 const maxListed = 12
@@ -59,16 +57,17 @@ func (v Verdict) Held() bool {
 	return len(v.Violations) == 0 && v.Inconclusive == "" && v.Checked > 0
 }
 
-// Err is nil when the promise held, an error wrapping ErrInconclusive when the oracle could
-// not decide, and one wrapping ErrViolated otherwise.
+// Err is nil when the promise held, an error wrapping contested.ErrInconclusive when the
+// oracle could not decide, and one wrapping ErrViolated otherwise: what [contested.Leg.Oracle]
+// takes.
 func (v Verdict) Err() error {
 	switch {
 	case len(v.Violations) > 0:
 		return fmt.Errorf("oracle %s: %w: %s", v.Oracle, ErrViolated, v.summary())
 	case v.Inconclusive != "":
-		return fmt.Errorf("oracle %s: %w: %s", v.Oracle, ErrInconclusive, v.Inconclusive)
+		return fmt.Errorf("oracle %s: %w: %s", v.Oracle, contested.ErrInconclusive, v.Inconclusive)
 	case v.Checked == 0:
-		return fmt.Errorf("oracle %s: %w: nothing was checked (%d produced)", v.Oracle, ErrInconclusive, v.Produced)
+		return fmt.Errorf("oracle %s: %w: nothing was checked (%d produced)", v.Oracle, contested.ErrInconclusive, v.Produced)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/contested/contested/contested"
 	"github.com/contested/contested/contested/history"
 	"github.com/contested/contested/examples/ledger"
 	"github.com/contested/contested/internal/envvar"
@@ -62,8 +63,8 @@ func mustReport(t *testing.T, v Verdict, fails bool, want string) {
 	if fails && !strings.Contains(v.String(), want) {
 		t.Errorf("the report %q does not say %q", v, want)
 	}
-	if fails && !errors.Is(v.Err(), ErrViolated) && !errors.Is(v.Err(), ErrInconclusive) {
-		t.Errorf("Err() = %v, want ErrViolated or ErrInconclusive", v.Err())
+	if fails && !errors.Is(v.Err(), ErrViolated) && !errors.Is(v.Err(), contested.ErrInconclusive) {
+		t.Errorf("Err() = %v, want ErrViolated or contested.ErrInconclusive", v.Err())
 	}
 	if !strings.HasPrefix(v.String(), "oracle "+v.Oracle+": ") {
 		t.Errorf("the report %q does not start with the oracle's name", v)

@@ -21,6 +21,8 @@ import (
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/gate/ladder"
+	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/capacity"
 	"github.com/contested/contested/internal/envvar"
 )
@@ -35,11 +37,14 @@ type ArbitrateOptions struct {
 // Arbitrate walks the arbitration ladder for one failing test and prints
 // its owner and action, saving ladder/<test>.json and ladder/<test>.md (a
 // ready-to-paste "fix:" issue body) under the results directory. It uses
-// the capacity samples of the last validate run, when there are any. Exit:
-// 3 when the fault layer cannot run; 2 for an unknown test id, and for a
-// test no surface lists (not a contract test: there is nothing to
-// arbitrate, and the message says how to run and fix it); otherwise 1: a
-// failing contract test always ends with an owner and an action to take.
+// the capacity samples and the battery of the last validate run, when
+// there are any. Exit: 3 when the fault layer cannot run or the module's
+// tests cannot be listed; 2 for an unknown test id, and for a test no
+// surface lists (not a contract test: there is nothing to arbitrate, and
+// the message says how to run and fix it); 0 for a test that did not fail
+// (not in the last validate run, nor in any rerun: nothing is saved);
+// otherwise 1: a failing contract test always ends with an owner and an
+// action to take.
 func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
@@ -49,7 +54,7 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	}
 	// Everything the ladder will read, before step 1 lists tests and long
 	// before step 3 reruns anything.
-	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds); err != nil {
+	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varTimeout); err != nil {
 		return err
 	}
 	ws, err := openWorkspace(opts.Dir)
@@ -71,6 +76,7 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	if _, err := ladder.Locate(ctx, opts.Test, lo); err != nil {
 		return arbitrateError(err)
 	}
+	hintIgnore(ctx, dir, root, out)
 	if l, err := faultlayer.Up(ctx, cfg); err != nil {
 		reportUpError(out, err)
 		lo.LayerErr = err
@@ -83,6 +89,7 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 		lo.Capacity = c
 		fmt.Fprintf(out, "ladder: using the capacity samples of the last validate run (%d samples)\n", len(c.Samples))
 	}
+	lo.Seen = lastBattery(root, out)
 	o, err := ladder.Walk(ctx, opts.Test, lo)
 	if err != nil {
 		return arbitrateError(err)
@@ -90,6 +97,10 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	fmt.Fprintln(out)
 	o.Write(out)
 	fmt.Fprintln(out)
+	if o.NoFailure() {
+		fmt.Fprintf(out, "ladder: %s: no failure to arbitrate; no outcome saved, no issue body\n", color.GreenString(ladder.NoFailure))
+		return nil
+	}
 	saveOutcome(root, o, out)
 	if o.Owner == ladder.FaultLayer {
 		return fmt.Errorf("%w: owner %s: %s", ErrCannotRun, o.Owner, o.Action)
@@ -153,12 +164,34 @@ func declaresFunc(path, name string) (bool, error) {
 }
 
 // arbitrateError maps a ladder error to the command's: an unknown test or
-// one that is not a contract test is bad input.
+// one that is not a contract test is bad input; a module whose tests
+// cannot be listed at all cannot be arbitrated.
 func arbitrateError(err error) error {
-	if errors.Is(err, ladder.ErrUnknownTest) || errors.Is(err, ladder.ErrNotContractTest) {
+	switch {
+	case errors.Is(err, ladder.ErrUnknownTest), errors.Is(err, ladder.ErrNotContractTest):
 		return fmt.Errorf("%w: %v", ErrUsage, err)
+	case errors.Is(err, ladder.ErrCannotList):
+		return fmt.Errorf("%w: %v; fix what go says (go.mod, a module it cannot find) and arbitrate again", ErrCannotRun, err)
 	}
 	return err
+}
+
+// lastBattery is the battery of the last validate run (validate.json under
+// the results directory), nil when there is none or it cannot be read.
+func lastBattery(root string, out io.Writer) *battery.Result {
+	r, err := atomicfile.OpenRoot(root)
+	if err != nil {
+		return nil
+	}
+	var last struct {
+		RunID   string          `json:"run_id"`
+		Battery *battery.Result `json:"battery"`
+	}
+	if err := r.ReadJSON("validate.json", &last, atomicfile.MaxArtifact); err != nil || last.Battery == nil {
+		return nil
+	}
+	fmt.Fprintf(out, "ladder: comparing with the last validate run (run %s, %d tests)\n", last.RunID, len(last.Battery.Tests))
+	return last.Battery
 }
 
 // capacityFile is where validate keeps the battery's capacity samples.

@@ -80,6 +80,7 @@ func Bench(ctx context.Context, opts BenchOptions) error {
 	if err != nil {
 		return err
 	}
+	hintIgnore(ctx, dir, root, opts.Out)
 	start := time.Now()
 	var pkgs []string
 	for _, p := range benchPackages {
@@ -107,24 +108,7 @@ func Bench(ctx context.Context, opts BenchOptions) error {
 	}
 	defer untrack()
 	rep := BenchReport{Benchtime: opts.Benchtime, Filter: opts.Filter}
-	pkg := ""
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		line := secret.ScrubString(sc.Text()) // relayed child output: scrubbed before it is saved or printed
-		fmt.Fprintln(raw, line)
-		switch {
-		case strings.HasPrefix(line, "pkg: "):
-			pkg = strings.TrimPrefix(line, "pkg: ")
-			fmt.Fprintf(opts.Out, "bench: %s\n", pkg)
-		case strings.HasPrefix(line, "Benchmark"):
-			if r, ok := parseBenchLine(pkg, line); ok {
-				rep.Results = append(rep.Results, r)
-				fmt.Fprintf(opts.Out, "bench:   %s\n", r.Name)
-			}
-		case strings.HasPrefix(line, "--- FAIL"), strings.HasPrefix(line, "FAIL"), strings.HasPrefix(line, "panic:"):
-			fmt.Fprintf(opts.Out, "bench: %s\n", line)
-		}
-	}
+	rep.Results = readBench(stdout, raw, opts.Out)
 	waitErr := cmd.Wait()
 	rep.Took = time.Since(start)
 	if path, err := saveJSON(root, filepath.Join("bench", "bench.json"), rep); err != nil {
@@ -136,6 +120,32 @@ func Bench(ctx context.Context, opts BenchOptions) error {
 		return fmt.Errorf("%w: a benchmark failed (see %s): %v", ErrRed, filepath.Join(root, "bench", "bench.txt"), waitErr)
 	}
 	return nil
+}
+
+// readBench reads go test -bench's output: every line goes to raw,
+// scrubbed of secrets (relayed child output); packages, results and
+// failures are named on out; the results are returned.
+func readBench(stdout io.Reader, raw, out io.Writer) []BenchResult {
+	var results []BenchResult
+	pkg := ""
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		line := secret.ScrubString(sc.Text())
+		fmt.Fprintln(raw, line)
+		switch {
+		case strings.HasPrefix(line, "pkg: "):
+			pkg = strings.TrimPrefix(line, "pkg: ")
+			fmt.Fprintf(out, "bench: %s\n", pkg)
+		case strings.HasPrefix(line, "Benchmark"):
+			if r, ok := parseBenchLine(pkg, line); ok {
+				results = append(results, r)
+				fmt.Fprintf(out, "bench:   %s\n", r.Name)
+			}
+		case strings.HasPrefix(line, "--- FAIL"), strings.HasPrefix(line, "FAIL"), strings.HasPrefix(line, "panic:"):
+			fmt.Fprintf(out, "bench: %s\n", line)
+		}
+	}
+	return results
 }
 
 // checkBenchFlags refuses a -benchtime that is neither a count (3x) nor a

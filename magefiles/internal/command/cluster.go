@@ -54,6 +54,7 @@ func ClusterTests(ctx context.Context, opts ClusterOptions) error {
 	if err != nil {
 		return err
 	}
+	hintIgnore(ctx, ws.env.ModuleRoot, ws.env.ResultsDir, opts.Out)
 	start := time.Now()
 	runErr := runClusterTest(ctx, ws, c, opts)
 	rep, fresh := readLegs(filepath.Join(ws.env.ResultsDir, "cluster", "legs.json"), start)

@@ -23,6 +23,7 @@ import (
 	"github.com/contested/contested/cluster"
 	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/interrupt"
 	"github.com/contested/contested/internal/secret"
@@ -92,11 +93,12 @@ func NotBuilt(target string) error {
 // CONTESTED_PG_DSN, CONTESTED_PROXY_PORTS, CONTESTED_PROXY_LISTEN_HOST,
 // CONTESTED_PG_BIN and CONTESTED_RUN_ID.
 const (
-	varLayer  = "layer"
-	varLevel  = envvar.Level
-	varSeed   = envvar.Seed
-	varSeeds  = envvar.Seeds
-	varBudget = envvar.LadderBudget
+	varLayer   = "layer"
+	varLevel   = envvar.Level
+	varSeed    = envvar.Seed
+	varSeeds   = envvar.Seeds
+	varBudget  = envvar.LadderBudget
+	varTimeout = envvar.TestTimeout
 )
 
 // checkVariables refuses the variables a command reads that cannot work,
@@ -119,6 +121,8 @@ func checkVariables(names ...string) error {
 			_, err = runenv.Seeds()
 		case varBudget:
 			_, err = ladderBudget()
+		case varTimeout:
+			_, err = battery.TimeoutFromEnv()
 		default:
 			err = fmt.Errorf("internal error: no check for %s", n)
 		}

@@ -37,7 +37,7 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
 	out := opts.Out
-	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds); err != nil {
+	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varTimeout); err != nil {
 		return err
 	}
 	ws, err := openWorkspace(opts.Dir)
@@ -52,6 +52,7 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 	if err := checkSurfaceTests(ctx, dir, reg, surfaces); err != nil {
 		return err
 	}
+	hintIgnore(ctx, dir, root, out)
 	cfg, err := layerConfig(ws.env, out)
 	if err != nil {
 		return err

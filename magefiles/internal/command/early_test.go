@@ -64,7 +64,7 @@ func TestBadVariablesAreRefusedBeforeAnythingStarts(t *testing.T) {
 	targets := []target{
 		{"validate", func(ctx context.Context, dir string) error {
 			return Validate(ctx, ValidateOptions{Dir: dir, Out: &out})
-		}, []string{varSeed, varSeeds, varLevel, varBudget}},
+		}, []string{varSeed, varSeeds, varLevel, varBudget, varTimeout}},
 		{"program-gate", func(ctx context.Context, dir string) error {
 			return ProgramGate(ctx, ProgramGateOptions{Dir: dir, Out: &out})
 		}, []string{varLevel}},
@@ -73,19 +73,23 @@ func TestBadVariablesAreRefusedBeforeAnythingStarts(t *testing.T) {
 		}, nil},
 		{"contested", func(ctx context.Context, dir string) error {
 			return Contested(ctx, ContestedOptions{Dir: dir, Surface: "m.store", Out: &out})
-		}, []string{varSeed, varSeeds, varLevel}},
+		}, []string{varSeed, varSeeds, varLevel, varTimeout}},
 		{"arbitrate", func(ctx context.Context, dir string) error {
 			return Arbitrate(ctx, ArbitrateOptions{Dir: dir, Test: "TestLeg", Out: &out})
-		}, []string{varSeed, varSeeds, varLevel}},
+		}, []string{varSeed, varSeeds, varLevel, varTimeout}},
 		{"bench", func(ctx context.Context, dir string) error {
 			return Bench(ctx, BenchOptions{Dir: dir, Out: &out})
 		}, nil},
+		{"mutants", func(ctx context.Context, dir string) error {
+			return Mutants(ctx, MutantsOptions{Dir: dir, Patterns: []string{"."}, Out: &out})
+		}, []string{varSeed, varSeeds, varLevel}},
 	}
 	bad := map[string]string{
 		varSeed:                "x",
 		varSeeds:               "0",
 		varLevel:               "9",
 		varBudget:              "soon",
+		varTimeout:             "later",
 		envvar.RunID:           "bad/id",
 		envvar.ProxyListenHost: "everywhere",
 		envvar.ProxyPorts:      "20000",
@@ -99,7 +103,7 @@ func TestBadVariablesAreRefusedBeforeAnythingStarts(t *testing.T) {
 				dir := module(t)
 				w := watchLayer(t)
 				results := t.TempDir()
-				for _, k := range append(layerVars, varSeed, varSeeds, varLevel, varBudget) {
+				for _, k := range append(layerVars, varSeed, varSeeds, varLevel, varBudget, varTimeout) {
 					t.Setenv(k, "")
 					os.Unsetenv(k)
 				}

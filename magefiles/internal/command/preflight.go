@@ -44,6 +44,9 @@ func FaultPreflight(ctx context.Context, opts PreflightOptions) error {
 	if err != nil {
 		return err
 	}
+	if mod, err := workingModule(); err == nil && root != "" {
+		hintIgnore(ctx, mod, root, opts.Out)
+	}
 	cfg.Log = opts.Out
 	mode := "report-only"
 	if opts.Required {
@@ -151,10 +154,7 @@ func firstFailure(p faultlayer.Preflight) string {
 // CONTESTED_RESULTS_DIR, there is none ("", nil): preflight runs and says
 // it saved nothing.
 func preflightResults() (string, error) {
-	mod := ""
-	if wd, err := os.Getwd(); err == nil {
-		mod, _ = runenv.ModuleRoot(wd)
-	}
+	mod, _ := workingModule()
 	root, err := runenv.PrepareResultsDir(mod)
 	switch {
 	case errors.Is(err, runenv.ErrNoModuleRoot):
@@ -163,6 +163,15 @@ func preflightResults() (string, error) {
 		return "", fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	return root, nil
+}
+
+// workingModule is the root of the module the working directory is in.
+func workingModule() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	return runenv.ModuleRoot(wd)
 }
 
 // savePreflight saves preflight.json under the results directory root and

@@ -97,7 +97,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
 	start := time.Now()
-	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varBudget); err != nil {
+	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varBudget, varTimeout); err != nil {
 		return err
 	}
 	ws, err := openWorkspace(opts.Dir)
@@ -112,9 +112,10 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	if err != nil {
 		return err
 	}
-	v := &validation{opts: opts, out: opts.Out, reg: ws.reg, env: ws.env,
+	v := &validation{out: opts.Out, reg: ws.reg, env: ws.env, whole: wholeBattery(opts),
 		rep: &ValidateReport{RunID: ws.env.RunID, Level: ws.env.Level}}
 	fmt.Fprintf(v.out, "%s run %s in %s\n", bold("validate:"), ws.env.RunID, ws.env.ModuleRoot)
+	hintIgnore(ctx, ws.env.ModuleRoot, ws.env.ResultsDir, v.out)
 
 	l, err := v.layerUp(ctx, cfg)
 	if err != nil {
@@ -124,7 +125,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	if err := v.stamp(); err != nil {
 		return err
 	}
-	res, err := v.runBattery(ctx)
+	res, err := v.runBattery(ctx, opts.Patterns, opts.Args)
 	if err != nil {
 		return err
 	}
@@ -135,7 +136,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	judged := v.judge(ctx, res, verified)
 	contractFails, contracts := v.arbitrate(ctx, res, budget)
 	v.summarize(res, verified, judged, contractFails)
-	v.rep.Reasons = validateReasons(res, verified, judged, wholeBattery(opts), v.rep.Registry)
+	v.rep.Reasons = validateReasons(res, verified, judged, v.whole, v.rep.Registry)
 	v.rep.Green = len(v.rep.Reasons) == 0
 	v.rep.Took = time.Since(start)
 	return v.finish(res, verified, judged, contracts)
@@ -144,11 +145,12 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 // validation is one validate run as it goes: the run environment (with
 // the layer attached once it is up), the registry and the report so far.
 type validation struct {
-	opts ValidateOptions
-	out  io.Writer
-	reg  *registry.Registry
-	env  runenv.Env
-	rep  *ValidateReport
+	out io.Writer
+	reg *registry.Registry
+	env runenv.Env
+	rep *ValidateReport
+	// whole says the battery is the module's whole (see wholeBattery).
+	whole bool
 	// preflight and capacity are the evidence the ladder reads.
 	preflight faultlayer.Preflight
 	capacity  capacity.Report
@@ -161,22 +163,13 @@ func (v *validation) faultDir() string { return faultrecord.FaultDir(v.env.Resul
 // mode; the layer's coordinates join the run environment. On error nothing
 // was purged and the layer is down.
 func (v *validation) layerUp(ctx context.Context, cfg faultlayer.Config) (*faultlayer.Layer, error) {
-	l, err := faultlayer.Up(ctx, cfg)
-	if err != nil {
-		reportUpError(v.out, err)
-		fmt.Fprintf(v.out, "validate: %s: the fault layer cannot run; refusing to run the battery\n", color.RedString("CANNOT RUN"))
-		return nil, err
-	}
-	// The layer's run id: a shared CONTESTED_RUN_ID got a suffix of its own.
-	v.env = v.env.Attach(l.Env(), l.RunID)
-	v.rep.RunID, v.rep.Layer = l.RunID, string(l.Kind)
-	p, err := Preflight(ctx, l, true, v.env.ResultsDir, v.out)
+	l, env, p, err := layerUp(ctx, cfg, v.env, "validate", "refusing to run the battery (nothing was purged)", v.out)
 	v.rep.Preflight, v.preflight = p, p
 	if err != nil {
-		l.Close(context.WithoutCancel(ctx))
-		fmt.Fprintf(v.out, "validate: %s: fault-preflight failed; refusing to run the battery (nothing was purged)\n", color.RedString("CANNOT RUN"))
 		return nil, err
 	}
+	v.env = env
+	v.rep.RunID, v.rep.Layer = l.RunID, string(l.Kind)
 	return l, nil
 }
 
@@ -194,14 +187,14 @@ func (v *validation) stamp() error {
 
 // runBattery runs go test over the module with the run environment, its
 // events saved, while the machine is sampled.
-func (v *validation) runBattery(ctx context.Context) (*battery.Result, error) {
+func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*battery.Result, error) {
 	root := v.env.ResultsDir
 	events, err := createArtifact(root, filepath.Join("battery", "go-test.json"))
 	if err != nil {
 		return nil, fmt.Errorf("create the battery's event log: %w", err)
 	}
 	sampler := startSampler(ctx, root)
-	res, err := battery.Run(ctx, battery.Options{Dir: v.env.ModuleRoot, Patterns: v.opts.Patterns, Args: v.opts.Args,
+	res, err := battery.Run(ctx, battery.Options{Dir: v.env.ModuleRoot, Patterns: patterns, Args: args,
 		Env: v.env.Environ(), Out: v.out, Events: events})
 	events.Close()
 	v.capacity = sampler.Stop()
@@ -278,16 +271,27 @@ func (v *validation) arbitrate(ctx context.Context, res *battery.Result, budget 
 			contractFails = append(contractFails, t)
 			continue
 		}
-		v.rep.BatteryFailures = append(v.rep.BatteryFailures, ladder.NewPlain(t.Package, t.Name, t.Output))
+		v.rep.BatteryFailures = append(v.rep.BatteryFailures, ladder.PlainTest(t))
 	}
 	for _, p := range res.FailedPackages() {
-		v.rep.BatteryFailures = append(v.rep.BatteryFailures, ladder.NewPlain(p.Name, "", p.Output))
+		v.rep.BatteryFailures = append(v.rep.BatteryFailures, ladder.PlainPackage(p, testsRan(res, p.Name)))
 	}
 	contracts := map[string]*contract.Result{}
 	v.rep.Ladder, v.rep.NotArbitrated = arbitrateAll(ctx, contractFails, budget, ladder.Options{
-		Env: v.env, Registry: v.reg, Preflight: &v.preflight, Capacity: &v.capacity, Contracts: contracts, Out: v.out,
+		Env: v.env, Registry: v.reg, Preflight: &v.preflight, Capacity: &v.capacity, Contracts: contracts, Seen: res, Out: v.out,
 	}, v.out)
 	return contractFails, contracts
+}
+
+// testsRan is how many tests of pkg ran to an end in the battery.
+func testsRan(res *battery.Result, pkg string) int {
+	n := 0
+	for _, t := range res.Tests {
+		if t.Package == pkg {
+			n++
+		}
+	}
+	return n
 }
 
 // summarize prints the six phases, the surfaces, the battery, the ladder
@@ -296,7 +300,7 @@ func (v *validation) summarize(res *battery.Result, verified *gate.Report, judge
 	fmt.Fprintln(v.out)
 	verified.WriteSummary(v.out)
 	note := ""
-	if !wholeBattery(v.opts) {
+	if !v.whole {
 		note = "a selected battery: NOT-RUN legs do not count against it"
 	}
 	writeSurfaceSummary(v.out, judged, v.env.Level, note)
@@ -355,6 +359,7 @@ func ProgramGate(ctx context.Context, opts ProgramGateOptions) error {
 		return err
 	}
 	dir, reg, root, level := ws.env.ModuleRoot, ws.reg, ws.env.ResultsDir, ws.env.Level
+	hintIgnore(ctx, dir, root, out)
 	if err := FaultPreflight(ctx, PreflightOptions{Required: true, Out: out}); err != nil {
 		fmt.Fprintf(out, "program-gate: %s: fault-preflight failed; not verifying\n", color.RedString("CANNOT RUN"))
 		return err
@@ -554,8 +559,11 @@ func writeBatterySummary(out io.Writer, res *battery.Result, contractFails []bat
 	}
 	for _, p := range plain {
 		what := "package " + p.Package
-		if p.Test != "" {
+		switch {
+		case p.Test != "":
 			what = p.Package + " " + p.Test
+		case p.What != "":
+			what += ": " + p.What
 		}
 		fmt.Fprintf(out, "  %s %s\n      %s\n      action: %s\n", color.RedString("FAIL"), what, p.FirstLine, p.Action)
 	}
@@ -590,7 +598,10 @@ func writeSurfaceSummary(out io.Writer, judged []*contract.Result, level int, no
 func validateReasons(res *battery.Result, verified *gate.Report, judged []*contract.Result, whole bool, registryProblems []string) []string {
 	var out []string
 	if !res.OK() {
-		out = append(out, fmt.Sprintf("battery failed (%d tests, %d packages)", len(res.Failed()), len(res.FailedPackages())))
+		out = append(out, fmt.Sprintf("battery failed (%d tests, %d packages%s)", len(res.Failed()), len(res.FailedPackages()), packageReasons(res)))
+	}
+	for _, p := range res.TimedOut() {
+		out = append(out, ladder.TimeoutReason(p))
 	}
 	if !verified.Certified {
 		out = append(out, "gate refused: "+failedPhases(verified))
@@ -600,6 +611,20 @@ func validateReasons(res *battery.Result, verified *gate.Report, judged []*contr
 		out = append(out, "registry names tests that do not exist")
 	}
 	return out
+}
+
+// packageReasons names the packages that failed outside any test and
+// what happened to each, for the verdict line: ": example.com/m/x does not
+// build", or nothing.
+func packageReasons(res *battery.Result) string {
+	var parts []string
+	for _, p := range res.FailedPackages() {
+		parts = append(parts, p.Name+" "+ladder.PlainPackage(p, testsRan(res, p.Name)).What)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(parts, "; ")
 }
 
 // surfaceReasons says which surfaces keep validate from GREEN.

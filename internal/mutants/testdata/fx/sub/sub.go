@@ -1,0 +1,3 @@
+package sub
+
+func Neg(a int) int { return -a }

@@ -1,0 +1,5 @@
+//go:build never
+
+package fx
+
+func tagged(a int) int { return a + 1 }
