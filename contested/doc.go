@@ -8,12 +8,19 @@
 //
 //	leg := contested.Start(t, "ledger.store", contested.Reset)
 //	pool := leg.Pool(ctx)                 // a pgx pool to the victim database, through the proxy
-//	... warm up, then:
-//	leg.Arm(ctx)                           // the fault is set up now
-//	_, err := pool.Exec(ctx, ...)          // traffic; socket errors are observed automatically
-//	leg.Observe(err)                       // errors the application sees are observed too
-//	leg.Heal(ctx)                          // the fault is taken away
+//	for !done(leg.Done()) {                // the workload runs until the schedule is done
+//		leg.Step(ctx)                      // the leg arms and heals its faults on the steps its schedule names
+//		_, err := pool.Exec(ctx, ...)      // traffic; socket errors are observed automatically
+//		leg.Observe(err)                   // errors the application sees are observed too
+//	}
 //	... the oracle checks the component kept its promise
+//
+// The schedule (Leg.Schedule) is drawn from the seed and CONTESTED_LEVEL by
+// the lever: on which step each fault is armed, how long it holds, the
+// lever's parameters (a reset's direction, the connections an exhaustion
+// holds, a burst's plan). A test that must arm at a moment of its own calls
+// Arm, then HoldAndHeal or Heal; its faults still take their parameters
+// from the schedule.
 //
 // At the end of the test the leg writes one record per armed fault (schema
 // contested/faultrecord@1, see package faultrecord). A fault counts as fired
@@ -23,9 +30,10 @@
 // panics; a process that dies outright leaves its lease and proxy for the
 // lease table's reclaim path (TestPanicMidFaultLeavesResidueThatTheReclaimPathReaps).
 //
-// Every seeded choice of a leg (burst permutations, timings) comes from one
-// seed: CONTESTED_SEED when set, otherwise a fresh one. Each leg logs
-// CONTESTED_SEED=<n> and the go test command that replays it.
+// Every seeded choice of a leg (its schedule, burst permutations, the
+// test's own draws from Rand) comes from one seed: CONTESTED_SEED when set,
+// otherwise a fresh one. Each leg logs CONTESTED_SEED=<n>, its schedule and
+// the go test command that replays it (with the level).
 //
 // A package whose tests start legs runs them through Main:
 //

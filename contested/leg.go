@@ -35,6 +35,8 @@ type Leg struct {
 	seed    int64
 	rand    *rand.Rand
 	replay  string
+	sched   levers.Schedule
+	drive   drive
 
 	layer  *faultlayer.Layer
 	armer  *PgFaultArmer
@@ -56,11 +58,14 @@ type Leg struct {
 // fault is one armed fault of a leg, from Arm to Heal: it becomes one
 // record.
 type fault struct {
-	faultrecord.Sides              // the evidence from both sides
-	armed             levers.Fault // what the lever armed; nil when arming failed before it acted
+	faultrecord.Sides               // the evidence from both sides
+	armed             levers.Fault  // what the lever armed; nil when arming failed before it acted
 	armedAt           time.Time
 	healedAt          time.Time
-	confirmed         bool // server-side confirmation a lever needs (confirm-timeout's commit)
+	confirmed         bool          // server-side confirmation a lever needs (confirm-timeout's commit)
+	index             int           // which window of the schedule, from 0
+	window            levers.Window // the window's timing and the lever's parameters
+	timing            string        // who decided when it was armed and healed
 }
 
 func (f *fault) victimSaw(what string, at time.Time) { f.Victim(what, true, at) }
@@ -70,10 +75,17 @@ type Option func(*options)
 
 type options struct {
 	hold int
+	span int
 }
 
-// Hold sets how many connections a pool-exhaustion leg holds (default 2).
+// Hold sets how many connections a pool-exhaustion leg holds, instead of
+// the count its schedule draws from the seed.
 func Hold(n int) Option { return func(o *options) { o.hold = n } }
+
+// Span says how many steps (Step, Progress) the test's workload takes, so
+// that the schedule places its windows inside it (default
+// levers.DefaultSpan, for a workload that runs until Done).
+func Span(steps int) Option { return func(o *options) { o.span = steps } }
 
 // Start begins a leg of lever on surface in test t. It fails the test when
 // the surface is not in the registry, does not list the lever, or the
@@ -85,9 +97,6 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
-	}
-	if o.hold == 0 {
-		o.hold = 2
 	}
 	value, err := lever.value()
 	if err != nil {
@@ -108,9 +117,15 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 	if err != nil {
 		t.Fatalf("contested: %v", err)
 	}
+	level, err := Level()
+	if err != nil {
+		t.Fatalf("contested: %v", err)
+	}
 	dir, _ := packageDir()
-	l := &Leg{t: t, surface: s, lever: lever, value: value, seed: seed, rand: newRand(seed), replay: ReplayCommand(seed, dir, t.Name())}
-	t.Logf("contested: leg %s/%s of surface %s: %s=%d; replay: %s", t.Name(), lever, surface, envvar.Seed, seed, l.replay)
+	l := &Leg{t: t, surface: s, lever: lever, value: value, seed: seed, rand: newRand(seed), replay: ReplayCommandAt(seed, level, dir, t.Name()),
+		sched: levers.NewSchedule(value, seed, levers.Scope{Level: level, Span: o.span}), hold: o.hold}
+	l.drive.done = make(chan struct{})
+	t.Logf("contested: leg %s/%s of surface %s: %s=%d; replay: %s; schedule %s (digest %s)", t.Name(), lever, surface, envvar.Seed, seed, l.replay, l.sched, l.sched.Digest())
 	t.Cleanup(l.cleanup)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -123,7 +138,6 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 		t.Fatalf("contested: %v", err)
 	}
 	if !l.proxied() {
-		l.hold = o.hold
 		return l
 	}
 	if l.lease, err = l.layer.Leases().Acquire(ctx, t.Name()); err != nil {
@@ -219,31 +233,49 @@ func (l *Leg) Pool(ctx context.Context) *pgxpool.Pool {
 // victim database.
 func (l *Leg) proxied() bool { return l.value.Needs()&levers.NeedProxy != 0 }
 
-// Arm sets the fault up now and proves it from the injector side (the
-// proxy's state read back, the toxic in place, the connection limit
-// reached, the worker's exit status). Each Arm is one armed fault and one
-// record.
+// Arm sets the fault up now, with the parameters of the schedule's next
+// window, and proves it from the injector side (the proxy's state read
+// back, the toxic in place, the connection limit reached, the worker's
+// exit status). Each Arm is one armed fault and one record. A test that
+// calls Arm decides when its faults land; one that marks its workload's
+// steps (Step) leaves that to the schedule too, which is what makes a
+// seed replay a run.
 func (l *Leg) Arm(ctx context.Context) {
 	l.t.Helper()
-	l.arm(ctx, levers.BurstTarget{})
+	i, w := l.nextWindow()
+	if _, err := l.arm(ctx, levers.BurstTarget{}, i, w, timingTest); err != nil {
+		l.t.Fatalf("contested: arm %s: %v", l.lever, err)
+	}
 }
 
-// arm arms one fault of the leg's lever on what the leg holds, with burst
-// as the shape of a burst, and returns it.
-func (l *Leg) arm(ctx context.Context, burst levers.BurstTarget) *fault {
-	l.t.Helper()
+// nextWindow takes the schedule's next window for a fault the test arms.
+func (l *Leg) nextWindow() (int, levers.Window) {
+	d := &l.drive
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.byTest = true
+	i := d.next
+	d.next++
+	return i, l.sched.Window(i)
+}
+
+// arm arms one fault of the leg's lever on what the leg holds, in window
+// i of the schedule (w), with burst as the shape of a burst, and returns
+// it. The fault is recorded as armed from the start, also when arming
+// fails.
+func (l *Leg) arm(ctx context.Context, burst levers.BurstTarget, i int, w levers.Window, timing string) (*fault, error) {
 	l.mu.Lock()
 	if l.current != nil {
 		l.mu.Unlock()
-		l.t.Fatalf("contested: leg %s armed twice without Heal", l.lever)
+		return nil, errors.New("armed twice without Heal")
 	}
-	f := &fault{armedAt: time.Now()}
+	f := &fault{armedAt: time.Now(), index: i, window: w, timing: timing}
 	l.faults = append(l.faults, f)
 	l.current = f
 	l.mu.Unlock()
-	target, err := l.target(burst)
+	target, err := l.target(burst, w)
 	if err != nil {
-		l.t.Fatalf("contested: arm %s: %v", l.lever, err)
+		return f, err
 	}
 	armed, err := l.value.Arm(ctx, target)
 	if armed != nil {
@@ -253,14 +285,11 @@ func (l *Leg) arm(ctx context.Context, burst levers.BurstTarget) *fault {
 		l.mu.Unlock()
 		l.injector(f, in, what)
 	}
-	if err != nil {
-		l.t.Fatalf("contested: arm %s: %v", l.lever, err)
-	}
-	return f
+	return f, err
 }
 
-// target is what the leg holds for its lever to act on.
-func (l *Leg) target(burst levers.BurstTarget) (levers.Target, error) {
+// target is what the leg holds for its lever to act on, in window w.
+func (l *Leg) target(burst levers.BurstTarget, w levers.Window) (levers.Target, error) {
 	t := levers.Target{
 		Toxiproxy: l.layer.Toxiproxy(),
 		Proxy:     l.proxy,
@@ -269,6 +298,7 @@ func (l *Leg) target(burst levers.BurstTarget) (levers.Target, error) {
 		DSN:       l.DirectDSN(),
 		Hold:      l.hold,
 		Burst:     burst,
+		Window:    w,
 	}
 	if l.value.Needs()&levers.NeedProcess != 0 {
 		if l.worker == nil {
@@ -286,12 +316,19 @@ func (l *Leg) injector(f *fault, ok bool, what string) {
 }
 
 // Heal takes the fault away. A fault still armed at the end of the test is
-// healed then.
+// healed then. A window the schedule holds is healed as the schedule
+// would (its heal hooks run).
 func (l *Leg) Heal(ctx context.Context) {
 	l.t.Helper()
-	if err := l.heal(ctx); err != nil {
+	d := &l.drive
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if a := d.armed; a != nil {
+		l.healHeld(ctx, a)
+	} else if err := l.heal(ctx); err != nil {
 		l.t.Errorf("contested: heal %s: %v", l.lever, err)
 	}
+	l.checkDone()
 }
 
 func (l *Leg) heal(ctx context.Context) error {
@@ -400,14 +437,25 @@ func (l *Leg) Oracle(name string, produced, checked int, err error) {
 }
 
 // Deliveries arms a burst: it returns the seeded delivery order of n
-// messages (see Plan). The consumer reports each delivery it processed
+// messages (see Plan), planned by the schedule's next window (its
+// permutation, duplicate rate and reordering window, where p leaves them
+// zero). Call it once per window of the schedule; each call ends the burst
+// before it. The consumer reports each delivery it processed
 // with Consumed; the fault fired when it processed a perturbed one.
 func (l *Leg) Deliveries(ctx context.Context, n int, p BurstPlan) []Delivery {
 	l.t.Helper()
 	if l.value.Needs()&levers.NeedPlan == 0 {
 		l.t.Fatalf("contested: Deliveries on a %s leg", l.lever)
 	}
-	f := l.arm(ctx, levers.BurstTarget{Seed: l.seed, Messages: n, Plan: p})
+	// The burst before this one is over: its deliveries were handed out.
+	if err := l.heal(ctx); err != nil {
+		l.t.Errorf("contested: heal %s: %v", l.lever, err)
+	}
+	i, w := l.nextWindow()
+	f, err := l.arm(ctx, levers.BurstTarget{Messages: n, Plan: p}, i, w, timingTest)
+	if err != nil {
+		l.t.Fatalf("contested: arm %s: %v", l.lever, err)
+	}
 	d, ok := f.armed.(levers.Delivering)
 	if !ok {
 		l.t.Fatalf("contested: the %s lever armed no deliveries", l.lever)
@@ -464,6 +512,7 @@ func (l *Leg) backends(ctx context.Context) int {
 func (l *Leg) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	l.stopDrive()
 	if err := l.heal(ctx); err != nil {
 		l.t.Errorf("contested: heal %s at the end of the test: %v", l.lever, err)
 	}
@@ -530,8 +579,11 @@ func (l *Leg) record() {
 		l.t.Errorf("contested: %v", err)
 		return
 	}
+	ran := l.ran(faults)
 	for i, f := range faults {
 		unfired := l.value.Fired(f.proof())
+		sched := ran
+		sched.Window, sched.Timing = i+1, f.timing
 		fired := unfired == nil
 		r := faultrecord.Record{
 			Test:    l.t.Name(),
@@ -550,6 +602,7 @@ func (l *Leg) record() {
 			},
 			Oracles:    oracles,
 			TestFailed: testFailed,
+			Schedule:   &sched,
 		}
 		if _, err := rec.Write(r); err != nil {
 			l.t.Errorf("contested: %v", err)

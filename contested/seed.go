@@ -39,9 +39,21 @@ func newRand(seed int64) *rand.Rand {
 }
 
 // ReplayCommand is the go test command that reruns one test with one seed,
-// from the module root.
+// from the module root, at level 1.
 func ReplayCommand(seed int64, pkgDir, test string) string {
-	return fmt.Sprintf("%s=%d go test %s -run '%s' -count=1", envvar.Seed, seed, pkgDir, RunPattern(test))
+	return ReplayCommandAt(seed, 1, pkgDir, test)
+}
+
+// ReplayCommandAt is the go test command that reruns one test with one
+// seed at one level, from the module root: the seed and the level are the
+// whole schedule, so the command names both (the level only when it is
+// not 1, the default).
+func ReplayCommandAt(seed int64, level int, pkgDir, test string) string {
+	lv := ""
+	if level > 1 {
+		lv = fmt.Sprintf("%s=%d ", envvar.Level, level)
+	}
+	return fmt.Sprintf("%s=%d %sgo test %s -run '%s' -count=1", envvar.Seed, seed, lv, pkgDir, RunPattern(test))
 }
 
 // RunPattern is the go test -run pattern that selects exactly one test:

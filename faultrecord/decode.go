@@ -80,6 +80,13 @@ func decodeRecord(data []byte, r *Record) error {
 				r.Oracles = nil
 				err = json.Unmarshal(d.data[start:d.pos], &r.Oracles)
 			}
+		case "schedule":
+			// Small, one per record: decoded like oracles, into the value a
+			// duplicate key left, as encoding/json merges into a pointer.
+			start := d.pos
+			if err = d.skipValue(1); err == nil {
+				err = json.Unmarshal(d.data[start:d.pos], &r.Schedule)
+			}
 		default:
 			return d.skipValue(1)
 		}

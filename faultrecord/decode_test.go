@@ -14,7 +14,7 @@ import (
 // knownKeys are the keys decodeRecord matches exactly, where encoding/json also folds case.
 var knownKeys = map[string][]string{
 	"": {"schema", "run_id", "test", "package", "surface", "class", "leg", "seed", "replay",
-		"armed", "armed_at", "fired", "fired_at", "evidence", "oracles", "test_failed"},
+		"armed", "armed_at", "fired", "fired_at", "evidence", "oracles", "test_failed", "schedule"},
 	"evidence": {"injector", "victim"},
 }
 
@@ -109,6 +109,9 @@ func decodeCorpus(t testing.TB) [][]byte {
 		`{"oracles":[{"name":"exactly-once","ops_produced":3,"ops_checked":3,"result":"held"}]}`, `{"oracles":null}`,
 		`{"test_failed":true}`, `{"test_failed":null}`, `{"test_failed":"yes"}`,
 		`{"oracles":[1]}`, `{"oracles":{}}`, `{"oracles":[{"name":"a"}],"oracles":[]}`, `{"oracles":[{"ops_checked":"x"}]}`,
+		`{"schedule":{"digest":"0123456789abcdef","summary":"reset level 1: #1 @93 downstream","window":1,"timing":"schedule"}}`,
+		`{"schedule":null}`, `{"schedule":{}}`, `{"schedule":[]}`, `{"schedule":{"window":"1"}}`, `{"schedule":{"digest":1}}`,
+		`{"schedule":{"digest":"a"},"schedule":{"summary":"b"}}`, `{"Schedule":{"digest":"a"}}`, `{"schedule":{"extra":[1]}}`,
 	} {
 		corpus = append(corpus, []byte(s))
 	}

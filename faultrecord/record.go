@@ -51,8 +51,28 @@ type Record struct {
 	// did not fire is reported after this is taken. Optional: the gate
 	// does not read it.
 	TestFailed bool `json:"test_failed,omitempty"`
+	// Schedule is the schedule the leg's seed produced for its faults, as
+	// they were armed. Optional: the gate does not read it; mage contested
+	// counts distinct schedules across seeds by its digest.
+	Schedule *Schedule `json:"schedule,omitempty"`
 
 	_ struct{} // disallow positional literals: fields are added over time
+}
+
+// Schedule is the schedule a leg ran its faults by: a short description
+// and the digest of its full description. Two seeds whose legs ran the
+// same schedule carry the same digest; the seed itself is not part of it.
+type Schedule struct {
+	// Digest is 16 hex digits of the SHA-256 of the full description.
+	Digest string `json:"digest"`
+	// Summary describes the schedule, clipped to a few hundred bytes.
+	Summary string `json:"summary"`
+	// Window is which of the leg's faults this record's is, from 1.
+	Window int `json:"window,omitempty"`
+	// Timing says who decided when the fault was armed and healed:
+	// "schedule" (the leg, on the workload's steps), "held by schedule"
+	// (the test armed it, the leg held and healed it) or "test".
+	Timing string `json:"timing,omitempty"`
 }
 
 // OracleRun is one oracle's pass over a leg's run.

@@ -83,6 +83,15 @@ func TestParseRecord(t *testing.T) {
 		{name: "two records appended", data: validJSON + validJSON, wantErr: "parse"},
 		{name: "empty file", data: "", wantErr: "empty file"},
 		{name: "seed as a string", data: edit(t, "seed", "42"), wantErr: "parse"},
+		{name: "a schedule is read", data: edit(t, "schedule", map[string]any{"digest": "0123456789abcdef", "summary": "reset level 1: #1 @93 downstream", "window": 2, "timing": "schedule"}),
+			want: func() *Record {
+				r := want
+				r.Schedule = &Schedule{Digest: "0123456789abcdef", Summary: "reset level 1: #1 @93 downstream", Window: 2, Timing: "schedule"}
+				return &r
+			}()},
+		{name: "a record without a schedule is still @1", data: validJSON, want: &want},
+		{name: "a schedule that is not an object", data: edit(t, "schedule", "reset"), wantErr: "field schedule"},
+		{name: "a schedule window that is not a number", data: edit(t, "schedule", map[string]any{"window": "1"}), wantErr: "field schedule"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -27,7 +25,17 @@ type client struct {
 	rec     *history.Recorder
 	proc    string
 	observe func(error) bool
-	errs    []error // recording errors: recorder bugs, never the table's
+	// leg, when set, arms and heals its fault on the client's steps (one per operation) and
+	// paces its retries.
+	leg  *contested.Leg
+	errs []error // recording errors: recorder bugs, never the table's
+}
+
+// step marks the client's next operation on its leg's schedule.
+func (c *client) step() {
+	if c.leg != nil {
+		c.leg.Step(context.Background())
+	}
 }
 
 // definite reports whether err guarantees the statement did not take effect: no connection,
@@ -51,6 +59,7 @@ func (c *client) keep(err error) {
 // returns it when its context ends while its UPDATE is in flight, and that UPDATE may have
 // committed.
 func (c *client) acquire(holder string) (lease.Lease, bool) {
+	c.step()
 	id, err := c.rec.Invoke(c.proc, history.TypeAcquire, "", history.LeaseRef{Holder: holder})
 	c.keep(err)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -74,6 +83,7 @@ func (c *client) acquire(holder string) (lease.Lease, bool) {
 // fenced records one renew or release of l and reports whether it got an answer (ok or
 // fenced) and which.
 func (c *client) fenced(typ string, l lease.Lease, do func(context.Context, lease.Lease) error) (answered, ok bool) {
+	c.step()
 	id, err := c.rec.Invoke(c.proc, typ, strconv.Itoa(l.Port), history.LeaseRef{Port: l.Port, Epoch: l.Epoch, Holder: l.Holder})
 	c.keep(err)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -128,42 +138,26 @@ func (c *client) cycle(k int) {
 			c.renew(l)
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(c.backoff(try))
 	}
 }
 
-// sightings counts the victim-side observations a leg accepted, so that a test holds a fault
-// until it has landed rather than for a fixed time a loaded machine can miss.
-type sightings struct {
-	leg *contested.Leg
-	n   atomic.Int64
-}
-
-// observe is the leg's Observe, counted.
-func (s *sightings) observe(err error) bool {
-	if s.leg.Observe(err) {
-		s.n.Add(1)
+// scheduleDone reports whether leg's schedule is done.
+func scheduleDone(leg *contested.Leg) bool {
+	select {
+	case <-leg.Done():
 		return true
+	default:
+		return false
 	}
-	return false
 }
 
-// window arms the leg in a fault window of rec, holds it at least min and until the victim
-// saw it (at most max), then heals it.
-func (s *sightings) window(ctx context.Context, t *testing.T, rec *history.Recorder, name string, min, max time.Duration) {
-	t.Helper()
-	before := s.n.Load()
-	epoch := rec.BeginFault(name)
-	s.leg.Arm(ctx)
-	start := time.Now()
-	time.Sleep(min)
-	for s.n.Load() == before && time.Since(start) < max {
-		time.Sleep(10 * time.Millisecond)
+// backoff is the pause before retry attempt: the leg's schedule's, or 20ms.
+func (c *client) backoff(attempt int) time.Duration {
+	if c.leg != nil {
+		return c.leg.Backoff(attempt)
 	}
-	s.leg.Heal(ctx)
-	if err := rec.EndFault(epoch); err != nil {
-		t.Error(err)
-	}
+	return 20 * time.Millisecond
 }
 
 // run cycles until ctx ends.

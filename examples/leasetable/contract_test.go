@@ -44,12 +44,11 @@ func TestLeaseContract(t *testing.T) {
 	}
 }
 
-// leaseReset runs four clients through a proxy that resets their connections in short
-// windows; each client acquires, renews and releases, then repeats the release and the renew
-// with the spent epoch.
+// leaseReset runs four clients through a proxy that the leg's schedule resets; each client
+// acquires, renews and releases, then repeats the release and the renew with the spent epoch.
 func leaseReset(t *testing.T, level int) {
 	ctx := context.Background()
-	leg := contested.Start(t, "faultlayer.lease", contested.Reset)
+	leg := contested.Start(t, "faultlayer.lease", contested.Reset, contested.Span(200))
 	migrate(t, leg.DirectDSN())
 	cfg := leg.PoolConfig()
 	cfg.MaxConns = 6
@@ -61,24 +60,29 @@ func leaseReset(t *testing.T, level int) {
 	defer pool.Close()
 	table := lease.New(pool, ports, nil)
 	rec := history.NewRecorder(time.Time{})
-	seen := &sightings{leg: leg}
+	var epoch string
+	leg.OnArm(func(context.Context, contested.Window) { epoch = rec.BeginFault("reset") })
+	leg.OnHeal(func(context.Context, contested.Window) {
+		if err := rec.EndFault(epoch); err != nil {
+			t.Error(err)
+		}
+	})
 
+	// Each client operation is a step of the leg's schedule, which resets the connections
+	// (upstream, downstream, or both at level 2) on the steps it names; the first window
+	// comes well after every client has its connection.
 	runCtx, stop := context.WithCancel(ctx)
 	clients := make([]*client, 4)
 	var wg sync.WaitGroup
 	for i := range clients {
-		clients[i] = &client{table: table, rec: rec, proc: fmt.Sprintf("c%d", i), observe: seen.observe}
+		clients[i] = &client{table: table, rec: rec, proc: fmt.Sprintf("c%d", i), observe: leg.Observe, leg: leg}
 		wg.Add(1)
 		go func() { defer wg.Done(); clients[i].run(runCtx) }()
 	}
-	// Warm up: every client has its connection before the first fault, so that the windows
-	// cut into steady traffic rather than into connection setup.
-	for start := time.Now(); rec.Issued() < 40 && time.Since(start) < 10*time.Second; {
-		time.Sleep(10 * time.Millisecond)
-	}
-	for range 3 * level {
-		seen.window(ctx, t, rec, "reset", 150*time.Millisecond, 5*time.Second)
-		time.Sleep(250 * time.Millisecond)
+	select {
+	case <-leg.Done():
+	case <-time.After(3 * time.Minute):
+		t.Errorf("the schedule %s was not done after 3 minutes", leg.Schedule())
 	}
 	stop()
 	wg.Wait()

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -268,7 +269,7 @@ func (hh holderHistory) ops(clock crossClock) ([]history.Op, error) {
 // port held twice.
 func leaseCrash(t *testing.T, level int) {
 	ctx := context.Background()
-	leg := contested.Start(t, "faultlayer.lease", contested.CrashAndResume)
+	leg := contested.Start(t, "faultlayer.lease", contested.CrashAndResume, contested.Span(100))
 	dsn := leg.DirectDSN()
 	migrate(t, dsn)
 	pool, err := pgxpool.New(ctx, dsn)
@@ -290,48 +291,61 @@ func leaseCrash(t *testing.T, level int) {
 		go func() { defer wg.Done(); clients[i].run(runCtx) }()
 	}
 
-	kills := 1 // at level 3 the crash-restart repeats
-	if level >= 3 {
-		kills = 3
-	}
-	gen := 0
+	// One kill per window of the schedule (more at higher levels, and at level 3 right after
+	// a restart), each on the step the window names: the steps are polls while the current
+	// generation holds its lease, so a kill always lands on a holder that renews.
+	kills := len(leg.Schedule().Windows)
+	var gen atomic.Int32
 	w := leg.StartWorker(func() *exec.Cmd {
-		gen++
-		env := []string{envDSN + "=" + dsn, envLog + "=" + logPath, envGen + "=" + strconv.Itoa(gen)}
-		if gen > kills {
+		g := gen.Add(1)
+		env := []string{envDSN + "=" + dsn, envLog + "=" + logPath, envGen + "=" + strconv.Itoa(int(g))}
+		if int(g) > kills {
 			env = append(env, envFinal+"=1")
 		}
 		return reexec.Command(t, "lease-holder", env...)
 	})
-	for k := 1; k <= kills; k++ {
-		if err := waitHolding(ctx, logPath, gen, w); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(120 * time.Millisecond) // a renew or two
-		epoch := rec.BeginFault("crash-and-resume")
-		leg.Arm(ctx)  // SIGKILL
-		leg.Heal(ctx) // the next generation resumes
+	var epoch string
+	var restarted atomic.Bool
+	leg.OnArm(func(context.Context, contested.Window) { epoch = rec.BeginFault("crash-and-resume") })
+	leg.OnHeal(func(context.Context, contested.Window) {
 		if err := rec.EndFault(epoch); err != nil {
 			t.Error(err)
 		}
-		// Victim-side proof of this fault: the restarted generation reclaimed the killed
-		// one's lease, was fenced on its epoch, and holds a lease of its own.
-		if err := waitHolding(ctx, logPath, gen, w); err != nil {
-			t.Fatal(err)
+		restarted.Store(true)
+	})
+	for deadline := time.Now().Add(2 * time.Minute); !scheduleDone(leg) || restarted.Load(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the schedule %s was not done within 2 minutes", leg.Schedule())
 		}
-		hh, err := readLog(logPath)
-		if err != nil {
-			t.Fatal(err)
+		switch {
+		case restarted.Load():
+			// Victim-side proof of the last fault: the restarted generation reclaimed the
+			// killed one's lease, was fenced on its epoch, and holds a lease of its own.
+			g := int(gen.Load())
+			if err := waitHolding(ctx, logPath, g, w); err != nil {
+				t.Fatal(err)
+			}
+			hh, err := readLog(logPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ops, err := hh.ops(clock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if proof := resumed(ops, hh.held(g-1), g); proof != "" {
+				leg.Note(proof)
+			} else {
+				t.Errorf("generation %d did not reclaim and fence the killed generation's lease %+v; holder log:\n%s", g, hh.held(g-1), dump(hh))
+			}
+			restarted.Store(false)
+		case !leg.Armed():
+			if err := waitHolding(ctx, logPath, int(gen.Load()), w); err != nil {
+				t.Fatal(err)
+			}
+			leg.Step(ctx) // SIGKILL on the window's step; the schedule restarts it after its delay
 		}
-		ops, err := hh.ops(clock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if proof := resumed(ops, hh.held(gen-1), gen); proof != "" {
-			leg.Note(proof)
-		} else {
-			t.Errorf("generation %d did not reclaim and fence the killed generation's lease %+v; holder log:\n%s", gen, hh.held(gen-1), dump(hh))
-		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	err = w.Wait(wctx)

@@ -14,12 +14,17 @@ import (
 
 	"github.com/contested/contested/contested"
 	"github.com/contested/contested/examples/ledger"
+	"github.com/contested/contested/examples/ledger/oracle"
 )
 
 // The contested contracts of the ledger: one test per surface in contested-surfaces.toml, one
-// subtest per leg. CONTESTED_LEVEL 1 (the default, what the battery runs) runs each lever on
-// its own; 2 adds a storm that combines levers; 3 repeats the faults (more windows, repeated
-// crash-restart). CONTESTED_SEED replays a run's seeded choices.
+// subtest per leg. Each leg's workload marks its steps (leg.Step, leg.Progress), and the
+// leg's schedule, drawn from CONTESTED_SEED and CONTESTED_LEVEL, decides on which step each
+// fault lands, how long it holds and what it does (a reset's direction, the connections an
+// exhaustion holds, a burst's plan): the seed replays the run. CONTESTED_LEVEL 1 (the
+// default, what the battery runs) runs each lever on its own; 2 adds faults (overlapping
+// ones, where the lever has them) and a storm that combines levers; 3 adds faults that land
+// while the victim recovers.
 
 // legCase is one subtest of a contract.
 type legCase struct {
@@ -55,50 +60,46 @@ func TestStoreContract(t *testing.T) {
 	})
 }
 
+// storeReset runs four clients through a proxy whose connections the schedule resets (each
+// fault upstream, dropping a request before the server sees it, or downstream, dropping the
+// answer of a transfer the server applied; both at once at level 2), on the steps it names.
+// While a reset is armed the clients issue only transfers: the writes whose answers a reset
+// can lose, so that a downstream reset always lands on one.
 func storeReset(t *testing.T, level int) {
-	ctx := context.Background()
 	leg := contested.Start(t, "ledger.store", contested.Reset)
 	r := newRig(t, leg.DirectDSN(), 4, 100, leg)
-	seen := sight(leg)
 	load := &storeLoad{
 		store: ledger.NewStore(r.victimPool(leg, 6)), rec: r.rec, mix: r.mix(40), clients: 4,
-		timeout: 2 * time.Second, seed: uint64(leg.Seed()), prefix: "store", observe: seen.observe,
+		timeout: 2 * time.Second, seed: uint64(leg.Seed()), prefix: "store", observe: leg.Observe, leg: leg,
 	}
+	leg.OnArm(func(context.Context, contested.Window) { load.transfersOnly.Store(true) })
+	leg.OnHeal(func(context.Context, contested.Window) { load.transfersOnly.Store(false) })
+	r.scheduled(leg, "reset")
 	r.monitor()
-	runCtx, stop := context.WithCancel(ctx)
-	clients := load.run(runCtx)
-	time.Sleep(300 * time.Millisecond)
-	for range 3 * level {
-		r.window(ctx, seen, "reset", 150*time.Millisecond, 5*time.Second)
-		time.Sleep(300 * time.Millisecond)
-	}
-	stop()
-	clients.Wait()
+	load.runSchedule(t)
 	load.closingReads()
 	r.judge(checks{linearizable: true})
 }
 
+// storeConfirmTimeout lets the schedule drop the answers of transfers that reached the server:
+// while a window is armed the clients issue only transfers, and after it is healed the leg
+// checks server-side that one the client saw time out was committed.
 func storeConfirmTimeout(t *testing.T, level int) {
-	ctx := context.Background()
 	leg := contested.Start(t, "ledger.store", contested.ConfirmTimeout)
 	r := newRig(t, leg.DirectDSN(), 4, 100, leg)
 	load := &storeLoad{
 		store: ledger.NewStore(r.victimPool(leg, 6)), rec: r.rec, mix: r.mix(40), clients: 4,
-		timeout: 400 * time.Millisecond, seed: uint64(leg.Seed()), prefix: "store", observe: leg.Observe,
+		timeout: 400 * time.Millisecond, seed: uint64(leg.Seed()), prefix: "store", observe: leg.Observe, leg: leg,
 	}
-	r.monitor()
-	runCtx, stop := context.WithCancel(ctx)
-	clients := load.run(runCtx)
-	time.Sleep(300 * time.Millisecond)
-	for range level {
+	var epoch string
+	leg.OnArm(func(context.Context, contested.Window) {
 		// Only transfers while armed: a write whose commit reached the server and whose
 		// answer was lost is what this lever is about.
 		load.transfersOnly.Store(true)
 		time.Sleep(20 * time.Millisecond) // reads in flight finish on their warm connections
-		epoch := r.rec.BeginFault("confirm-timeout")
-		leg.Arm(ctx)
-		time.Sleep(900 * time.Millisecond)
-		leg.Heal(ctx)
+		epoch = r.rec.BeginFault("confirm-timeout")
+	})
+	leg.OnHeal(func(ctx context.Context, _ contested.Window) {
 		if err := r.rec.EndFault(epoch); err != nil {
 			t.Error(err)
 		}
@@ -113,10 +114,9 @@ func storeConfirmTimeout(t *testing.T, level int) {
 		}
 		committed := leg.Committed(ctx, `SELECT EXISTS (SELECT 1 FROM applied_transfers WHERE transfer_id = ANY($1))`, lost)
 		t.Logf("confirm-timeout window %s: %d transfers timed out; committed server-side: %v", epoch, len(lost), committed)
-		time.Sleep(300 * time.Millisecond)
-	}
-	stop()
-	clients.Wait()
+	})
+	r.monitor()
+	load.runSchedule(t)
 	load.closingReads()
 	r.judge(checks{linearizable: true})
 }
@@ -132,27 +132,33 @@ func TestConsumerContract(t *testing.T) {
 	})
 }
 
-// burst enqueues the leg's seeded delivery order (duplicates and reorderings included) while
-// three consumers drain the queue, and reports each perturbed delivery the consumers
-// acknowledged.
+// burst enqueues each burst of the leg's schedule (its seeded delivery order, duplicates and
+// reorderings included) while three consumers drain the queue, and reports each perturbed
+// delivery the consumers acknowledged.
 func consumerBurst(t *testing.T, level int) {
 	ctx := context.Background()
 	leg := contested.Start(t, "ledger.consumer", contested.Burst)
 	r := newRig(t, leg.DirectDSN(), 6, 100, leg)
 	r.monitor()
 	w := &ledger.Worker{Pool: r.directPool(6), Name: "burst", Consumers: 3, BatchSize: 8, Poll: 10 * time.Millisecond}
-	burst(ctx, t, r, leg, w, 90*level, leg.Observe, nil)
+	for i := range leg.Schedule().Windows {
+		burst(ctx, t, r, leg, w, 90, fmt.Sprintf("burst%d", i), nil, nil)
+	}
 	r.judge(checks{})
 }
 
-// burst runs a burst of n transfers through w's queue while w's consumers drain it, and
-// waits until the queue is empty. Each delivery is one enqueue (so a duplicate delivery is a
-// second row with the same transfer id); each perturbed delivery a consumer acknowledged is
-// reported to the leg. When until is not nil, the consumers keep running (and claiming,
-// through whatever fault is armed) until it is closed, however early the queue drains.
-func burst(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, w *ledger.Worker, n int, observe func(error) bool, until <-chan struct{}) {
+// burst runs a burst of n transfers (ids prefixed prefix) through w's queue while w's
+// consumers drain it, and waits until the queue is empty. Each delivery is one enqueue (so a
+// duplicate delivery is a second row with the same transfer id); each perturbed delivery a
+// consumer acknowledged is reported to the leg. When storm is not nil, each delivery is a step
+// of its schedule, and once the burst is enqueued the consumers keep claiming (through
+// whatever fault is armed), on a step every 5ms, until its schedule is done.
+func burst(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, w *ledger.Worker, n int, prefix string, storm *contested.Leg, observe func(error) bool) {
 	t.Helper()
-	transfers := r.mix(50).Generate(uint64(leg.Seed()), n, "burst")
+	if observe == nil {
+		observe = leg.Observe
+	}
+	transfers := r.mix(50).Generate(uint64(leg.Seed()), n, prefix)
 	// delivery maps a queue row to the delivery it carries. The producer holds mu from before
 	// its INSERT until the row is mapped, so a consumer that acknowledges the row first waits.
 	var mu sync.Mutex
@@ -172,6 +178,9 @@ func burst(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, w *led
 	q := ledger.NewQueue(w.Pool)
 	for _, d := range leg.Deliveries(ctx, n, contested.BurstPlan{}) {
 		tr := transfers[d.Index]
+		if storm != nil {
+			storm.Step(ctx)
+		}
 		for {
 			_, err := r.rec.Enqueue("burst-producer", tr, func() (int64, error) {
 				mu.Lock()
@@ -191,8 +200,9 @@ func burst(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, w *led
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	if until != nil {
-		<-until
+	for storm != nil && !scheduleDone(storm) {
+		storm.Step(ctx)
+		time.Sleep(5 * time.Millisecond)
 	}
 	if err := r.drained(ctx, 30*time.Second); err != nil {
 		t.Error(err)
@@ -201,15 +211,18 @@ func burst(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, w *led
 	<-done
 }
 
-// consumerCrash runs the worker as a separate process (cmd/ledger's code), kills it with
-// SIGKILL once it is well into the queue, restarts it, and checks that the restarted
-// generation drains what the killed one left, with nothing lost or applied twice.
+// consumerCrash runs the worker as a separate process (cmd/ledger's code) over a queue of
+// 1200 transfers, with the number of transfers decided as the steps of the leg's schedule:
+// the schedule kills the worker with SIGKILL at the points of progress it names (always well
+// before the queue drains), restarts it after the delay it draws, and the test checks that
+// each restarted generation resumed what the killed one left, with nothing lost or applied
+// twice.
 func consumerCrash(t *testing.T, level int) {
 	ctx := context.Background()
-	leg := contested.Start(t, "ledger.consumer", contested.CrashAndResume)
+	const n = 1200
+	leg := contested.Start(t, "ledger.consumer", contested.CrashAndResume, contested.Span(n/2))
 	r := newRig(t, leg.DirectDSN(), 8, 200, leg)
 	pool := r.directPool(4)
-	const n = 1200
 	transfers := r.mix(50).Generate(uint64(leg.Seed()), n, "crash")
 	p := &producer{queue: ledger.NewQueue(pool), rec: r.rec, timeout: 5 * time.Second}
 	var wg sync.WaitGroup
@@ -230,105 +243,126 @@ func consumerCrash(t *testing.T, level int) {
 		gen++
 		return ledgerCmd(t, "work", "-dsn", r.direct, "-consumers", "4", "-batch", "10", "-exit-when-empty", "-name", fmt.Sprintf("gen-%d", gen))
 	})
-	// Kill at a few points of progress (one at level 1, three at level 3): always mid-queue.
-	kills := 1
-	if level >= 3 {
-		kills = 3
-	}
-	for k := 1; k <= kills; k++ {
-		mark := k * n / (kills + 2) / 2
-		if err := waitDecided(ctx, pool, mark, w); err != nil {
-			t.Fatal(err)
-		}
-		epoch := r.rec.BeginFault("crash-and-resume")
-		leg.Arm(ctx)
-		left, err := ledger.NewQueue(pool).Pending(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if left == 0 {
-			t.Fatalf("the kill did not land mid-work: the queue was already drained")
-		}
-		leg.Heal(ctx) // restarts the worker
-		if err := r.rec.EndFault(epoch); err != nil {
-			t.Error(err)
-		}
-		t.Logf("killed generation %d with %d rows pending; restarted", gen-1, left)
-		if k < kills {
-			// The victim-side proof of this fault: the restarted generation makes progress
-			// on what the killed one left, before it is killed in turn.
-			var before int
-			if err := pool.QueryRow(ctx, `SELECT count(*) FROM applied_transfers`).Scan(&before); err != nil {
-				t.Fatal(err)
-			}
-			if err := waitDecided(ctx, pool, before+20, w); err != nil {
-				t.Fatal(err)
-			}
-			leg.Note(fmt.Sprintf("restarted worker (generation %d) resumed the %d rows the killed generation left pending", gen, left))
-		} else {
-			wctx, cancel := context.WithTimeout(ctx, time.Minute)
-			err := w.Wait(wctx)
-			cancel()
-			if err != nil {
-				t.Fatalf("the restarted worker: %v", err)
-			}
-			if err := r.drained(ctx, time.Second); err != nil {
-				t.Fatalf("the restarted worker exited with work left: %v", err)
-			}
-			leg.Note(fmt.Sprintf("restarted worker (generation %d) drained the %d rows the killed generation left pending and exited 0", gen, left))
-		}
+	c := &crashes{t: t, pool: pool, rec: r.rec, gen: &gen}
+	leg.OnArm(c.arming)
+	leg.OnHeal(c.healed)
+	if err := c.drive(ctx, leg, w); err != nil {
+		t.Fatal(err)
 	}
 	r.judge(checks{})
 }
 
-// waitDecided waits until at least n transfers are decided, failing if the worker exits.
-func waitDecided(ctx context.Context, pool ledger.DB, n int, w *contested.Worker) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for {
-		var d int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM applied_transfers`).Scan(&d); err != nil {
-			return fmt.Errorf("count decided transfers: %w", err)
-		}
-		if d >= n {
-			return nil
-		}
-		if !w.Running() {
-			return fmt.Errorf("the worker exited with only %d of %d transfers decided", d, n)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("only %d of %d transfers decided: %w", d, n, ctx.Err())
-		case <-time.After(5 * time.Millisecond):
-		}
+// crashes follows the kills of a crash-and-resume schedule: a fault window of the history
+// per kill, the rows the kill left pending, and the proof that the restarted generation
+// resumed them.
+type crashes struct {
+	mu    sync.Mutex // the heal hook runs on the schedule's timer
+	t     *testing.T
+	pool  ledger.DB
+	rec   *oracle.Recorder
+	gen   *int
+	epoch string
+	left  int // rows pending when the last kill landed
+	mark  int // transfers decided when the last restart came; -1 when nothing awaits proof
+}
+
+func (c *crashes) arming(context.Context, contested.Window) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.epoch = c.rec.BeginFault("crash-and-resume")
+}
+
+// healed runs once the killed worker was restarted: the kill landed mid-work only if rows were
+// still pending.
+func (c *crashes) healed(ctx context.Context, _ contested.Window) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.rec.EndFault(c.epoch); err != nil {
+		c.t.Error(err)
 	}
+	left, err := ledger.NewQueue(c.pool).Pending(ctx)
+	if err != nil {
+		c.t.Error(err)
+	}
+	if left == 0 {
+		c.t.Errorf("the kill did not land mid-work: the queue was already drained")
+	}
+	c.left = left
+	c.mark = decided(ctx, c.t, c.pool)
+	c.t.Logf("killed generation %d with %d rows pending; restarted", *c.gen-1, left)
+}
+
+// drive marks the transfers decided as the schedule's steps until every kill landed and the
+// last generation drained the queue and exited 0. Each restarted generation proves it
+// resumed by deciding a transfer the killed one left, before the next step can kill it.
+func (c *crashes) drive(ctx context.Context, leg *contested.Leg, w *contested.Worker) error {
+	c.mark = -1
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		d := decided(ctx, c.t, c.pool)
+		c.mu.Lock()
+		if c.mark >= 0 && d > c.mark {
+			leg.Note(fmt.Sprintf("restarted worker (generation %d) resumed the %d rows the killed generation left pending", *c.gen, c.left))
+			c.mark = -1
+		}
+		proven := c.mark < 0
+		c.mu.Unlock()
+		if proven {
+			leg.Progress(ctx, d)
+		}
+		if scheduleDone(leg) && proven && !w.Running() {
+			wctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			if err := w.Wait(wctx); err != nil {
+				return fmt.Errorf("the last worker generation: %w", err)
+			}
+			return c.drainedBy(ctx)
+		}
+		if !scheduleDone(leg) && proven && !w.Running() && !leg.Armed() {
+			return fmt.Errorf("the worker exited with %d transfers decided, before the schedule %s was done", d, leg.Schedule())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return fmt.Errorf("the schedule %s and the worker were not done within 2 minutes", leg.Schedule())
+}
+
+// drainedBy checks the last generation left nothing pending.
+func (c *crashes) drainedBy(ctx context.Context) error {
+	left, err := ledger.NewQueue(c.pool).Pending(ctx)
+	if err != nil {
+		return err
+	}
+	if left != 0 {
+		return fmt.Errorf("the last worker generation exited 0 with %d rows pending", left)
+	}
+	return nil
+}
+
+// decided counts the transfers decided so far.
+func decided(ctx context.Context, t *testing.T, pool ledger.DB) int {
+	var d int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM applied_transfers`).Scan(&d); err != nil {
+		t.Errorf("count decided transfers: %v", err)
+	}
+	return d
 }
 
 // consumerStorm combines levers (CONTESTED_LEVEL >= 2): a seeded burst through a queue whose
-// producer and consumers talk to Postgres through a proxy that resets their connections.
+// producer and consumers talk to Postgres through a proxy that resets their connections, the
+// reset's schedule stepped by the burst's deliveries and, once they are enqueued, by the
+// consumers' polling until it is done.
 func consumerStorm(t *testing.T, level int) {
 	ctx := context.Background()
-	reset := contested.Start(t, "ledger.consumer", contested.Reset)
+	const n = 150
+	reset := contested.Start(t, "ledger.consumer", contested.Reset, contested.Span(n))
 	flood := contested.Start(t, "ledger.consumer", contested.Burst)
 	r := newRig(t, reset.DirectDSN(), 6, 100, reset, flood)
+	r.scheduled(reset, "reset")
 	r.monitor()
 	pool := r.victimPool(reset, 6)
-	seen := sight(reset)
 	w := &ledger.Worker{Pool: pool, Name: "storm", Consumers: 3, BatchSize: 8, Poll: 10 * time.Millisecond,
-		OnError: func(err error) { seen.observe(err) }}
-	// The windows open while the burst is under way; the consumers keep claiming until the
-	// last one closed (an idle consumer still polls, so a window that opens after the queue
-	// drained lands on its next claim).
-	stormed := make(chan struct{})
-	go func() {
-		defer close(stormed)
-		time.Sleep(200 * time.Millisecond)
-		for range 2 * level {
-			r.window(ctx, seen, "reset", 150*time.Millisecond, 5*time.Second)
-			time.Sleep(250 * time.Millisecond)
-		}
-	}()
-	burst(ctx, t, r, flood, w, 150*level, seen.observe, stormed)
+		OnError: func(err error) { reset.Observe(err) }}
+	burst(ctx, t, r, flood, w, n*level, "storm", reset, reset.Observe)
 	r.judge(checks{})
 }
 
@@ -360,17 +394,18 @@ const poolProducers = 3
 // startPoolLoad starts three consumers and three producers on fresh pools. The producers
 // enqueue the rig's mix one transfer after another (each its own seeded source, prefix
 // prefix-p<n>) until stopProducing, so that they are busy while the fault is armed and
-// after it is healed.
-func startPoolLoad(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, seen *sightings, seed uint64, prefix string) *poolLoad {
+// after it is healed. Every error they see goes to observe; when step is not nil, each
+// enqueue attempt is a step of its schedule.
+func startPoolLoad(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg, observe func(error) bool, seed uint64, prefix string, step *contested.Leg) *poolLoad {
 	l := &poolLoad{done: make(chan error, 1), producing: make(chan struct{})}
 	var runCtx context.Context
 	runCtx, l.stop = context.WithCancel(ctx)
 	consumers, producers := r.victimPool(leg, 3), r.victimPool(leg, poolProducers)
 	l.pools = []*pgxpool.Pool{consumers, producers}
 	l.workers = &ledger.Worker{Pool: consumers, Name: "pool", Consumers: 3, BatchSize: 10, Poll: 20 * time.Millisecond,
-		OnError: func(err error) { seen.observe(err) }}
+		OnError: func(err error) { observe(err) }}
 	go func() { l.done <- l.workers.Run(runCtx) }()
-	p := &producer{queue: ledger.NewQueue(producers), rec: r.rec, timeout: time.Second, pace: time.Millisecond, observe: seen.observe}
+	p := &producer{queue: ledger.NewQueue(producers), rec: r.rec, timeout: time.Second, pace: time.Millisecond, observe: observe, leg: step}
 	for i := range poolProducers {
 		src := r.mix(50).Source(seed+uint64(i), fmt.Sprintf("%s-p%d", prefix, i))
 		l.prod.Add(1)
@@ -447,33 +482,23 @@ func (r *rig) settle(ctx context.Context, t *testing.T, want int) (release func(
 	}
 }
 
-// faultCycles is how many times the pool contract arms its fault: once, and three times at
-// CONTESTED_LEVEL=3.
-func faultCycles(level int) int {
-	if level >= 3 {
-		return 3
-	}
-	return 1
-}
-
+// poolExhaustion arms the schedule's windows itself, one load cycle each: with the database
+// settled, it arms the exhaustion (holding as many connections as the window draws), then
+// starts fresh pools, so every connection they need is opened with the database already
+// full; the leg holds the fault as the window says and heals it, and the cycle's load
+// finishes, draining the queue.
 func poolExhaustion(t *testing.T, level int) {
 	ctx := context.Background()
 	leg := contested.Start(t, "ledger.pool", contested.PoolExhaustion)
 	r := newRig(t, leg.DirectDSN(), 6, 150, leg)
 	preload(ctx, t, r, leg)
 	r.monitor()
-	seen := sight(leg)
-	for i := range faultCycles(level) {
+	for i := range leg.Schedule().Windows {
 		release := r.settle(ctx, t, 1) // the monitor
-		before := seen.n.Load()
 		heal := r.fault(ctx, leg, "pool-exhaustion")
 		release()
-		// Fresh pools: every connection they need is opened with the database already full.
-		load := startPoolLoad(ctx, t, r, leg, seen, uint64(leg.Seed())+uint64(i*poolProducers)+1, fmt.Sprintf("live%d", i))
-		time.Sleep(500 * time.Millisecond)
-		for start := time.Now(); seen.n.Load() == before && time.Since(start) < 5*time.Second; {
-			time.Sleep(10 * time.Millisecond)
-		}
+		load := startPoolLoad(ctx, t, r, leg, leg.Observe, uint64(leg.Seed())+uint64(i*poolProducers)+1, fmt.Sprintf("live%d", i), nil)
+		leg.HoldAndHeal(ctx)
 		heal()
 		time.Sleep(300 * time.Millisecond) // the producers go on once connections are granted
 		load.finish(ctx, t, r)
@@ -481,21 +506,18 @@ func poolExhaustion(t *testing.T, level int) {
 	r.judge(checks{})
 }
 
+// poolDisconnect runs producers and consumers on pools through a proxy the schedule disables
+// on the producers' steps (one per enqueue attempt), cutting the connections in flight in
+// whatever phase their requests are, until the schedule is done.
 func poolDisconnect(t *testing.T, level int) {
 	ctx := context.Background()
 	leg := contested.Start(t, "ledger.pool", contested.Disconnect)
 	r := newRig(t, leg.DirectDSN(), 6, 150, leg)
 	preload(ctx, t, r, leg)
 	r.monitor()
-	seen := sight(leg)
-	load := startPoolLoad(ctx, t, r, leg, seen, uint64(leg.Seed())+1, "live")
-	time.Sleep(200 * time.Millisecond)
-	// Two windows per cycle: each cuts the connections in flight once, in whatever phase the
-	// producers' and consumers' requests are.
-	for range 2 * faultCycles(level) {
-		r.window(ctx, seen, "disconnect", 400*time.Millisecond, 5*time.Second)
-		time.Sleep(200 * time.Millisecond)
-	}
+	r.scheduled(leg, "disconnect")
+	load := startPoolLoad(ctx, t, r, leg, leg.Observe, uint64(leg.Seed())+1, "live", leg)
+	untilDone(t, leg)
 	load.finish(ctx, t, r)
 	r.judge(checks{})
 }

@@ -22,4 +22,16 @@ var (
 	// (contested_defect_rejectedasapplied): no-lost-ack and linearizability must go RED as
 	// soon as the workload reaches insufficient funds.
 	rejectedAsApplied bool
+	// retryInside retries a transfer whose outcome is unknown inside Store.Transfer, and takes
+	// its own retry's Duplicate for "another client decided this id": Rejected
+	// (contested_defect_retryinside). It fails only on some schedules: after an upstream reset
+	// the first attempt never reached the server and the retry decides the transfer truly;
+	// after a downstream reset the server applied the first attempt and only its answer was
+	// lost, and the client hears Rejected for a transfer that moved money. Exactly-once must go
+	// RED on a seed whose reset schedule resets downstream, and only there.
+	retryInside bool
+	// flaky answers a rejected transfer as applied in one process out of three, chosen by the
+	// clock when the process starts, never by the seed (contested_defect_flaky): a truly
+	// nondeterministic defect, which a rerun with the same seed reproduces only by chance.
+	flaky bool
 )

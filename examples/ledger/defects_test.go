@@ -2,8 +2,10 @@ package ledger_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/contested/contested/examples/ledger/oracle"
 	"github.com/contested/contested/faultlayer/faulttest"
+	"github.com/contested/contested/faultlayer/levers"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/envvar"
 )
@@ -25,8 +28,10 @@ import (
 // fault layer, with a fixed seed and a private results directory (its records are evidence
 // about the defect, not about this battery).
 func TestPlantedDefectsAreCaught(t *testing.T) {
+	downstream := resetSeed(t, "reset:downstream")
 	tests := []struct {
 		name     string
+		seed     int64 // 0: 424242
 		tag      string
 		pkg      string
 		run      string // -run pattern: the contract test and its leg
@@ -84,6 +89,12 @@ func TestPlantedDefectsAreCaught(t *testing.T) {
 			oracle: oracle.Linearizability, artifact: true,
 		},
 		{
+			name: "a retry inside Store.Transfer answers a transfer applied under a downstream reset as not applied",
+			seed: downstream, tag: "contested_defect_retryinside", pkg: "./examples/ledger",
+			run: "^TestStoreContract$/^reset$", test: "TestStoreContract/reset", lever: "reset",
+			oracle: oracle.ExactlyOnce,
+		},
+		{
 			name: "releasing a lease without the epoch fence breaks the Lease model",
 			tag:  "contested_defect_unfencedrelease", pkg: "./examples/leasetable",
 			run: "^TestLeaseContract$/^reset$", test: "TestLeaseContract/reset", lever: "reset",
@@ -103,7 +114,8 @@ func TestPlantedDefectsAreCaught(t *testing.T) {
 	base := t.TempDir()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			key := tt.tag + " " + tt.pkg + " " + tt.run
+			seed := cmp.Or(tt.seed, 424242)
+			key := fmt.Sprintf("%s %s %s %d", tt.tag, tt.pkg, tt.run, seed)
 			out, ok := ran[key]
 			if !ok {
 				dir, err := os.MkdirTemp(base, "results-")
@@ -113,18 +125,7 @@ func TestPlantedDefectsAreCaught(t *testing.T) {
 				results[key] = dir
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 				defer cancel()
-				cmd := exec.CommandContext(ctx, goBin, "test", "-count=1", "-tags", tt.tag, "-run", tt.run, tt.pkg)
-				cmd.Dir = root
-				cmd.Env = append(os.Environ(), layer.Env()...)
-				cmd.Env = append(cmd.Env,
-					"CONTESTED_SEED=424242",
-					"CONTESTED_LEVEL=1",
-					envvar.ResultsDir+"="+results[key],
-				)
-				var buf bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &buf, &buf
-				err = cmd.Run()
-				out = buf.Bytes()
+				out, err = defective(ctx, goBin, root, tt.tag, tt.pkg, tt.run, seed, append(layer.Env(), envvar.ResultsDir+"="+results[key]))
 				ran[key] = out
 				if err == nil {
 					t.Fatalf("the contract stayed GREEN with the planted defect %s:\n%s", tt.tag, tail(out))
@@ -159,6 +160,56 @@ func TestPlantedDefectsAreCaught(t *testing.T) {
 	}
 }
 
+// TestTheRetryDefectHidesFromAnUpstreamReset: the retry planted inside Store.Transfer fails
+// only on some schedules. On a seed whose reset schedule resets only upstream, every transfer
+// a reset failed never reached the server, the retry decides it truly, and the contract stays
+// GREEN: the defect is the schedule's to find (contested's seed picker covers both directions),
+// and the seed that found it replays it.
+func TestTheRetryDefectHidesFromAnUpstreamReset(t *testing.T) {
+	layer := faulttest.Layer(t)
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command to build the defective variant: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	seed := resetSeed(t, "reset:upstream")
+	out, err := defective(ctx, goBin, moduleRoot(t), "contested_defect_retryinside", "./examples/ledger", "^TestStoreContract$/^reset$", seed,
+		append(layer.Env(), envvar.ResultsDir+"="+t.TempDir()))
+	if err != nil {
+		t.Fatalf("seed %d resets only upstream, yet the contract went RED with the retry defect: %v\n%s", seed, err, tail(out))
+	}
+	if !bytes.Contains(out, []byte("oracle "+oracle.ExactlyOnce+": held")) {
+		t.Errorf("the contract passed without exactly-once holding:\n%s", tail(out))
+	}
+}
+
+// resetSeed is the first seed whose level-1 reset schedule has exactly the one trait want
+// ("reset:upstream" or "reset:downstream").
+func resetSeed(t *testing.T, want string) int64 {
+	t.Helper()
+	for seed := int64(1); seed < 1000; seed++ {
+		if tr := levers.NewSchedule(levers.Reset, seed, levers.Scope{Level: 1}).Traits(); len(tr) == 1 && tr[0] == want {
+			return seed
+		}
+	}
+	t.Fatalf("no seed under 1000 draws a reset schedule of %s alone", want)
+	return 0
+}
+
+// defective runs one contract leg (run, in pkg) built with a planted defect's tag, at level 1
+// with seed, in the module at root, with env added: its output and its error.
+func defective(ctx context.Context, goBin, root, tag, pkg, run string, seed int64, env []string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, goBin, "test", "-count=1", "-v", "-tags", tag, "-run", run, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(cmd.Env, fmt.Sprintf("CONTESTED_SEED=%d", seed), "CONTESTED_LEVEL=1")
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	err := cmd.Run()
+	return buf.Bytes(), err
+}
+
 // firedRecord reports whether the records under results hold a fired fault of lever for
 // test.
 func firedRecord(t *testing.T, results, test, lever string) bool {
@@ -181,7 +232,7 @@ func firedRecord(t *testing.T, results, test, lever string) bool {
 }
 
 // moduleRoot is the directory holding go.mod, where go test takes package patterns from.
-func moduleRoot(t *testing.T) string {
+func moduleRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
 	if err != nil {

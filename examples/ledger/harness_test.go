@@ -149,38 +149,48 @@ func (r *rig) fault(ctx context.Context, leg *contested.Leg, name string) (heal 
 	}
 }
 
-// sightings counts the victim-side observations a leg accepted (errors carrying its lever's
-// signature while it is armed), so that a test holds a fault until it has landed rather than
-// for a fixed time a slow machine can miss: a reset only fires on a connection that sends
-// while it is armed, and under load every client may still be waiting on an answer.
-type sightings struct {
-	leg *contested.Leg
-	n   atomic.Int64
+// scheduled opens a fault window of the history named name each time leg's schedule arms
+// its fault, and closes it when the schedule heals it.
+func (r *rig) scheduled(leg *contested.Leg, name string) {
+	var epoch string
+	leg.OnArm(func(context.Context, contested.Window) { epoch = r.rec.BeginFault(name) })
+	leg.OnHeal(func(context.Context, contested.Window) {
+		if err := r.rec.EndFault(epoch); err != nil {
+			r.t.Error(err)
+		}
+	})
 }
 
-func sight(leg *contested.Leg) *sightings { return &sightings{leg: leg} }
-
-// observe is the leg's Observe, counted.
-func (s *sightings) observe(err error) bool {
-	if s.leg.Observe(err) {
-		s.n.Add(1)
+// scheduleDone reports whether leg's schedule is done.
+func scheduleDone(leg *contested.Leg) bool {
+	select {
+	case <-leg.Done():
 		return true
+	default:
+		return false
 	}
-	return false
 }
 
-// window arms leg in a fault window of the history and holds it at least min and until the
-// victim saw it (at most max), then heals it.
-func (r *rig) window(ctx context.Context, s *sightings, name string, min, max time.Duration) {
-	r.t.Helper()
-	before := s.n.Load()
-	heal := r.fault(ctx, s.leg, name)
-	start := time.Now()
-	time.Sleep(min)
-	for s.n.Load() == before && time.Since(start) < max {
-		time.Sleep(10 * time.Millisecond)
+// runSchedule runs the clients until the leg's schedule is done, then stops them and lets each
+// settle its pending retry.
+func (l *storeLoad) runSchedule(t *testing.T) {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	clients := l.run(ctx)
+	untilDone(t, l.leg)
+	stop()
+	clients.Wait()
+}
+
+// untilDone waits until leg's schedule armed and healed every window, failing the test when
+// it did not within a few minutes (the workload stopped marking its steps).
+func untilDone(t *testing.T, leg *contested.Leg) {
+	t.Helper()
+	select {
+	case <-leg.Done():
+	case <-time.After(3 * time.Minute):
+		t.Errorf("the schedule %s was not done after 3 minutes", leg.Schedule())
 	}
-	heal()
 }
 
 // checks says which oracles a contract runs besides the ones every ledger run gets
@@ -295,6 +305,8 @@ type storeLoad struct {
 	// needs writes in flight to prove a commit whose answer was lost).
 	transfersOnly atomic.Bool
 	observe       func(error) bool
+	// leg's schedule arms and heals the fault on the clients' steps, and paces their retries.
+	leg *contested.Leg
 }
 
 // run runs the clients until ctx ends, then lets each settle its pending retry.
@@ -315,9 +327,12 @@ func (l *storeLoad) client(ctx context.Context, c int) {
 	src := l.mix.Source(l.seed^uint64(c+1)<<32, fmt.Sprintf("%s-c%d", l.prefix, c))
 	proc := fmt.Sprintf("client-%d", c)
 	var pending *ledger.Transfer
+	retries := 0
 	settle := time.Time{}
 	for {
-		if ctx.Err() != nil {
+		if ctx.Err() == nil {
+			l.leg.Step(ctx)
+		} else {
 			// Settle the pending retry after the run, with a deadline of its own.
 			if pending == nil {
 				return
@@ -334,9 +349,10 @@ func (l *storeLoad) client(ctx context.Context, c int) {
 			// Only an answer settles an ambiguous transfer: a retry that failed definitely
 			// says nothing about the attempt before it.
 			if l.transfer(proc, *pending) == nil {
-				pending = nil
+				pending, retries = nil, 0
 			} else {
-				time.Sleep(20 * time.Millisecond)
+				time.Sleep(l.leg.Backoff(retries))
+				retries++
 			}
 		case only || r.IntN(4) > 0:
 			t := src.Next()
@@ -399,11 +415,17 @@ type producer struct {
 	timeout time.Duration
 	pace    time.Duration
 	observe func(error) bool
+	// leg, when set, arms and heals its fault on the producer's steps (one per attempt) and
+	// paces its retries.
+	leg *contested.Leg
 }
 
 func (p *producer) run(ctx context.Context, proc string, transfers []ledger.Transfer) error {
 	for _, t := range transfers {
-		for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, 250*time.Millisecond) {
+		for attempt := 0; ; attempt++ {
+			if p.leg != nil {
+				p.leg.Step(ctx)
+			}
 			_, err := p.rec.Enqueue(proc, t, func() (int64, error) {
 				ctx, cancel := context.WithTimeout(ctx, p.timeout)
 				defer cancel()
@@ -418,13 +440,21 @@ func (p *producer) run(ctx context.Context, proc string, transfers []ledger.Tran
 			if ctx.Err() != nil {
 				return fmt.Errorf("enqueue %s: %w", t.ID, ctx.Err())
 			}
-			time.Sleep(backoff)
+			time.Sleep(p.backoff(attempt))
 		}
 		if p.pace > 0 {
 			time.Sleep(p.pace)
 		}
 	}
 	return nil
+}
+
+// backoff is the pause before retry attempt: the leg's schedule's, or 10ms doubling to 250ms.
+func (p *producer) backoff(attempt int) time.Duration {
+	if p.leg != nil {
+		return p.leg.Backoff(attempt)
+	}
+	return min(10*time.Millisecond<<min(attempt, 5), 250*time.Millisecond)
 }
 
 // runUntil enqueues src's transfers one after another, like run, until stop is closed and at

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -118,8 +119,29 @@ func (s *Store) Transfer(ctx context.Context, t Transfer) (Outcome, error) {
 		return "", err
 	}
 	o, err := apply(ctx, s.db, t)
-	if err == nil && rejectedAsApplied && o == Rejected {
+	if retryInside {
+		o, err = retryAfterUnknown(ctx, s.db, t, o, err)
+	}
+	if err == nil && (rejectedAsApplied || flaky) && o == Rejected {
 		o = Applied // planted defect: the client hears applied, nothing moved
+	}
+	return o, err
+}
+
+// retryAfterUnknown is the planted retry inside Transfer (contested_defect_retryinside; never
+// used otherwise): while the outcome is unknown it applies t again, every 20ms until ctx
+// ends, and answers a Duplicate from its own retry as Rejected.
+func retryAfterUnknown(ctx context.Context, db DB, t Transfer, o Outcome, err error) (Outcome, error) {
+	for err != nil && !Definite(err) && ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+			return o, err
+		case <-time.After(20 * time.Millisecond):
+		}
+		o, err = apply(ctx, db, t)
+		if err == nil && o == Duplicate {
+			o = Rejected
+		}
 	}
 	return o, err
 }

@@ -15,6 +15,9 @@ const NameBurst = "burst"
 // and out-of-order deliveries. Arm plans the burst of Target.Burst and
 // returns it as a Delivering fault; the injector side proves the plan
 // perturbs something, the victim side is a perturbed delivery consumed.
+// Its schedule draws each burst's plan: the permutation's seed, the
+// duplicate rate and the reordering window, heavier at higher levels. A
+// burst is armed when the test asks for its deliveries, never on a step.
 var Burst Lever = burst{spec{
 	name:    NameBurst,
 	meaning: "a seeded flood of duplicate, shuffled and out-of-order deliveries reaches a consumer",
@@ -25,8 +28,47 @@ func init() { register(40, Burst) }
 
 type burst struct{ spec }
 
+// BurstParams are one burst's parameters: the seed of its permutation and
+// its plan.
+type BurstParams struct {
+	Seed int64
+	Plan BurstPlan
+}
+
+func (p BurstParams) String() string {
+	return fmt.Sprintf("permutation %d, %.0f%% duplicates, window %d", p.Seed, p.Plan.DuplicateRate*100, p.Plan.Window)
+}
+
+// Traits: how heavy the burst is.
+func (p BurstParams) Traits() []string {
+	switch {
+	case p.Plan.DuplicateRate >= 0.6:
+		return []string{"flood"}
+	case p.Plan.DuplicateRate >= 0.4:
+		return []string{"heavy"}
+	}
+	return []string{"light"}
+}
+
+// Draw: two bursts with 20-35% duplicates within a window of 4-8; level 2
+// adds two with 40-60% within 8-16; level 3 a flood after each, 60-80%
+// within 16-32.
+func (burst) Draw(s Streams, p Scope) []Window {
+	return drawWindows(s, p, func(r *rand.Rand, k Kind) Params {
+		lo, hi, w := 0.20, 0.35, 4
+		switch k {
+		case More:
+			lo, hi, w = 0.40, 0.60, 8
+		case Recovery:
+			lo, hi, w = 0.60, 0.80, 16
+		}
+		return BurstParams{Seed: 1 + r.Int64N(1<<53-1), Plan: BurstPlan{DuplicateRate: lo + (hi-lo)*r.Float64(), Window: w + r.IntN(w+1)}}
+	})
+}
+
 // BurstTarget is the shape of one burst: Messages sent in order,
-// perturbed by Plan from Seed. Zero messages arm nothing.
+// perturbed by Plan from Seed. Zero messages arm nothing. A zero Seed or
+// plan field takes the window's BurstParams.
 type BurstTarget struct {
 	Seed     int64
 	Messages int
@@ -44,10 +86,22 @@ func (burst) Arm(_ context.Context, t Target) (Fault, error) {
 	if t.Burst.Messages == 0 {
 		return b, nil
 	}
-	b.deliveries = Plan(t.Burst.Seed, t.Burst.Messages, t.Burst.Plan)
+	seed, plan := t.Burst.Seed, t.Burst.Plan
+	if p, ok := t.Window.Params.(BurstParams); ok {
+		if seed == 0 {
+			seed = p.Seed
+		}
+		if plan.DuplicateRate == 0 {
+			plan.DuplicateRate = p.Plan.DuplicateRate
+		}
+		if plan.Window == 0 {
+			plan.Window = p.Plan.Window
+		}
+	}
+	b.deliveries = Plan(seed, t.Burst.Messages, plan)
 	dups, re := burstStats(b.deliveries)
 	b.perturbed = dups+re > 0
-	b.what = fmt.Sprintf("seeded burst (seed %d): %d deliveries of %d messages, %d duplicates, %d out of order", t.Burst.Seed, len(b.deliveries), t.Burst.Messages, dups, re)
+	b.what = fmt.Sprintf("seeded burst (seed %d): %d deliveries of %d messages, %d duplicates, %d out of order", seed, len(b.deliveries), t.Burst.Messages, dups, re)
 	return b, nil
 }
 

@@ -1,6 +1,11 @@
 package levers
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
 
 // NameCrashAndResume is CrashAndResume's name.
 const NameCrashAndResume = "crash-and-resume"
@@ -19,6 +24,37 @@ var CrashAndResume Lever = crashAndResume{spec{
 func init() { register(60, CrashAndResume) }
 
 type crashAndResume struct{ spec }
+
+// CrashParams are one crash's parameters: which of n workers or replicas
+// it kills (Victim), and how long the victim stays dead before Heal
+// restarts it (the window's For).
+type CrashParams struct {
+	Pick    float64 // in [0, 1): the victim among n is Victim(n)
+	Restart time.Duration
+}
+
+// Victim is the index of the worker or replica the crash kills among n.
+func (p CrashParams) Victim(n int) int { return min(int(p.Pick*float64(n)), max(n-1, 0)) }
+
+func (p CrashParams) String() string {
+	return fmt.Sprintf("victim pick %.2f, restart after %v", p.Pick, p.Restart)
+}
+
+// Traits: none; a crash's variety is its timing.
+func (CrashParams) Traits() []string { return nil }
+
+// Draw: a kill at each window, the victim restarted 0-150ms later (the
+// window heals by time alone: a dead worker does no steps); level 3's
+// kills land right after a restart, while the victim recovers.
+func (crashAndResume) Draw(s Streams, p Scope) []Window {
+	ws := drawWindows(s, p, func(r *rand.Rand, k Kind) Params {
+		return CrashParams{Pick: r.Float64(), Restart: between(r, 0, 150) * time.Millisecond}
+	})
+	for i := range ws {
+		ws[i].Hold, ws[i].For = 0, ws[i].Params.(CrashParams).Restart
+	}
+	return ws
+}
 
 // Process is what crash-and-resume kills mid-work and restarts: a leg's
 // worker, or one replica of a cluster (Replica).

@@ -1,9 +1,11 @@
 // Package levers is the fault set: every kind of fault the toolkit can
 // force, each a value of one type in one file that knows its name and
 // meaning, what it acts on, how to arm it and prove it from the injector
-// side, how to heal it, and what proves from the victim side that it
-// landed. The registry's list of levers, the leg API of package contested
-// and the cluster rig all use this set (All, Lookup).
+// side, how to heal it, what proves from the victim side that it landed,
+// and how a seed schedules it (Draw, NewSchedule: when each fault lands, how
+// long it holds, its own parameters, at levels 1 to 3). The registry's list
+// of levers, the leg API of package contested and the cluster rig all use
+// this set (All, Lookup).
 //
 //	lever             file                 acts on (Needs)        victim-side proof
 //	disconnect        disconnect.go        a Toxiproxy proxy      Signals: refused, reset, EOF, ...
@@ -44,6 +46,22 @@
 //	type latency struct{ spec }
 //
 //	func (l latency) Arm(ctx context.Context, t Target) (Fault, error) { ... }
+//
+// Its schedule comes from the seed: spec's Draw gives each window its
+// timing (the step it is armed on, how long it holds); a lever whose
+// faults vary draws its own parameters too, and reads them back in Arm:
+//
+//	type LatencyParams struct{ Latency, Jitter time.Duration }
+//	func (p LatencyParams) String() string   { ... }
+//	func (p LatencyParams) Traits() []string { ... } // its categorical choices
+//
+//	func (latency) Draw(s Streams, p Scope) []Window {
+//		return drawWindows(s, p, func(r *rand.Rand, k Kind) Params {
+//			return LatencyParams{Latency: between(r, 50, 500) * time.Millisecond, ...}
+//		})
+//	}
+//
+//	// in Arm: p, _ := t.Window.Params.(LatencyParams)
 //
 // The registry accepts it in a surface's legs at once, and contested.Start
 // arms it through the same Target. Its test arms it against the real

@@ -37,6 +37,11 @@ type Lever interface {
 	// nil when it landed, otherwise an error wrapping ErrNotInPlace,
 	// ErrUnseen or ErrUnconfirmed that says what is missing.
 	Fired(p Proof) error
+	// Draw draws the lever's windows for a scope from the schedule's
+	// random sources (NewSchedule seeds them): when each fault is armed,
+	// how long it holds and the lever's own parameters for it. Arm reads
+	// those back from Target.Window.
+	Draw(s Streams, p Scope) []Window
 }
 
 // Fault is one armed fault, from Arm to Heal.
@@ -108,6 +113,10 @@ type Target struct {
 	Cluster Cluster
 	Replica int
 	Pending int
+
+	// Window is the schedule's window being armed: its Params are the
+	// lever's own parameters for this fault (nil: the lever's defaults).
+	Window Window
 }
 
 // backends is Backends, or -1 when there is none.
@@ -193,6 +202,10 @@ func (s spec) Needs() Need         { return s.needs }
 func (s spec) Signals() []Signal   { return slices.Clone(s.signals) }
 func (s spec) Fired(p Proof) error { return bothSides(p) }
 func (s spec) String() string      { return s.name }
+
+// Draw is the schedule of a lever without parameters of its own: the
+// windows' timing alone.
+func (s spec) Draw(st Streams, p Scope) []Window { return drawWindows(st, p, nil) }
 
 // placed is a registered lever and its place in the lists.
 type placed struct {

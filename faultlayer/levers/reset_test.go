@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // TestReset: armed, the reset_peer toxic reads back in place, the victim's
@@ -47,6 +49,77 @@ func TestReset(t *testing.T) {
 		f.Heal(ctx)
 		if err := Reset.Fired(Proof{Injected: in}); !errors.Is(err, ErrUnseen) {
 			t.Fatalf("Fired = %v, want ErrUnseen", err)
+		}
+	})
+}
+
+// TestResetDirection: the schedule's direction decides what a reset does
+// to a write in flight. Upstream, the request is dropped before the server
+// sees it: the row is not there. Downstream, the server executed it and
+// its answer is dropped: the client saw a reset for a row that is there,
+// the ambiguous outcome a retry must settle. Both at once reads back both
+// toxics.
+func TestResetDirection(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		streams []string
+		landed  bool // the write took effect although the client saw the reset
+	}{
+		{"upstream drops the request", []string{"upstream"}, false},
+		{"downstream drops the answer", []string{"downstream"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fx := newFixture(t, true)
+			direct, err := pgxpool.New(ctx, fx.direct(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer direct.Close()
+			mustExec(t, ctx, direct, "CREATE TABLE writes (id int PRIMARY KEY)")
+			pool := fx.pool(t)
+			mustExec(t, ctx, pool, "SELECT 1")
+			tg := fx.target(t)
+			tg.Window = Window{Params: ResetParams{Streams: tt.streams, Delay: 5 * time.Millisecond}}
+			f := arm(t, Reset, tg)
+			in, what := f.Injector()
+			if !in || !strings.Contains(what, tt.streams[0]+" reset_peer toxic (timeout=5)") {
+				t.Fatalf("injector: %v %q", in, what)
+			}
+			err = query(ctx, pool, 5*time.Second, "INSERT INTO writes VALUES (1)")
+			if err == nil || seen(Reset, err) == 0 {
+				t.Fatalf("the write through a %v reset answered %v", tt.streams, err)
+			}
+			if err := f.Heal(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			if err := direct.QueryRow(ctx, "SELECT count(*) FROM writes").Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if landed := n == 1; landed != tt.landed {
+				t.Fatalf("after a %v reset the write is there: %v, want %v", tt.streams, landed, tt.landed)
+			}
+		})
+	}
+	t.Run("both at once", func(t *testing.T) {
+		fx := newFixture(t, true)
+		tg := fx.target(t)
+		tg.Window = Window{Params: ResetParams{Streams: []string{"upstream", "downstream"}}}
+		f := arm(t, Reset, tg)
+		defer f.Heal(ctx)
+		if in, what := f.Injector(); !in || !strings.Contains(what, "upstream reset_peer toxic + downstream reset_peer toxic") {
+			t.Fatalf("injector: %v %q", in, what)
+		}
+		if toxics, err := fx.proxy.Toxics(); err != nil || len(toxics) != 2 {
+			t.Fatalf("toxics %+v (%v)", toxics, err)
+		}
+		if err := f.Heal(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if toxics, err := fx.proxy.Toxics(); err != nil || len(toxics) != 0 {
+			t.Fatalf("after Heal: toxics %+v (%v)", toxics, err)
 		}
 	})
 }

@@ -174,13 +174,13 @@ type RerunOptions struct {
 	Out  io.Writer
 }
 
-// RerunFailures reruns, once and alone, each failing test of a registered
-// surface that has no failing subtest (a leg), with the seed its records
-// carry (none when it failed before drawing one, which a seed could not
-// change), so that a failure is judged FAIL-reproducible or
-// FAIL-nondeterministic by the rule contested applies to its seeds. It
-// returns test id → failed again. Tests no surface lists are not rerun:
-// they are not contract tests.
+// RerunFailures reruns alone, up to Reruns times until a rerun passes, each
+// failing test of a registered surface that has no failing subtest (a
+// leg), with the seed its records carry (none when it failed before
+// drawing one, which a seed could not change), so that a failure is judged
+// FAIL-reproducible or FAIL-nondeterministic by the rule contested applies
+// to its seeds. It returns test id → failed on every rerun. Tests no
+// surface lists are not rerun: they are not contract tests.
 func RerunFailures(ctx context.Context, b Battery, opts RerunOptions) (map[string]bool, error) {
 	out := map[string]bool{}
 	if b.Result == nil {
@@ -214,13 +214,17 @@ func RerunFailures(ctx context.Context, b Battery, opts RerunOptions) (map[strin
 			env = env.WithSeed(seed)
 			how = fmt.Sprintf("with its seed %d", seed)
 		}
-		fmt.Fprintf(w, "verdict: rerunning %s alone %s, to tell reproducible from not\n", t.ID(), how)
-		res, err := battery.Run(ctx, battery.Options{Dir: opts.Env.ModuleRoot, Patterns: []string{t.Package},
-			Args: []string{"-run", contested.RunPattern(t.Name)}, Env: env.Environ()})
-		if err != nil {
-			return out, fmt.Errorf("rerun %s: %w", t.ID(), err)
+		failed := true
+		for i := 1; i <= Reruns && failed; i++ {
+			fmt.Fprintf(w, "verdict: rerunning %s alone %s (%d of at most %d), to tell reproducible from not\n", t.ID(), how, i, Reruns)
+			res, err := battery.Run(ctx, battery.Options{Dir: opts.Env.ModuleRoot, Patterns: []string{t.Package},
+				Args: []string{"-run", contested.RunPattern(t.Name)}, Env: env.Environ()})
+			if err != nil {
+				return out, fmt.Errorf("rerun %s: %w", t.ID(), err)
+			}
+			failed = !res.OK()
 		}
-		out[t.ID()] = !res.OK()
+		out[t.ID()] = failed
 	}
 	return out, nil
 }

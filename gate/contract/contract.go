@@ -10,11 +10,13 @@ import (
 	"io"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/contested/contested/contested"
 	"github.com/contested/contested/contested/runenv"
+	"github.com/contested/contested/faultlayer/levers"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate"
 	"github.com/contested/contested/gate/verdict"
@@ -24,9 +26,13 @@ import (
 	"github.com/contested/contested/registry"
 )
 
-// thinCoverage is the fired-fault count under which a lever's coverage is
-// flagged: a handful of occurrences says little about a rare interleaving.
-const thinCoverage = 5
+// Reruns is how many times a failing seed is rerun with the same seed: it
+// is FAIL-reproducible only when every rerun fails too, and a rerun that
+// passes ends the reruns (FAIL-nondeterministic). Four reruns tell a defect
+// that fails half the runs from a reproducible one fifteen times in
+// sixteen (one that fails a third of them, eighty times in eighty-one),
+// and cost nothing while the contract passes.
+const Reruns = 4
 
 // Options configures Run.
 type Options struct {
@@ -52,7 +58,8 @@ type SeedRun struct {
 	Ran     []string             `json:"ran_tests,omitempty"`     // passed or failed
 	Skipped []string             `json:"skipped_tests,omitempty"` // skipped, e.g. below a leg's level
 	Records []faultrecord.Record `json:"records"`
-	Rerun   *bool                `json:"rerun_failed,omitempty"` // set when the run failed and was rerun
+	Rerun   *bool                `json:"rerun_failed,omitempty"` // set when the run failed and was rerun: every rerun failed too
+	Reruns  int                  `json:"reruns,omitempty"`       // how many reruns ran
 	// RerunTests says, per failing test, whether it failed again when rerun
 	// alone with its leg's seed; it overrides Rerun for that test.
 	RerunTests map[string]bool `json:"rerun_failed_tests,omitempty"`
@@ -70,6 +77,9 @@ type LegResult struct {
 	Armed   int             `json:"armed"`
 	Fired   int             `json:"fired"` // occurrences across seeds
 	Thin    bool            `json:"thin_coverage"`
+	// Schedules counts the distinct schedules the seeds ran the leg by (by
+	// the digests their records carry; a seed that recorded none counts).
+	Schedules int `json:"schedules"`
 	// Levels are the levels the registry runs the leg at, when its
 	// surface restricts it (nil: every level).
 	Levels    []int                   `json:"levels,omitempty"`
@@ -105,9 +115,11 @@ func (r *Result) Leg(lever string) (LegResult, bool) {
 	return LegResult{}, false
 }
 
-// Seeds returns the seeds to run: CONTESTED_SEED alone when it is set (a
-// replay), else n fresh ones (CONTESTED_SEEDS when set, else budget).
-func Seeds(budget int) ([]int64, error) {
+// Seeds returns the seeds to run a surface's contract with: CONTESTED_SEED
+// alone when it is set (a replay), else n fresh ones (CONTESTED_SEEDS when
+// set, else budget) picked for their schedules (see PickSeeds) for the
+// legs at level.
+func Seeds(budget int, legs []string, level int) ([]int64, error) {
 	seed, set, err := runenv.Seed()
 	if err != nil {
 		return nil, err
@@ -122,14 +134,82 @@ func Seeds(budget int) ([]int64, error) {
 	if n == 0 {
 		n = budget
 	}
-	if n < 1 {
-		n = 1
+	return PickSeeds(max(n, 1), legs, level, rand.Int64N), nil
+}
+
+// PickSeeds picks n seeds among fresh candidates (drawn with draw) so that
+// their schedules for legs at level are distinct, and, greedily, so that
+// each next seed adds the most lever choices the seeds before it did not
+// cover (a reset downstream when the first seed reset only upstream): a
+// budget of n seeds is n schedules that spread over what the levers can
+// do, which random seeds do not promise.
+func PickSeeds(n int, legs []string, level int, draw func(int64) int64) []int64 {
+	type candidate struct {
+		seed   int64
+		key    string
+		traits []string
 	}
-	out := make([]int64, n)
-	for i := range out {
-		out[i] = 1 + rand.Int64N(1<<53-1)
+	cands := make([]candidate, 0, 16*n)
+	for range 16 * n {
+		c := candidate{seed: 1 + draw(1<<53-1)}
+		var keys []string
+		for _, name := range legs {
+			l, ok := levers.Lookup(name)
+			if !ok {
+				continue
+			}
+			sched := levers.NewSchedule(l, c.seed, levers.Scope{Level: level})
+			keys = append(keys, sched.Digest())
+			c.traits = append(c.traits, sched.Traits()...)
+		}
+		c.key = strings.Join(keys, "+")
+		cands = append(cands, c)
 	}
-	return out, nil
+	var out []int64
+	keys, covered := map[string]bool{}, map[string]bool{}
+	for len(out) < n {
+		best, score := -1, -1
+		for i, c := range cands {
+			if keys[c.key] {
+				continue
+			}
+			s := 0
+			for _, t := range c.traits {
+				if !covered[t] {
+					s++
+				}
+			}
+			if s > score {
+				best, score = i, s
+			}
+		}
+		if best < 0 {
+			out = append(out, 1+draw(1<<53-1)) // every candidate repeats a schedule
+			continue
+		}
+		c := cands[best]
+		out = append(out, c.seed)
+		keys[c.key] = true
+		for _, t := range c.traits {
+			covered[t] = true
+		}
+	}
+	return out
+}
+
+// Covers lists the lever choices the schedules of seeds cover for legs at
+// level, for the header of a contract run.
+func Covers(seeds []int64, legs []string, level int) []string {
+	var out []string
+	for _, seed := range seeds {
+		for _, name := range legs {
+			if l, ok := levers.Lookup(name); ok {
+				out = append(out, levers.NewSchedule(l, seed, levers.Scope{Level: level}).Traits()...)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Run runs the surface's contract over opts.Seeds and judges it.
@@ -150,14 +230,9 @@ func Run(ctx context.Context, s registry.Surface, opts Options) (*Result, error)
 				return nil, err
 			}
 			if !run.Passed {
-				// One rerun with the same seed tells reproducible from not.
-				fmt.Fprintf(opts.Out, "contested: %s seed %d failed; rerunning it once to see whether it reproduces\n", s.ID, seed)
-				again, err := runSeed(ctx, s, seed, opts, "rerun")
-				if err != nil {
+				if err := rerun(ctx, s, run, opts); err != nil {
 					return nil, err
 				}
-				failed := !again.Passed
-				run.Rerun = &failed
 			}
 			res.Seeds = append(res.Seeds, *run)
 		}
@@ -165,6 +240,23 @@ func Run(ctx context.Context, s registry.Surface, opts Options) (*Result, error)
 	res.Legs, res.Contract = Judge(s, Evidence{Level: level, Runs: res.Seeds, EnvMissing: opts.EnvMissing})
 	res.Took = time.Since(start)
 	return res, nil
+}
+
+// rerun reruns a failed seed up to Reruns times with the same seed, until
+// a rerun passes, and says on run whether every rerun failed.
+func rerun(ctx context.Context, s registry.Surface, run *SeedRun, opts Options) error {
+	failed := true
+	for i := 1; i <= Reruns && failed; i++ {
+		fmt.Fprintf(opts.Out, "contested: %s seed %d failed; rerun %d of %d with the same seed, to see whether it reproduces\n", s.ID, run.Seed, i, Reruns)
+		again, err := runSeed(ctx, s, run.Seed, opts, fmt.Sprintf("rerun-%d", i))
+		if err != nil {
+			return err
+		}
+		failed = !again.Passed
+		run.Reruns = i
+	}
+	run.Rerun = &failed
+	return nil
 }
 
 // runSeed runs the surface's tests once with one seed in a fresh results

@@ -62,18 +62,19 @@ func judgeLeg(s registry.Surface, lever string, level int, ev Evidence) LegResul
 	}
 	attempted := false
 	for _, run := range ev.Runs {
-		attempted = lr.addRun(run, lever, dir) || attempted
+		attempted = lr.addRun(run, lever, dir, level) || attempted
 	}
 	sort.Strings(lr.Tests)
-	lr.Thin = lr.Fired < thinCoverage
+	lr.Thin = lr.Fired < verdict.CoverageFloor
+	lr.Schedules = distinctSchedules(lr.Runs)
 	lr.decide(s, level, ev, attempted)
 	return lr
 }
 
 // addRun adds the leg's evidence from one run: its records (armed, fired,
 // oracles), its own failures and, for the first failure or unfired fault,
-// the replay. It reports whether the run attempted the leg.
-func (lr *LegResult) addRun(run SeedRun, lever, dir string) bool {
+// the replay (at level). It reports whether the run attempted the leg.
+func (lr *LegResult) addRun(run SeedRun, lever, dir string, level int) bool {
 	vr := verdict.Run{Seed: run.Seed}
 	tests := legTests(run, lever)
 	vr.Attempted = len(tests) > 0
@@ -95,13 +96,13 @@ func (lr *LegResult) addRun(run SeedRun, lever, dir string) bool {
 			vr.Reproduced = &again
 		}
 		if lr.Replay == "" {
-			lr.Replay = replay(run, lever, t, dir)
+			lr.Replay = replay(run, lever, t, dir, level)
 			lr.FailedRun = seedOf(run, lever, t)
 		}
 	}
 	if vr.Fired < vr.Armed && lr.Replay == "" {
 		for _, t := range sortedKeys(tests) {
-			lr.Replay = replay(run, lever, t, dir)
+			lr.Replay = replay(run, lever, t, dir, level)
 			lr.FailedRun = seedOf(run, lever, t)
 			break
 		}
@@ -114,13 +115,18 @@ func (lr *LegResult) addRun(run SeedRun, lever, dir string) bool {
 }
 
 // addRecords counts the leg's records of one run into vr (armed, fired,
-// each test's oracles, the tests that reported none) and keeps the
-// evidence of an unfired fault, or else the first, for lr.
+// each test's oracles, the tests that reported none, the schedules they
+// ran by) and keeps the evidence of an unfired fault, or else the first,
+// for lr.
 func (lr *LegResult) addRecords(vr *verdict.Run, records []faultrecord.Record) {
 	oracleOf := map[string]bool{} // test → its oracles were taken
+	var digests []string
 	for _, r := range records {
 		if r.Leg != lr.Lever {
 			continue
+		}
+		if r.Schedule != nil && r.Schedule.Digest != "" && !slices.Contains(digests, r.Schedule.Digest) {
+			digests = append(digests, r.Schedule.Digest)
 		}
 		if vr.Seed == 0 {
 			vr.Seed = r.Seed
@@ -141,6 +147,8 @@ func (lr *LegResult) addRecords(vr *verdict.Run, records []faultrecord.Record) {
 			lr.Injector, lr.Victim = r.Evidence.Injector, r.Evidence.Victim
 		}
 	}
+	slices.Sort(digests)
+	vr.Schedule = strings.Join(digests, "+")
 	if len(vr.Unchecked) == len(oracleOf) {
 		vr.Unchecked = nil // no test reported an oracle: the plain PARTIAL-surface
 	}
@@ -173,6 +181,23 @@ func (lr *LegResult) decide(s registry.Surface, level int, ev Evidence, attempte
 			lr.Reason += fmt.Sprintf(": its test %s was skipped (make it run at level %d, or restrict the leg with levels in the registry)", strings.Join(skipped, ", "), level)
 		}
 	}
+}
+
+// distinctSchedules counts the schedules the attempted runs ran: one per
+// distinct digest, and one per run that recorded none.
+func distinctSchedules(runs []verdict.Run) int {
+	seen := map[string]bool{}
+	n := 0
+	for _, r := range runs {
+		if !r.Attempted {
+			continue
+		}
+		if r.Schedule == "" || !seen[r.Schedule] {
+			n++
+		}
+		seen[r.Schedule] = r.Schedule != ""
+	}
+	return n
 }
 
 // legTests returns the tests that belong to lever in one run: those whose
@@ -275,8 +300,9 @@ func seedOf(run SeedRun, lever, test string) int64 {
 	return 0
 }
 
-// replay is the command that reruns test with the seed it ran with.
-func replay(run SeedRun, lever, test, dir string) string {
+// replay is the command that reruns test with the seed and level it ran
+// with: its record's when the run had no seed of its own (a battery).
+func replay(run SeedRun, lever, test, dir string, level int) string {
 	if run.Seed == 0 {
 		for _, r := range run.Records {
 			if r.Leg == lever && r.Test == test && r.Replay != "" {
@@ -284,7 +310,7 @@ func replay(run SeedRun, lever, test, dir string) string {
 			}
 		}
 	}
-	return contested.ReplayCommand(seedOf(run, lever, test), dir, test)
+	return contested.ReplayCommandAt(seedOf(run, lever, test), level, dir, test)
 }
 
 func skippedTests(runs []SeedRun, lever string) []string {

@@ -179,7 +179,7 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 	}
 	res, ok := opts.Contracts[s.ID]
 	if !ok {
-		seeds, err := contract.Seeds(s.Budget.Hardening.Seeds)
+		seeds, err := contract.Seeds(s.Budget.Hardening.Seeds, s.LegsAt(max(opts.Env.Level, 1)), max(opts.Env.Level, 1))
 		if err != nil {
 			return nil, err
 		}

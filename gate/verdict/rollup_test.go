@@ -71,7 +71,7 @@ func TestAssignBoundariesAndOrder(t *testing.T) {
 	unknown := faultrecord.OracleRun{Name: "linearizable", OpsProduced: 5, OpsChecked: 5, Result: "unknown", Detail: "timed out"}
 	subset := faultrecord.OracleRun{Name: "linearizable", OpsProduced: 10, OpsChecked: 9, Result: "held"}
 	run := func(seed int64, oracles ...faultrecord.OracleRun) Run {
-		return Run{Seed: seed, Attempted: true, Armed: 1, Fired: 1, Oracles: oracles}
+		return Run{Seed: seed, Attempted: true, Armed: 2, Fired: 2, Oracles: oracles}
 	}
 	unfired := Run{Seed: 9, Attempted: true, Armed: 2, Fired: 1, Oracles: []faultrecord.OracleRun{held(3)}}
 	silent := Run{Seed: 8, Attempted: true, Armed: 1, Fired: 1}

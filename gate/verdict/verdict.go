@@ -19,8 +19,17 @@
 //     but "held": "unknown", or one nobody defined).
 //  7. PARTIAL-model: an oracle checked fewer operations than the run
 //     produced.
-//  8. PASS-hardening when the hardening seed budget was met, else
-//     PASS-smoke: a single seed never proves hardening.
+//  8. INCONCLUSIVE-oracle-too-weak, again: two or more seeds that all ran
+//     one schedule (their records carry one schedule digest). The seeds
+//     were reruns of one schedule, not a budget of schedules: the schedule
+//     is not seeded, so nothing tells a hardened leg from a lucky one.
+//  9. PASS-hardening when the hardening budget was met: that many seeds,
+//     that many distinct schedules among them, and at least CoverageFloor
+//     faults fired across them; else PASS-smoke: a single seed never
+//     proves hardening, and neither do seeds that repeat a schedule or
+//     land too few faults to say anything about a rare interleaving.
+//     Runs whose records carry no schedule (written by an older contested)
+//     count as distinct.
 //
 // Beside the ten there is NOT-AT-LEVEL: the registry says the leg does not
 // run at this CONTESTED_LEVEL (its surface's levels key). It is a statement
@@ -35,6 +44,14 @@ import (
 
 	"github.com/contested/contested/faultrecord"
 )
+
+// CoverageFloor is the fewest fired faults across a leg's seeds that can
+// support PASS-hardening; under it a lever's coverage is thin. A workload
+// generated fewer than five times across all seeds says little about a
+// rare interleaving (the simulation method's under-covered rule). The
+// default hardening budget, three seeds of two scheduled faults each,
+// clears it.
+const CoverageFloor = 5
 
 // Verdict is one of the ten leg verdicts.
 type Verdict string
@@ -84,6 +101,9 @@ type Run struct {
 	// another test of the same leg did: the run is PARTIAL-surface all the
 	// same, since part of it was never checked.
 	Unchecked []string `json:"unchecked,omitempty"`
+	// Schedule identifies the schedule the leg's faults ran by in this run
+	// (the digests its records carry); empty when they carry none.
+	Schedule string `json:"schedule,omitempty"`
 }
 
 // Assign decides a leg's verdict from its runs. hardeningSeeds is the
@@ -162,11 +182,57 @@ func Assign(runs []Run, hardeningSeeds int) (Verdict, string) {
 			checked += o.OpsChecked
 		}
 	}
-	evidence := fmt.Sprintf("%d faults fired of %d armed over %d seeds; oracles checked %d operations", fired, armed, attempted, checked)
-	if attempted < hardeningSeeds {
+	distinct, unrecorded := schedules(runs)
+	if attempted > 1 && unrecorded == 0 && distinct == 1 {
+		return InconclusiveOracleTooWeak, fmt.Sprintf("%d seeds ran one schedule (%s): the schedule is not seeded, so the seeds were reruns; drive the workload through leg.Step, or let the schedule's parameters vary", attempted, short(firstSchedule(runs)))
+	}
+	evidence := fmt.Sprintf("%d faults fired of %d armed over %d seeds, %d distinct schedules; oracles checked %d operations", fired, armed, attempted, distinct+unrecorded, checked)
+	if unrecorded > 0 {
+		evidence += fmt.Sprintf(" (%d seeds recorded no schedule)", unrecorded)
+	}
+	switch {
+	case attempted < hardeningSeeds:
 		return PassSmoke, fmt.Sprintf("%s (hardening needs %d seeds)", evidence, hardeningSeeds)
+	case distinct+unrecorded < hardeningSeeds:
+		return PassSmoke, fmt.Sprintf("%s (hardening needs %d distinct schedules)", evidence, hardeningSeeds)
+	case fired < CoverageFloor:
+		return PassSmoke, fmt.Sprintf("%s (hardening needs %d fired faults: coverage is thin)", evidence, CoverageFloor)
 	}
 	return PassHardening, evidence
+}
+
+// schedules counts the distinct schedules the attempted runs ran, and the
+// attempted runs that recorded none.
+func schedules(runs []Run) (distinct, unrecorded int) {
+	seen := map[string]bool{}
+	for _, r := range runs {
+		switch {
+		case !r.Attempted:
+		case r.Schedule == "":
+			unrecorded++
+		case !seen[r.Schedule]:
+			seen[r.Schedule] = true
+			distinct++
+		}
+	}
+	return distinct, unrecorded
+}
+
+func firstSchedule(runs []Run) string {
+	for _, r := range runs {
+		if r.Attempted && r.Schedule != "" {
+			return r.Schedule
+		}
+	}
+	return ""
+}
+
+// short clips a schedule key for a reason line.
+func short(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
 }
 
 // Contract is a surface's verdict.

@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/contested/contested/faultrecord"
@@ -9,7 +10,8 @@ import (
 func TestAssign(t *testing.T) {
 	yes, no := true, false
 	held := []faultrecord.OracleRun{{Name: "exactly-once", OpsProduced: 10, OpsChecked: 10, Result: "held"}}
-	pass := func(seed int64) Run { return Run{Seed: seed, Attempted: true, Armed: 1, Fired: 1, Oracles: held} }
+	pass := func(seed int64) Run { return Run{Seed: seed, Attempted: true, Armed: 2, Fired: 2, Oracles: held} }
+	ran := func(seed int64, schedule string) Run { r := pass(seed); r.Schedule = schedule; return r }
 	tests := []struct {
 		name string
 		runs []Run
@@ -30,6 +32,20 @@ func TestAssign(t *testing.T) {
 		{"oracle checked a subset", []Run{{Seed: 1, Attempted: true, Armed: 1, Fired: 1, Oracles: []faultrecord.OracleRun{{Name: "x", OpsProduced: 10, OpsChecked: 7, Result: "held"}}}}, PartialModel},
 		{"one seed is smoke", []Run{pass(1)}, PassSmoke},
 		{"three seeds are hardening", []Run{pass(1), pass(2), pass(3)}, PassHardening},
+		{"three seeds of three schedules are hardening", []Run{ran(1, "a"), ran(2, "b"), ran(3, "c")}, PassHardening},
+		{"three seeds of one schedule are reruns, not hardening", []Run{ran(1, "a"), ran(2, "a"), ran(3, "a")}, InconclusiveOracleTooWeak},
+		{"two seeds of one schedule are reruns too", []Run{ran(1, "a"), ran(2, "a")}, InconclusiveOracleTooWeak},
+		{"three seeds of two schedules are smoke", []Run{ran(1, "a"), ran(2, "b"), ran(3, "a")}, PassSmoke},
+		{"a seed that recorded no schedule counts as its own", []Run{ran(1, "a"), ran(2, "a"), pass(3)}, PassSmoke},
+		{"one seed is one schedule and smoke", []Run{ran(1, "a")}, PassSmoke},
+		{"three seeds under the coverage floor are smoke", []Run{
+			{Seed: 1, Attempted: true, Armed: 1, Fired: 1, Oracles: held, Schedule: "a"},
+			{Seed: 2, Attempted: true, Armed: 1, Fired: 1, Oracles: held, Schedule: "b"},
+			{Seed: 3, Attempted: true, Armed: 2, Fired: 2, Oracles: held, Schedule: "c"}}, PassSmoke},
+		{"three seeds at the coverage floor are hardening", []Run{
+			{Seed: 1, Attempted: true, Armed: 2, Fired: 2, Oracles: held, Schedule: "a"},
+			{Seed: 2, Attempted: true, Armed: 1, Fired: 1, Oracles: held, Schedule: "b"},
+			{Seed: 3, Attempted: true, Armed: 2, Fired: 2, Oracles: held, Schedule: "c"}}, PassHardening},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,6 +83,31 @@ func TestSurface(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := Surface(tt.legs); got != tt.want {
 				t.Errorf("Surface(%v) = %s, want %s", tt.legs, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestTheReasonSaysWhatTheSeedsRan: the reasons name the schedules the
+// seeds ran, and why seeds that repeat one are no hardening.
+func TestTheReasonSaysWhatTheSeedsRan(t *testing.T) {
+	held := []faultrecord.OracleRun{{Name: "exactly-once", OpsProduced: 1, OpsChecked: 1, Result: "held"}}
+	run := func(seed int64, s string) Run {
+		return Run{Seed: seed, Attempted: true, Armed: 2, Fired: 2, Oracles: held, Schedule: s}
+	}
+	tests := []struct {
+		name string
+		runs []Run
+		says string
+	}{
+		{"one schedule", []Run{run(1, "d1"), run(2, "d1"), run(3, "d1")}, "3 seeds ran one schedule (d1): the schedule is not seeded"},
+		{"two of three", []Run{run(1, "d1"), run(2, "d2"), run(3, "d1")}, "2 distinct schedules; oracles checked 3 operations (hardening needs 3 distinct schedules)"},
+		{"three", []Run{run(1, "d1"), run(2, "d2"), run(3, "d3")}, "6 faults fired of 6 armed over 3 seeds, 3 distinct schedules"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, reason := Assign(tt.runs, 3); !strings.Contains(reason, tt.says) {
+				t.Errorf("reason %q, want %q in it", reason, tt.says)
 			}
 		})
 	}

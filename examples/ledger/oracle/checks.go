@@ -186,6 +186,9 @@ func CheckExactlyOnce(ops []history.Op, final State) Verdict {
 		if a.applied > 0 && a.rejected > 0 {
 			v.violate("transfer %s was answered both applied and rejected", id)
 		}
+		if decided && n == 0 && !a.maybeEffective() {
+			v.violate("transfer %s was decided (%s) although every one of its %d attempts definitely failed (invented)", id, d.Outcome, a.ops)
+		}
 		if decided {
 			if d.From != a.transfer.From || d.To != a.transfer.To || d.Amount != a.transfer.Amount {
 				v.violate("transfer %s was decided as %s→%s %d but issued as %s→%s %d (invented)", id, d.From, d.To, d.Amount, a.transfer.From, a.transfer.To, a.transfer.Amount)

@@ -152,6 +152,17 @@ func TestExactlyOnce(t *testing.T) {
 			fails: true, want: "every one of its 1 attempts definitely failed (invented)",
 		},
 		{
+			name:  "a transfer decided rejected although every attempt failed definitely",
+			ops:   []history.Op{op(1, history.TypeTransfer, tA, "failed", 0, 1)},
+			final: State{Decided: map[string]Decision{tA.ID: decided(tA, ledger.Rejected)}},
+			fails: true, want: "transfer t-a was decided (rejected) although every one of its 1 attempts definitely failed (invented)",
+		},
+		{
+			name:  "a transfer decided rejected after an attempt whose outcome was unknown",
+			ops:   []history.Op{op(1, history.TypeTransfer, tA, "unknown", 0, 0), op(2, history.TypeTransfer, tA, "failed", 10, 20)},
+			final: State{Decided: map[string]Decision{tA.ID: decided(tA, ledger.Rejected)}},
+		},
+		{
 			name:  "a posting with other content than issued",
 			ops:   []history.Op{op(1, history.TypeTransfer, tA, "ok", 0, 1)},
 			final: State{Postings: []Posting{post(forged)}, Decided: map[string]Decision{tA.ID: decided(tA, ledger.Applied)}},

@@ -44,10 +44,12 @@ type BenchReport struct {
 // benchPackages are the packages with benchmarks, in the order they run:
 // bring-up per provider (cold and warm), per-leg overhead, proxied against
 // direct throughput, gate verification at 10k and 100k records, lease
-// throughput with 16 clients, porcupine check time, and the ledger's own.
+// throughput with 16 clients, porcupine check time, the ledger's own, and
+// the replay figures (a schedule-dependent defect found and replayed, a
+// nondeterministic one classified).
 var benchPackages = []string{
 	"./faultrecord", "./contested/history", "./examples/ledger/oracle",
-	"./faultlayer", "./contested", "./internal/images",
+	"./faultlayer", "./contested", "./internal/images", "./examples/ledger",
 }
 
 // Bench runs the project's benchmarks and writes a table and

@@ -73,13 +73,16 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 
 	var results []*contract.Result
 	for _, s := range surfaces {
-		seeds, err := contract.Seeds(s.Budget.Hardening.Seeds)
+		seeds, err := contract.Seeds(s.Budget.Hardening.Seeds, s.LegsAt(level), level)
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrUsage, err)
 		}
 		o := copts
 		o.Seeds = seeds
 		fmt.Fprintf(out, "\n%s %s (%s, owner %s): %d seeds, level %d, legs %s\n", bold("contested:"), s.ID, s.Class, s.Owner, len(seeds), level, legsAt(s, level))
+		if covers := contract.Covers(seeds, s.LegsAt(level), level); len(covers) > 0 {
+			fmt.Fprintf(out, "  the seeds' schedules cover %s\n", strings.Join(covers, ", "))
+		}
 		res, err := contract.Run(ctx, s, o)
 		if err != nil {
 			return err
@@ -131,9 +134,9 @@ func WriteContractSummary(out io.Writer, res *contract.Result) {
 		}
 		flag := ""
 		if l.Thin {
-			flag = color.YellowString("  (under %d: thin coverage)", 5)
+			flag = color.YellowString("  (under %d: thin coverage)", verdict.CoverageFloor)
 		}
-		fmt.Fprintf(out, "  coverage %-17s %d occurrences over %d seeds%s\n", l.Lever, l.Fired, len(res.Seeds), flag)
+		fmt.Fprintf(out, "  coverage %-17s %d occurrences over %d seeds, %d distinct schedules%s\n", l.Lever, l.Fired, len(res.Seeds), l.Schedules, flag)
 	}
 	fmt.Fprintln(out)
 }
