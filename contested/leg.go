@@ -58,8 +58,8 @@ type Leg struct {
 // fault is one armed fault of a leg, from Arm to Heal: it becomes one
 // record.
 type fault struct {
-	faultrecord.Sides               // the evidence from both sides
-	armed             levers.Fault  // what the lever armed; nil when arming failed before it acted
+	faultrecord.Sides              // the evidence from both sides
+	armed             levers.Fault // what the lever armed; nil when arming failed before it acted
 	armedAt           time.Time
 	healedAt          time.Time
 	confirmed         bool          // server-side confirmation a lever needs (confirm-timeout's commit)
