@@ -40,7 +40,7 @@ func BenchmarkReplayReproduces(b *testing.B) {
 		}
 		leg, _ := res.Leg("reset")
 		found = &leg
-		say("contested over seeds %v (covering %v): %s: %s; replay: %s", seeds, contract.Covers(seeds, s.Legs, 1), leg.Verdict, leg.Reason, leg.Replay)
+		say(b, "contested over seeds %v (covering %v): %s: %s; replay: %s", seeds, contract.Covers(seeds, s.Legs, 1), leg.Verdict, leg.Reason, leg.Replay)
 	}
 	leg := *found
 	if !leg.Verdict.Fail() {
@@ -56,10 +56,10 @@ func BenchmarkReplayReproduces(b *testing.B) {
 		if err != nil {
 			reproduced++
 		} else {
-			say("replay %d passed:\n%s", i+1, tail(out))
+			say(b, "replay %d passed:\n%s", i+1, tail(out))
 		}
 	}
-	say("%d of %d replays reproduced the failure", reproduced, b.N)
+	say(b, "%d of %d replays reproduced the failure", reproduced, b.N)
 	b.ReportMetric(b2f(leg.Verdict.Fail()), "found")
 	b.ReportMetric(b2f(leg.Verdict == verdict.FailReproducible), "classified-reproducible")
 	b.ReportMetric(float64(reproduced)*10/float64(b.N), "reproduced/10")
@@ -68,8 +68,10 @@ func BenchmarkReplayReproduces(b *testing.B) {
 // found is what contested found in BenchmarkReplayReproduces.
 var found *contract.LegResult
 
-// say prints one line of a measurement where go test's benchmark log would clip it.
-func say(format string, args ...any) { fmt.Fprintf(os.Stderr, "measure: "+format+"\n", args...) }
+// say logs one line of a measurement. Nothing may print between go test's benchmark name and
+// its result line (mage bench reads the two as one), so the lines go to the benchmark's log,
+// which go test prints after the result.
+func say(b *testing.B, format string, args ...any) { b.Logf("measure: "+format, args...) }
 
 // BenchmarkNondeterministicClassified: a defect that fails one process in three by the clock,
 // whatever the seed. Each iteration runs contested on fresh seeds, one at a time, until one
@@ -97,14 +99,14 @@ func BenchmarkNondeterministicClassified(b *testing.B) {
 			if leg.Verdict == verdict.FailNondeterministic {
 				nondeterministic++
 			}
-			say("seed %v: %s after %d reruns: %s", seeds, leg.Verdict, res.Seeds[0].Reruns, leg.Reason)
+			say(b, "seed %v: %s after %d reruns: %s", seeds, leg.Verdict, res.Seeds[0].Reruns, leg.Reason)
 			break
 		}
 	}
 	if found == 0 {
 		b.Fatalf("no seed of %d failed: the defect never showed", tried)
 	}
-	say("%d of %d failures classified FAIL-nondeterministic, over %d seeds", nondeterministic, found, tried)
+	say(b, "%d of %d failures classified FAIL-nondeterministic, over %d seeds", nondeterministic, found, tried)
 	b.ReportMetric(float64(nondeterministic)*10/float64(found), "nondeterministic/10")
 	b.ReportMetric(float64(tried)/float64(found), "seeds/failure")
 }
