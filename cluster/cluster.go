@@ -95,7 +95,7 @@ type Options struct {
 	Seed int64
 	// Level is the intensity the schedule is drawn at (1 to 3; default 1).
 	Level int
-	Out     io.Writer
+	Out   io.Writer
 }
 
 // Report is what one rig run did.
