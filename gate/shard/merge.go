@@ -160,7 +160,8 @@ func Merge(ctx context.Context, opts MergeOptions) (*Result, error) {
 		res.Shards[i].OK = !refused[res.Shards[i].Dir]
 	}
 	slices.SortStableFunc(res.Refusals, func(a, b Refusal) int {
-		return cmp.Or(strings.Compare(a.Shard, b.Shard), strings.Compare(a.Dir, b.Dir))
+		// Refusals that name a shard first, in shard order; the shards' joint ones last.
+		return cmp.Or(boolOrder(a.Shard == "", b.Shard == ""), strings.Compare(a.Shard, b.Shard), strings.Compare(a.Dir, b.Dir))
 	})
 	if len(res.Refusals) > 0 {
 		return res, fmt.Errorf("%w: %s", ErrRefused, summarize(res.Refusals))
@@ -610,4 +611,15 @@ func summarize(rs []Refusal) string {
 		parts = append(parts, r.String())
 	}
 	return strings.Join(parts, "; ")
+}
+
+// boolOrder orders false before true.
+func boolOrder(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }

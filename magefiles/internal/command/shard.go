@@ -71,7 +71,8 @@ func planShard(ctx context.Context, spec shard.Spec, opts ValidateOptions, ws *w
 		return nil, fmt.Errorf("%w: validate -shard=%s runs its share of the whole battery: drop the package selection and -run/-skip/-short", ErrUsage, spec)
 	}
 	root := ws.env.ModuleRoot
-	shared, from, err := shard.SharedRunID(os.LookupEnv, root, gitHead(ctx, root))
+	module, _ := contract.ModulePath(root)
+	shared, from, err := shard.SharedRunID(os.LookupEnv, module, gitHead(ctx, root))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
@@ -85,7 +86,7 @@ func planShard(ctx context.Context, spec shard.Spec, opts ValidateOptions, ws *w
 	}
 	s := &sharding{spec: spec, shared: shared, sharedFrom: from, plan: shard.Split(inv, spec.Total, timings)}
 	s.owned = s.plan.Of(spec)
-	s.module, _ = contract.ModulePath(root)
+	s.module = module
 	if timings != nil {
 		s.timingsFile = filepath.Join(ws.env.ResultsDir, shard.TimingsFile)
 	}

@@ -341,7 +341,10 @@ func (v *validation) summarize(res *battery.Result, verified *gate.Report, judge
 	fmt.Fprintln(v.out)
 	verified.WriteSummary(v.out)
 	note := ""
-	if !v.whole {
+	switch {
+	case v.shard != nil:
+		note = "shard " + v.shard.spec.String() + ", a share of the battery: NOT-RUN legs do not count against it; program-gate -merge judges the union"
+	case !v.whole:
 		note = "a selected battery: NOT-RUN legs do not count against it"
 	}
 	writeSurfaceSummary(v.out, judged, v.env.Level, note)
