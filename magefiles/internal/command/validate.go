@@ -109,15 +109,15 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varBudget, varTimeout); err != nil {
 		return err
 	}
+	spec, err := shardSpec(opts.Shard, opts.ShardSet)
+	if err != nil {
+		return err
+	}
 	ws, err := openWorkspace(opts.Dir)
 	if err != nil {
 		return err
 	}
 	budget, err := ladderBudget()
-	if err != nil {
-		return err
-	}
-	spec, err := shardSpec(opts.Shard, opts.ShardSet)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,94 @@
+package command
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/contested/contested/internal/envvar"
+)
+
+// TestValidateShardOnBadInput: a shard named by anything but I/N, a flag
+// and a variable that disagree, or -shard with a selection of the battery
+// exit 2 saying what to write, before the layer is touched or anything is
+// written under the results directory.
+func TestValidateShardOnBadInput(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		env  string // CONTESTED_SHARD; "-" leaves it unset
+		opts ValidateOptions
+		says string
+	}{
+		{"flag without /", "-", ValidateOptions{Shard: "3", ShardSet: true}, "-shard=2/3"},
+		{"flag past the count", "-", ValidateOptions{Shard: "4/3", ShardSet: true}, "past the count"},
+		{"empty flag", "-", ValidateOptions{Shard: "", ShardSet: true}, "-shard is empty"},
+		{"variable zero", "0/3", ValidateOptions{}, "CONTESTED_SHARD=2/3"},
+		{"variable set but empty", "", ValidateOptions{}, "set but empty"},
+		{"flag and variable disagree", "1/3", ValidateOptions{Shard: "2/3", ShardSet: true}, "disagree"},
+		{"a selection", "-", ValidateOptions{Shard: "1/2", ShardSet: true, Args: []string{"-run", "TestX"}}, "its share of the whole battery"},
+		{"a shared run id too long for a tag", "1/2", ValidateOptions{}, "at most 38"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := module(t)
+			w := watchLayer(t)
+			results := t.TempDir()
+			t.Setenv(envvar.ToxiproxyURL, w.toxiproxy)
+			t.Setenv(envvar.PostgresDSN, w.postgres)
+			t.Setenv(envvar.Layer, "external")
+			t.Setenv(envvar.ResultsDir, results)
+			t.Setenv(envvar.Surfaces, "")
+			t.Setenv(envvar.RunID, "")
+			os.Unsetenv(envvar.RunID)
+			if strings.Contains(tt.name, "too long") {
+				t.Setenv(envvar.RunID, strings.Repeat("r", 40))
+			}
+			t.Setenv(envvar.Shard, tt.env)
+			if tt.env == "-" {
+				os.Unsetenv(envvar.Shard)
+			}
+			var out strings.Builder
+			tt.opts.Dir, tt.opts.Out = dir, &out
+			err := Validate(context.Background(), tt.opts)
+			if got := ExitCode(err); got != ExitUsage || !strings.Contains(err.Error(), tt.says) {
+				t.Fatalf("exit %d (%v), want %d saying %q; output:\n%s", got, err, ExitUsage, tt.says, out.String())
+			}
+			if n := w.contacts.Load(); n != 0 {
+				t.Errorf("the layer was contacted %d times", n)
+			}
+			if entries, _ := os.ReadDir(results); len(entries) != 0 {
+				t.Errorf("bad input wrote into the results directory: %d entries", len(entries))
+			}
+		})
+	}
+}
+
+// TestProgramGateMergeOnBadInput: -merge with no directory, or with one
+// that is not a shard's, exits 2 and writes nothing.
+func TestProgramGateMergeOnBadInput(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opts ProgramGateOptions
+		says string
+	}{
+		{"no directory", ProgramGateOptions{MergeSet: true}, "needs the shards' directories"},
+		{"no such directory", ProgramGateOptions{Merge: []string{"/no/such/shard"}}, "/no/such/shard"},
+		{"not a shard's directory", ProgramGateOptions{Merge: []string{os.TempDir()}}, "holds no shard.json"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := module(t)
+			results := t.TempDir()
+			t.Setenv(envvar.ResultsDir, results)
+			t.Setenv(envvar.Surfaces, "")
+			var out strings.Builder
+			tt.opts.Dir, tt.opts.Out = dir, &out
+			err := ProgramGate(context.Background(), tt.opts)
+			if got := ExitCode(err); got != ExitUsage || !strings.Contains(err.Error(), tt.says) {
+				t.Fatalf("exit %d (%v), want %d saying %q; output:\n%s", got, err, ExitUsage, tt.says, out.String())
+			}
+			if entries, _ := os.ReadDir(results); len(entries) != 0 {
+				t.Errorf("bad input wrote into the results directory: %d entries", len(entries))
+			}
+		})
+	}
+}
