@@ -20,6 +20,9 @@ func TestFoldShardArgs(t *testing.T) {
 		{"shard with a space", []string{"mage", "validate", "-shard", "2/3"}, []string{"mage", "validate", "-shard=2/3"}},
 		{"shard with =", []string{"mage", "validate", "-shard=2/3"}, []string{"mage", "validate", "-shard=2/3"}},
 		{"a target named like a dir", []string{"mage", "validate"}, []string{"mage", "validate"}},
+		{"history of a test", []string{"mage", "history", "TestC"}, []string{"mage", "history", "-test=TestC"}},
+		{"history of every test", []string{"mage", "history"}, []string{"mage", "history"}},
+		{"history with flags", []string{"mage", "history", "-last=5"}, []string{"mage", "history", "-last=5"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := foldShardArgs(tt.argv); !slices.Equal(got, tt.want) {

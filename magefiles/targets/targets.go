@@ -103,6 +103,16 @@ var workers = map[string]command.Target{
 		opts := command.BenchOptions{Benchtime: *benchtime, Filter: *filter}
 		return run(func(out io.Writer) error { opts.Out = out; return command.Bench(ctx, opts) })
 	},
+	"history": func(ctx context.Context, args []string) error {
+		fs := flag.NewFlagSet("history", flag.ContinueOnError)
+		test := fs.String("test", "", "")
+		last := fs.Int("last", 0, "")
+		if err := fs.Parse(args); err != nil {
+			return fmt.Errorf("%w: %v", command.ErrUsage, err)
+		}
+		opts := command.HistoryOptions{Test: *test, Last: *last}
+		return run(func(out io.Writer) error { opts.Out = out; return command.History(ctx, opts) })
+	},
 	"mutants": func(ctx context.Context, args []string) error {
 		return run(func(out io.Writer) error {
 			return command.Mutants(ctx, command.MutantsOptions{Patterns: args, Out: out})
@@ -277,6 +287,11 @@ func foldShardArgs(argv []string) []string {
 				out = append(out, "-merge="+strings.Join(argv[i+2:j], mergeSep))
 				i = j - 1
 			}
+		case strings.EqualFold(a, "history"):
+			if next := argv[i+1]; !strings.HasPrefix(next, "-") {
+				out = append(out, "-test="+next)
+				i++
+			}
 		case strings.EqualFold(a, "validate"):
 			if next := argv[i+1]; (next == "-shard" || next == "--shard") && i+2 < len(argv) {
 				out = append(out, "-shard="+argv[i+2])
@@ -418,4 +433,26 @@ func Mutants(ctx context.Context, packages *string) error {
 		}
 	}
 	return command.Supervise(ctx, "mutants", args...)
+}
+
+// History prints the flake history every validate appends to
+// test-results/history/outcomes.jsonl: for a test (TestX, TestX/leg or
+// pkg.TestX), how many of its last runs failed, the first failing run and
+// its commit, each leg's count with the seeds that failed, and one mark per
+// run (. passed, F failed); without a test, every test that failed in its
+// last runs. -last sets how many runs (default 20). arbitrate prints the
+// same trend before it walks the ladder.
+//
+//	go tool mage history
+//	go tool mage history TestStockContract
+//	go tool mage history -test=TestStockContract -last=50
+func History(ctx context.Context, test *string, last *int) error {
+	var args []string
+	if test != nil {
+		args = append(args, "-test="+*test)
+	}
+	if last != nil {
+		args = append(args, "-last="+strconv.Itoa(*last))
+	}
+	return command.Supervise(ctx, "history", args...)
 }

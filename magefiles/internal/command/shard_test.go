@@ -2,10 +2,13 @@ package command
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/envvar"
 )
 
@@ -90,5 +93,36 @@ func TestProgramGateMergeOnBadInput(t *testing.T) {
 				t.Errorf("bad input wrote into the results directory: %d entries", len(entries))
 			}
 		})
+	}
+}
+
+// TestHistoryPrintsTheTrend: history reads the outcomes validate appended
+// and prints a test's flake rate, first failing commit and failing seeds.
+func TestHistoryPrintsTheTrend(t *testing.T) {
+	dir := module(t)
+	results := t.TempDir()
+	t.Setenv(envvar.ResultsDir, results)
+	t.Setenv(envvar.Surfaces, "")
+	var out strings.Builder
+	if err := History(context.Background(), HistoryOptions{Dir: dir, Out: &out}); err != nil || !strings.Contains(out.String(), "no runs recorded yet") {
+		t.Fatalf("empty history: %v\n%s", err, out.String())
+	}
+	for i, verdict := range []string{"pass", "fail", "pass", "fail"} {
+		res := &battery.Result{Tests: []battery.Test{{Package: "m", Name: "TestLeg", Action: verdict}, {Package: "m", Name: "TestLeg/reset", Action: verdict}}}
+		recs := []faultrecord.Record{{Package: "m", Test: "TestLeg/reset", Leg: "reset", Seed: int64(40 + i)}}
+		appendHistory(context.Background(), results, "validate", fmt.Sprintf("run-%d", i), "", res, recs, fmt.Sprintf("commit%d", i), &out)
+	}
+	out.Reset()
+	if err := History(context.Background(), HistoryOptions{Dir: dir, Test: "TestLeg/reset", Out: &out}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"TestLeg failed 2 of the last 4 runs (50%): flaky", "commit commit1", "seeds that failed: 41, 43", ".F.F"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("history does not say %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if err := History(context.Background(), HistoryOptions{Dir: dir, Last: 1, Out: &out}); err != nil || !strings.Contains(out.String(), "failed 1 of the last 1 runs") {
+		t.Errorf("every failing test over the last run: %v\n%s", err, out.String())
 	}
 }
