@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate/flakes"
 	"github.com/contested/contested/gate/shard"
 )
 
@@ -107,6 +109,11 @@ func TestAdopterShardsMergeAsOneRun(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "test-results", shard.TimingsFile)); err != nil {
 		t.Errorf("the merge wrote no timing file for the next split: %v", err)
+	}
+	// Each shard appended its tests' outcomes to its flake history.
+	hist, err := flakes.NewFile(s1).Read(context.Background())
+	if err != nil || len(hist) == 0 || hist[0].Shard != "1/3" || hist[0].RunID == "" {
+		t.Errorf("shard 1's flake history: %d outcomes, %v; want its tests, marked 1/3", len(hist), err)
 	}
 	// Single use: the same shards do not certify again.
 	refused("the same shards merged again", []string{s1, s2, s3}, "claimed")

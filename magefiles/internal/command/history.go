@@ -2,8 +2,10 @@ package command
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate/flakes"
 	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/envvar"
 )
 
 // HistoryOptions configures History.
@@ -39,13 +42,17 @@ func History(ctx context.Context, opts HistoryOptions) error {
 	if last <= 0 {
 		last = defaultLast
 	}
-	store := flakes.NewFile(ws.env.ResultsDir)
+	store, where, closeStore, err := historyStore(ctx, ws.env.ResultsDir, ws.reg.Guard.CanonicalDatabases)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
 	outs, err := store.Read(ctx)
 	if err != nil {
 		return err
 	}
 	if len(outs) == 0 {
-		fmt.Fprintf(opts.Out, "history: no runs recorded yet in %s (every validate appends to it)\n", store.Path)
+		fmt.Fprintf(opts.Out, "history: no runs recorded yet in %s (every validate appends to it)\n", where)
 		return nil
 	}
 	if opts.Test != "" {
@@ -67,31 +74,51 @@ func History(ctx context.Context, opts HistoryOptions) error {
 		}
 	}
 	if shown == 0 {
-		fmt.Fprintf(opts.Out, "history: none of %d tests failed in its last %d runs (%s)\n", len(tests), last, store.Path)
+		fmt.Fprintf(opts.Out, "history: none of %d tests failed in its last %d runs (%s)\n", len(tests), last, where)
 	}
 	return nil
 }
 
-// appendHistory appends the battery's outcomes to the local history.
-func appendHistory(ctx context.Context, root, command, runID, shardSpec string, res *battery.Result, recs []faultrecord.Record, commit string, out io.Writer) {
+// historyStore is the flake history: the database CONTESTED_HISTORY_DSN
+// names when it is set (its schema migrated; a database [guard]
+// canonical_databases lists is refused), else the local file under the
+// results directory. where names it for messages, without a password.
+func historyStore(ctx context.Context, root string, canonical []string) (store flakes.Store, where string, closeStore func(), err error) {
+	dsn := strings.TrimSpace(os.Getenv(envvar.HistoryDSN))
+	if dsn == "" {
+		f := flakes.NewFile(root)
+		return f, f.Path, func() {}, nil
+	}
+	p, err := flakes.OpenPostgres(ctx, dsn, canonical)
+	if err != nil {
+		if errors.Is(err, flakes.ErrBadDSN) || errors.Is(err, flakes.ErrGuard) {
+			err = fmt.Errorf("%w: %w", ErrUsage, err)
+		}
+		return nil, "", nil, err
+	}
+	return p, "the history database (" + envvar.HistoryDSN + ")", p.Close, nil
+}
+
+// appendHistory appends the battery's outcomes to the flake history.
+func appendHistory(ctx context.Context, root string, canonical []string, command, runID, shardSpec string, res *battery.Result, recs []faultrecord.Record, commit string, out io.Writer) {
 	if res == nil {
 		return
 	}
-	store := flakes.NewFile(root)
+	store, where, closeStore, err := historyStore(ctx, root, canonical)
+	if err != nil {
+		notSaved(out, command, "the flake history", err)
+		return
+	}
+	defer closeStore()
 	outs := flakes.FromBattery(res, recs, flakes.Meta{RunID: runID, Shard: shardSpec, Commit: commit, Command: command, Time: time.Now().UTC()})
 	if err := store.Append(ctx, outs); err != nil {
-		notSaved(out, command, store.Path, err)
+		notSaved(out, command, where, err)
 	}
 }
 
 // showHistory prints a test's trend before the ladder walks it, when the
 // history has runs of it.
-func showHistory(ctx context.Context, root, test string, out io.Writer) {
-	outs, err := flakes.NewFile(root).Read(ctx)
-	if err != nil {
-		fmt.Fprintf(out, "ladder: %v\n", err)
-		return
-	}
+func showHistory(outs []flakes.Outcome, test string, out io.Writer) {
 	if s := flakes.Summarize(outs, test, defaultLast); len(s.Runs) > 0 {
 		s.Write(out)
 	}
@@ -99,8 +126,14 @@ func showHistory(ctx context.Context, root, test string, out io.Writer) {
 
 // readHistory is the local flake history, nil when there is none or it
 // cannot be read (said on out).
-func readHistory(ctx context.Context, root string, out io.Writer) []flakes.Outcome {
-	outs, err := flakes.NewFile(root).Read(ctx)
+func readHistory(ctx context.Context, root string, canonical []string, out io.Writer) []flakes.Outcome {
+	store, _, closeStore, err := historyStore(ctx, root, canonical)
+	if err != nil {
+		fmt.Fprintf(out, "ladder: %v (judging from the reruns alone)\n", err)
+		return nil
+	}
+	defer closeStore()
+	outs, err := store.Read(ctx)
 	if err != nil {
 		fmt.Fprintf(out, "ladder: %v (judging from the reruns alone)\n", err)
 	}
@@ -108,9 +141,9 @@ func readHistory(ctx context.Context, root string, out io.Writer) []flakes.Outco
 }
 
 // readHistoryIf is readHistory when the ladder will walk.
-func readHistoryIf(ctx context.Context, root string, walk bool, out io.Writer) []flakes.Outcome {
+func readHistoryIf(ctx context.Context, root string, canonical []string, walk bool, out io.Writer) []flakes.Outcome {
 	if !walk {
 		return nil
 	}
-	return readHistory(ctx, root, out)
+	return readHistory(ctx, root, canonical, out)
 }

@@ -110,7 +110,7 @@ func TestHistoryPrintsTheTrend(t *testing.T) {
 	for i, verdict := range []string{"pass", "fail", "pass", "fail"} {
 		res := &battery.Result{Tests: []battery.Test{{Package: "m", Name: "TestLeg", Action: verdict}, {Package: "m", Name: "TestLeg/reset", Action: verdict}}}
 		recs := []faultrecord.Record{{Package: "m", Test: "TestLeg/reset", Leg: "reset", Seed: int64(40 + i)}}
-		appendHistory(context.Background(), results, "validate", fmt.Sprintf("run-%d", i), "", res, recs, fmt.Sprintf("commit%d", i), &out)
+		appendHistory(context.Background(), results, nil, "validate", fmt.Sprintf("run-%d", i), "", res, recs, fmt.Sprintf("commit%d", i), &out)
 	}
 	out.Reset()
 	if err := History(context.Background(), HistoryOptions{Dir: dir, Test: "TestLeg/reset", Out: &out}); err != nil {
@@ -125,4 +125,35 @@ func TestHistoryPrintsTheTrend(t *testing.T) {
 	if err := History(context.Background(), HistoryOptions{Dir: dir, Last: 1, Out: &out}); err != nil || !strings.Contains(out.String(), "failed 1 of the last 1 runs") {
 		t.Errorf("every failing test over the last run: %v\n%s", err, out.String())
 	}
+}
+
+// TestHistoryDSNOnBadInput: a history database the registry's guard lists,
+// or a DSN that does not parse, exits 2 without the password.
+func TestHistoryDSNOnBadInput(t *testing.T) {
+	for _, tt := range []struct{ name, dsn, says string }{
+		{"a canonical database", "postgres://u:hunter2@127.0.0.1:1/stock", "canonical_databases"},
+		{"a DSN that does not parse", "postgres://u:hunter2@127.0.0.1:port/db", envvar.HistoryDSN},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := module(t)
+			os.WriteFile(dir+"/contested-surfaces.toml", append(mustRead(t, dir+"/contested-surfaces.toml"), []byte("\n[guard]\ncanonical_databases = [\"stock\"]\n")...), 0o644)
+			t.Setenv(envvar.ResultsDir, t.TempDir())
+			t.Setenv(envvar.Surfaces, "")
+			t.Setenv(envvar.HistoryDSN, tt.dsn)
+			var out strings.Builder
+			err := History(context.Background(), HistoryOptions{Dir: dir, Out: &out})
+			if got := ExitCode(err); got != ExitUsage || !strings.Contains(err.Error(), tt.says) || strings.Contains(err.Error()+out.String(), "hunter2") {
+				t.Fatalf("exit %d (%v), want %d saying %q, no password", got, err, ExitUsage, tt.says)
+			}
+		})
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -320,7 +320,7 @@ func (v *validation) arbitrate(ctx context.Context, res *battery.Result, budget 
 	contracts := map[string]*contract.Result{}
 	v.rep.Ladder, v.rep.NotArbitrated = arbitrateAll(ctx, contractFails, budget, ladder.Options{
 		Env: v.env, Registry: v.reg, Preflight: &v.preflight, Capacity: &v.capacity, Contracts: contracts, Seen: res, Out: v.out,
-		History: readHistoryIf(ctx, v.env.ResultsDir, len(contractFails) > 0, v.out),
+		History: readHistoryIf(ctx, v.env.ResultsDir, v.reg.Guard.CanonicalDatabases, len(contractFails) > 0, v.out),
 	}, v.out)
 	return contractFails, contracts
 }
@@ -366,7 +366,7 @@ func (v *validation) finish(res *battery.Result, verified *gate.Report, judged [
 		saveTimings(root, v.out, res)
 	}
 	recs, _ := contract.ReadRecords(v.faultDir())
-	appendHistory(context.Background(), root, "validate", rep.RunID, rep.Shard, res, recs, gitHead(context.Background(), v.env.ModuleRoot), v.out)
+	appendHistory(context.Background(), root, v.reg.Guard.CanonicalDatabases, "validate", rep.RunID, rep.Shard, res, recs, gitHead(context.Background(), v.env.ModuleRoot), v.out)
 	writeReports(root, report.Page{Title: "contested validate", RunID: rep.RunID, Layer: rep.Layer, Green: rep.Green,
 		Reasons: rep.Reasons, Gate: verified, Battery: res, Surfaces: judged, Level: v.env.Level, Plain: rep.BatteryFailures,
 		Ladder: rep.Ladder, Contracts: contractList(contracts), Capacity: rep.Capacity}, v.out)
