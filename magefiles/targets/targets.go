@@ -440,8 +440,10 @@ func Mutants(ctx context.Context, packages *string) error {
 // pkg.TestX), how many of its last runs failed, the first failing run and
 // its commit, each leg's count with the seeds that failed, and one mark per
 // run (. passed, F failed); without a test, every test that failed in its
-// last runs. -last sets how many runs (default 20). arbitrate prints the
-// same trend before it walks the ladder.
+// last runs, and draws their trends in test-results/history/history.html
+// (inline SVG: one column per run, the commit under each). -last sets how
+// many runs (default 20). CONTESTED_HISTORY_DSN reads a team's database
+// instead. arbitrate prints the same trend before it walks the ladder.
 //
 //	go tool mage history
 //	go tool mage history TestStockContract

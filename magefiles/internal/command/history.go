@@ -32,7 +32,9 @@ const defaultLast = 20
 
 // History prints the flake history of a test, or of every test that
 // failed in its last runs, from the local history (flakes.FileName under
-// the results directory). It starts nothing and writes nothing.
+// the results directory, or CONTESTED_HISTORY_DSN's database), and draws
+// their trends in history/history.html (inline SVG: one column per run,
+// the commit under each). It starts nothing else.
 func History(ctx context.Context, opts HistoryOptions) error {
 	ws, err := openWorkspace(opts.Dir)
 	if err != nil {
@@ -56,7 +58,11 @@ func History(ctx context.Context, opts HistoryOptions) error {
 		return nil
 	}
 	if opts.Test != "" {
-		flakes.Summarize(outs, opts.Test, last).Write(opts.Out)
+		s := flakes.Summarize(outs, opts.Test, last)
+		s.Write(opts.Out)
+		if len(s.Runs) > 0 {
+			drawHistory(ws.env.ResultsDir, outs, []flakes.Summary{s}, opts.Out)
+		}
 		return nil
 	}
 	var tests []string
@@ -66,14 +72,17 @@ func History(ctx context.Context, opts HistoryOptions) error {
 		}
 	}
 	slices.Sort(tests)
-	shown := 0
+	var shown []flakes.Summary
 	for _, t := range tests {
 		if s := flakes.Summarize(outs, t, last); s.Failed > 0 {
 			s.Write(opts.Out)
-			shown++
+			shown = append(shown, s)
 		}
 	}
-	if shown == 0 {
+	if len(shown) > 0 {
+		drawHistory(ws.env.ResultsDir, outs, shown, opts.Out)
+	}
+	if len(shown) == 0 {
 		fmt.Fprintf(opts.Out, "history: none of %d tests failed in its last %d runs (%s)\n", len(tests), last, where)
 	}
 	return nil
@@ -146,4 +155,17 @@ func readHistoryIf(ctx context.Context, root string, canonical []string, walk bo
 		return nil
 	}
 	return readHistory(ctx, root, canonical, out)
+}
+
+// historyPage is the trends' page, under the results directory.
+const historyPage = "history/history.html"
+
+// drawHistory writes the trends of sums as historyPage and names it.
+func drawHistory(root string, outs []flakes.Outcome, sums []flakes.Summary, out io.Writer) {
+	path, err := saveArtifact(root, historyPage, []byte(flakes.HTML("contested flake history", outs, sums)))
+	if err != nil {
+		notSaved(out, "history", path, err)
+		return
+	}
+	fmt.Fprintf(out, "history: trend drawn in %s\n", path)
 }

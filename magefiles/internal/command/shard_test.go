@@ -116,10 +116,13 @@ func TestHistoryPrintsTheTrend(t *testing.T) {
 	if err := History(context.Background(), HistoryOptions{Dir: dir, Test: "TestLeg/reset", Out: &out}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"TestLeg failed 2 of the last 4 runs (50%): flaky", "commit commit1", "seeds that failed: 41, 43", ".F.F"} {
+	for _, want := range []string{"TestLeg failed 2 of the last 4 runs (50%): flaky", "commit commit1", "seeds that failed: 41, 43", ".F.F", "history.html"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("history does not say %q:\n%s", want, out.String())
 		}
+	}
+	if page, err := os.ReadFile(results + "/history/history.html"); err != nil || !strings.Contains(string(page), "<svg") {
+		t.Errorf("no trend drawn: %v", err)
 	}
 	out.Reset()
 	if err := History(context.Background(), HistoryOptions{Dir: dir, Last: 1, Out: &out}); err != nil || !strings.Contains(out.String(), "failed 1 of the last 1 runs") {
