@@ -33,7 +33,6 @@ import (
 
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/internal/dockerenv"
-	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/images"
 	"github.com/contested/contested/internal/reap"
 	"github.com/contested/contested/internal/runid"
@@ -85,14 +84,18 @@ type Options struct {
 	// package, so that the gate and the verdicts map them to the surface
 	// registered there (default this package's).
 	Package string
-	// Seed draws each leg's schedule (levers.NewSchedule): after how many
-	// of the stream's operations its fault is armed, how much longer than
-	// the leg's own hold it stays, and the replica a crash kills. 0: the
-	// CONTESTED_SEED the rig runs with, or else a fresh one; the legs'
-	// records carry it and the schedule it drew, so one seed replays one
-	// schedule and a budget of seeds is a budget of schedules.
+	// Replay is the command that reruns the rig with this Seed and Level,
+	// which each leg's record carries (clustertest names the go test of
+	// the rig test; default CONTESTED_SEED=<seed> go tool mage
+	// cluster-tests).
+	Replay string
+	// Seed draws each leg's schedule: where in the stream its fault lands,
+	// which replica it strikes, how long it holds. One seed replays one
+	// schedule (clustertest passes CONTESTED_SEED, or a fresh seed).
 	Seed int64
-	Out  io.Writer
+	// Level is the intensity the schedule is drawn at (1 to 3; default 1).
+	Level int
+	Out   io.Writer
 }
 
 // Report is what one rig run did.
@@ -102,7 +105,6 @@ type Report struct {
 	Mode     string        `json:"mode"`   // containers or local processes
 	Reason   string        `json:"reason"` // why this mode
 	Replicas int           `json:"replicas"`
-	Seed     int64         `json:"seed"`
 	Legs     []LegResult   `json:"legs"`
 	Green    bool          `json:"green"`
 	Kept     bool          `json:"kept"`
@@ -125,7 +127,7 @@ func Run(ctx context.Context, svc Service, opts Options) (*Report, error) {
 		opts.Out = io.Discard
 	}
 	out := opts.Out
-	rep := &Report{Run: runid.New(time.Now()), Service: spec.Name, Replicas: opts.Replicas, Seed: opts.Seed}
+	rep := &Report{Run: runid.New(time.Now()), Service: spec.Name, Replicas: opts.Replicas}
 
 	fmt.Fprintf(out, "cluster: sweeping stale rigs\n")
 	if err := Sweep(ctx, out); err != nil {
@@ -150,7 +152,7 @@ func Run(ctx context.Context, svc Service, opts Options) (*Report, error) {
 	if err != nil {
 		return rep, fmt.Errorf("%w: bring up the replicas: %v", ErrCannotRun, err)
 	}
-	fmt.Fprintf(out, "cluster: %d replicas up (%s), run %s, %s=%d\n", opts.Replicas, rep.Mode, rep.Run, envvar.Seed, opts.Seed)
+	fmt.Fprintf(out, "cluster: %d replicas up (%s), run %s\n", opts.Replicas, rep.Mode, rep.Run)
 	if err := r.runLegs(ctx, opts.Ops, rep, out); err != nil {
 		return rep, err
 	}

@@ -12,22 +12,21 @@ import (
 
 	"github.com/contested/contested/faultlayer/levers"
 	"github.com/contested/contested/faultrecord"
-	"github.com/contested/contested/internal/envvar"
 )
 
 // A kill leg: a lever of the fault set (faultlayer/levers) the rig arms
 // on its replicas while the workload streams operations in.
 type leg struct {
-	name    string        // the leg's name in results
-	lever   levers.Lever  // what it does, and the lever it records as
-	replica int           // the replica a one-replica lever acts on
-	hold    time.Duration // how long the fault stays before heal
+	name  string        // the leg's name in results
+	lever levers.Lever  // what it does, and the lever it records as
+	one   bool          // the lever acts on one replica (which one, the seed's plan says)
+	hold  time.Duration // the least the fault stays before heal; the plan adds to it
 }
 
 var legs = []leg{
-	{name: "kill-one", lever: levers.CrashAndResume, replica: 0, hold: 300 * time.Millisecond},
+	{name: "kill-one", lever: levers.CrashAndResume, one: true, hold: 300 * time.Millisecond},
 	{name: "mass-restart", lever: levers.MassRestart, hold: 300 * time.Millisecond},
-	{name: "partition", lever: levers.Partition, replica: 1, hold: 2 * time.Second},
+	{name: "partition", lever: levers.Partition, one: true, hold: 2 * time.Second},
 }
 
 // rigCluster is the rig as the cluster levers see it (levers.Cluster):
@@ -69,9 +68,7 @@ type LegResult struct {
 	Oracles  []OracleResult `json:"oracles"`
 	Error    string         `json:"error,omitempty"`
 	Record   string         `json:"record,omitempty"`
-	// Schedule is what the rig's seed drew for the leg (legSchedule).
-	Schedule string        `json:"schedule"`
-	Took     time.Duration `json:"took_ns"`
+	Took     time.Duration  `json:"took_ns"`
 	// stalled: the replicas never completed enough to reach the fault, so
 	// the legs after this one would only wait for the same nothing.
 	stalled bool
@@ -131,23 +128,22 @@ func (r *rig) runLegs(ctx context.Context, n int, rep *Report, out io.Writer) er
 }
 
 // runLeg streams n operations through the replicas, arms the leg's
-// lever a third of the way in, heals it, waits for quiescence and judges:
+// lever where the seed's plan says, heals it, waits for quiescence and judges:
 // the fault fired (the lever's rule over both sides' proof) and the
 // service's oracles held. The leg's record is written whatever happened.
 func (r *rig) runLeg(ctx context.Context, l leg, n int) (res LegResult) {
 	start := time.Now()
 	res = LegResult{Name: l.name, Lever: l.lever.Name()}
+	p := planLeg(l, r.seed, r.level, n, len(r.proxies))
 	var proof levers.Proof
 	var armedAt, firedAt time.Time
-	plan := planLeg(r.seed, l, n, len(r.replicas.Names()))
-	res.Schedule = plan.String()
 	defer func() {
 		res.Took = time.Since(start)
 		if err := l.lever.Fired(proof); err != nil {
 			res.Unfired = err.Error()
 		}
 		res.Fired = res.Unfired == ""
-		r.record(l, n, plan, &res, armedAt, firedAt)
+		r.record(l, p, n, &res, armedAt, firedAt)
 	}()
 
 	r.legSeq++
@@ -158,14 +154,13 @@ func (r *rig) runLeg(ctx context.Context, l leg, n int) (res LegResult) {
 	var sent atomic.Int64
 	go func() { produced <- r.produce(prodCtx, n, &sent) }()
 
-	// Fault where the schedule says, 10-30% into the stream, while the
-	// replicas are busy.
-	if err := r.waitDone(ctx, l.name, plan.after); err != nil {
+	// Fault where the plan says, while the replicas are busy.
+	if err := r.waitDone(ctx, l.name, p.after); err != nil {
 		res.Error, res.stalled = "before the fault: "+err.Error(), true
 		return res
 	}
 	armedAt = time.Now()
-	f, err := r.fault(ctx, l, plan, n-int(sent.Load()))
+	f, err := r.fault(ctx, l, p, n-int(sent.Load()))
 	if f != nil {
 		proof.Injected, res.Injector = f.Injector()
 	}
@@ -207,8 +202,8 @@ func (r *rig) runLeg(ctx context.Context, l leg, n int) (res LegResult) {
 // come, holds it and heals it. It returns what was armed (nil when arming
 // changed nothing), also with an error; a fault whose arming failed half
 // way is healed at once, so the next leg finds the rig whole.
-func (r *rig) fault(ctx context.Context, l leg, plan legSchedule, pending int) (levers.Fault, error) {
-	t := levers.Target{Toxiproxy: r.layer.Toxiproxy(), Cluster: rigCluster{r}, Replica: plan.replica, Pending: pending, Window: plan.window}
+func (r *rig) fault(ctx context.Context, l leg, p plan, pending int) (levers.Fault, error) {
+	t := levers.Target{Toxiproxy: r.layer.Toxiproxy(), Cluster: rigCluster{r}, Replica: p.replica, Pending: pending}
 	f, err := l.lever.Arm(ctx, t)
 	if err != nil {
 		if f != nil {
@@ -221,7 +216,7 @@ func (r *rig) fault(ctx context.Context, l leg, plan legSchedule, pending int) (
 	select {
 	case <-ctx.Done():
 		return f, ctx.Err()
-	case <-time.After(plan.hold):
+	case <-time.After(p.hold):
 	}
 	if err := f.Heal(ctx); err != nil {
 		return f, fmt.Errorf("heal %s: %w", l.lever.Name(), err)
@@ -229,42 +224,12 @@ func (r *rig) fault(ctx context.Context, l leg, plan legSchedule, pending int) (
 	return f, nil
 }
 
-// legSchedule is what the rig's seed drew for one leg: the lever's first
-// level-1 window over the leg's stream, as the rig runs it.
-type legSchedule struct {
-	lever   string
-	ops     int
-	after   int           // operations completed before the fault is armed
-	hold    time.Duration // the leg's own hold plus the window's time
-	replica int           // the replica a one-replica lever acts on
-	window  levers.Window
-}
-
-// planLeg draws leg l's schedule over a stream of n operations through
-// replicas from seed: the same seed, the same schedule.
-func planLeg(seed int64, l leg, n, replicas int) legSchedule {
-	w := levers.NewSchedule(l.lever, seed, levers.Scope{Level: 1, Span: n}).Window(0)
-	p := legSchedule{lever: l.lever.Name(), ops: n, after: max(1, w.After), hold: l.hold + w.For, replica: l.replica, window: w}
-	if c, ok := w.Params.(levers.CrashParams); ok {
-		p.replica = c.Victim(replicas)
-	}
-	return p
-}
-
-// String describes the schedule for the leg's record; the seed is not
-// part of it, so two seeds that drew one schedule describe it alike.
-func (p legSchedule) String() string {
-	return fmt.Sprintf("%s on the rig over %d operations: armed after %d, held %v, replica %d", p.lever, p.ops, p.after, p.hold, p.replica)
-}
-
-// record writes the leg's fault record, with the seed and the schedule it
-// ran by.
-func (r *rig) record(l leg, n int, plan legSchedule, res *LegResult, armedAt, firedAt time.Time) {
-	desc := plan.String()
+// record writes the leg's fault record.
+func (r *rig) record(l leg, p plan, n int, res *LegResult, armedAt, firedAt time.Time) {
 	rec := faultrecord.Record{
-		Test: r.testName + "/" + l.name, Surface: r.spec.Surface, Class: Class, Leg: l.lever.Name(), Seed: r.seed,
-		Schedule: &faultrecord.Schedule{Digest: levers.Digest(desc), Summary: desc, Window: 1, Timing: "schedule"},
-		Replay:   fmt.Sprintf("%s=%d go tool mage cluster-tests", envvar.Seed, r.seed), Armed: true, ArmedAt: armedAt, Fired: res.Fired, FiredAt: firedAt,
+		Test: r.testName + "/" + l.name, Surface: r.spec.Surface, Class: Class, Leg: l.lever.Name(),
+		Seed: r.seed, Schedule: p.record(l), Replay: r.replay,
+		Armed: true, ArmedAt: armedAt, Fired: res.Fired, FiredAt: firedAt,
 		Evidence:   faultrecord.Evidence{Injector: orNothing(res.Injector), Victim: orNothing(res.Victim)},
 		TestFailed: !res.OK() && res.Fired,
 	}

@@ -3,18 +3,14 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/contested/contested/contested/runenv"
+	"github.com/contested/contested/internal/envvar"
 )
-
-// maxSeed keeps a drawn seed exact in every JSON reader (2^53), as a leg's.
-const maxSeed = 1 << 53
 
 // Service is an adopter's service as the rig runs it: how to build it and
 // run its replicas (Spec), and how to prepare its database, drive it and
@@ -160,18 +156,18 @@ func settle(spec Spec, opts Options) (Spec, Options, error) {
 	if opts.HealthWait == 0 {
 		opts.HealthWait = time.Minute
 	}
-	if opts.Seed < 0 {
-		return spec, opts, fmt.Errorf("%w: seed %d; a seed is a non-negative integer (0: CONTESTED_SEED, or a fresh one)", ErrUsage, opts.Seed)
+	if opts.Level == 0 {
+		opts.Level = 1
 	}
-	if opts.Seed == 0 {
-		seed, set, err := runenv.Seed()
-		if err != nil {
-			return spec, opts, fmt.Errorf("%w: %v", ErrUsage, err)
+	if opts.Level < 1 || opts.Level > 3 {
+		return spec, opts, fmt.Errorf("%w: level %d; the levels are 1 (sunny), 2 (stormy) and 3 (radioactive)", ErrUsage, opts.Level)
+	}
+	if opts.Replay == "" {
+		lv := ""
+		if opts.Level > 1 {
+			lv = fmt.Sprintf("%s=%d ", envvar.Level, opts.Level)
 		}
-		if !set || seed == 0 {
-			seed = 1 + rand.Int64N(maxSeed-1)
-		}
-		opts.Seed = seed
+		opts.Replay = fmt.Sprintf("%s=%d %sgo tool mage cluster-tests", envvar.Seed, opts.Seed, lv)
 	}
 	return spec, opts, nil
 }
