@@ -87,10 +87,10 @@ func TestRigOnLocalProcesses(t *testing.T) {
 			t.Errorf("leg %s's record: surface %q, class %q, test %q, leg %q, fired %v", l.Name, rec.Surface, rec.Class, rec.Test, rec.Leg, rec.Fired)
 		}
 		p := planLeg(legs[i], seed, 1, ops, rep.Replicas)
-		if rec.Seed != seed || rec.Schedule == nil || rec.Schedule.Digest != p.record(legs[i]).Digest || !strings.Contains(rec.Replay, "CONTESTED_SEED=5 ") {
+		if rec.Seed != seed || rec.Schedule == nil || rec.Schedule.Digest != p.record(legs[i], 0).Digest || !strings.Contains(rec.Replay, "CONTESTED_SEED=5 ") {
 			t.Errorf("leg %s's record: seed %d, schedule %+v, replay %q; want seed %d and the plan %q", l.Name, rec.Seed, rec.Schedule, rec.Replay, seed, p.summary(legs[i]))
 		}
-		for _, want := range evidenceOf(l.Name, p.replica+1) {
+		for _, want := range evidenceOf(l.Name, p.strikes[0].replica+1) {
 			if got := rec.Evidence.Injector + " | " + rec.Evidence.Victim; !strings.Contains(got, want) {
 				t.Errorf("leg %s's evidence %q does not say %q", l.Name, got, want)
 			}

@@ -128,22 +128,18 @@ func (r *rig) runLegs(ctx context.Context, n int, rep *Report, out io.Writer) er
 }
 
 // runLeg streams n operations through the replicas, arms the leg's
-// lever where the seed's plan says, heals it, waits for quiescence and judges:
-// the fault fired (the lever's rule over both sides' proof) and the
-// service's oracles held. The leg's record is written whatever happened.
+// lever where the seed's plan says (one strike at level 1, more at higher
+// levels), heals each, waits for quiescence and judges: every strike fired
+// (the lever's rule over both sides' proof) and the service's oracles
+// held. Each strike's record is written whatever happened.
 func (r *rig) runLeg(ctx context.Context, l leg, n int) (res LegResult) {
 	start := time.Now()
 	res = LegResult{Name: l.name, Lever: l.lever.Name()}
 	p := planLeg(l, r.seed, r.level, n, len(r.proxies))
-	var proof levers.Proof
-	var armedAt, firedAt time.Time
+	struck := make([]blow, len(p.strikes))
 	defer func() {
 		res.Took = time.Since(start)
-		if err := l.lever.Fired(proof); err != nil {
-			res.Unfired = err.Error()
-		}
-		res.Fired = res.Unfired == ""
-		r.record(l, p, n, &res, armedAt, firedAt)
+		r.conclude(l, p, n, &res, struck)
 	}()
 
 	r.legSeq++
@@ -151,25 +147,48 @@ func (r *rig) runLeg(ctx context.Context, l leg, n int) (res LegResult) {
 	prodCtx, stopProd := context.WithCancel(ctx)
 	defer stopProd()
 	produced := make(chan error, 1)
-	healed := make(chan struct{})
+	healed := make([]chan struct{}, p.phases())
+	for k := range healed {
+		healed[k] = make(chan struct{})
+	}
+	released := make([]bool, len(healed))
+	release := func(k int) {
+		if !released[k] {
+			released[k] = true
+			close(healed[k])
+		}
+	}
 	var sent atomic.Int64
-	go func() { produced <- r.produce(prodCtx, n, &sent, healed) }()
+	go func() {
+		produced <- r.produce(prodCtx, n, time.Duration(len(p.strikes))*streamTime, &sent, holds(n, len(healed)), healed)
+	}()
 
-	// Fault where the plan says, while the replicas are busy.
-	if err := r.waitDone(ctx, l.name, p.after); err != nil {
-		res.Error, res.stalled = "before the fault: "+err.Error(), true
-		return res
+	for i, st := range p.strikes {
+		// The stream goes on once the strike before healed: a strike
+		// during recovery lands while the others work, a later strike
+		// while everyone does.
+		if i > 0 {
+			release(p.phase(i - 1))
+		}
+		// Fault where the plan says, while the replicas are busy.
+		if st.after >= 0 {
+			if err := r.waitDone(ctx, l.name, st.after); err != nil {
+				res.Error, res.stalled = fmt.Sprintf("before fault %d: %v", i+1, err), true
+				return res
+			}
+		}
+		struck[i].armedAt = time.Now()
+		f, err := r.fault(ctx, l, st, n-int(sent.Load()))
+		struck[i].f = f
+		if f != nil {
+			struck[i].proof.Injected, struck[i].injector = f.Injector()
+		}
+		if err != nil {
+			res.Error = err.Error()
+			return res
+		}
 	}
-	armedAt = time.Now()
-	f, err := r.fault(ctx, l, p, n-int(sent.Load()))
-	close(healed)
-	if f != nil {
-		proof.Injected, res.Injector = f.Injector()
-	}
-	if err != nil {
-		res.Error = err.Error()
-		return res
-	}
+	release(len(healed) - 1)
 	if err := <-produced; err != nil {
 		res.Error = "produce: " + err.Error()
 		return res
@@ -178,15 +197,17 @@ func (r *rig) runLeg(ctx context.Context, l leg, n int) (res LegResult) {
 		res.Error = err.Error()
 		return res
 	}
-	judged, ok := f.(levers.Judged)
-	if !ok {
-		res.Error = fmt.Sprintf("the %s lever's fault armed on the rig is not judged by the work around it", l.lever.Name())
-		return res
-	}
-	landed, victim := judged.Victim(ctx)
-	res.Victim = victim
-	if landed {
-		proof.Victim, firedAt = 1, time.Now()
+	for i := range struck {
+		judged, ok := struck[i].f.(levers.Judged)
+		if !ok {
+			res.Error = fmt.Sprintf("the %s lever's fault armed on the rig is not judged by the work around it", l.lever.Name())
+			return res
+		}
+		landed, victim := judged.Victim(ctx)
+		struck[i].victim = victim
+		if landed {
+			struck[i].proof.Victim, struck[i].firedAt = 1, time.Now()
+		}
 	}
 	oracles, err := r.oracle.Judge(ctx)
 	if err != nil {
@@ -200,12 +221,57 @@ func (r *rig) runLeg(ctx context.Context, l leg, n int) (res LegResult) {
 	return res
 }
 
+// blow is one strike as it happened: the fault armed, when, and both
+// sides' proof of it.
+type blow struct {
+	f                levers.Fault
+	armedAt, firedAt time.Time
+	proof            levers.Proof
+	injector, victim string
+}
+
+// conclude judges each strike by the lever's fired rule, sums them up in
+// res (fired only when every strike fired) and writes each strike's
+// record.
+func (r *rig) conclude(l leg, p plan, n int, res *LegResult, struck []blow) {
+	var injectors, victims []string
+	for i, b := range struck {
+		if err := l.lever.Fired(b.proof); err != nil && res.Unfired == "" {
+			res.Unfired = err.Error()
+			if len(struck) > 1 {
+				res.Unfired = fmt.Sprintf("fault %d: %v", i+1, err)
+			}
+		}
+		injectors, victims = append(injectors, b.injector), append(victims, b.victim)
+	}
+	res.Fired = res.Unfired == ""
+	res.Injector, res.Victim = strings.Join(nonEmpty(injectors), "; "), strings.Join(nonEmpty(victims), "; ")
+	for i, b := range struck {
+		// A strike never armed (an earlier one failed) has no record; the
+		// first always has one, so a leg that never reached its fault is
+		// on record as armed and unfired.
+		if i == 0 || !b.armedAt.IsZero() {
+			r.record(l, p, i, n, res, b)
+		}
+	}
+}
+
+func nonEmpty(ss []string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // fault arms the leg's lever on the rig, with pending operations still to
 // come, holds it and heals it. It returns what was armed (nil when arming
 // changed nothing), also with an error; a fault whose arming failed half
 // way is healed at once, so the next leg finds the rig whole.
-func (r *rig) fault(ctx context.Context, l leg, p plan, pending int) (levers.Fault, error) {
-	t := levers.Target{Toxiproxy: r.layer.Toxiproxy(), Cluster: rigCluster{r}, Replica: p.replica, Pending: pending}
+func (r *rig) fault(ctx context.Context, l leg, st strike, pending int) (levers.Fault, error) {
+	t := levers.Target{Toxiproxy: r.layer.Toxiproxy(), Cluster: rigCluster{r}, Replica: st.replica, Pending: pending, Window: levers.Window{Kind: st.kind}}
 	f, err := l.lever.Arm(ctx, t)
 	if err != nil {
 		if f != nil {
@@ -218,7 +284,7 @@ func (r *rig) fault(ctx context.Context, l leg, p plan, pending int) (levers.Fau
 	select {
 	case <-ctx.Done():
 		return f, ctx.Err()
-	case <-time.After(p.hold):
+	case <-time.After(st.hold):
 	}
 	if err := f.Heal(ctx); err != nil {
 		return f, fmt.Errorf("heal %s: %w", l.lever.Name(), err)
@@ -226,13 +292,15 @@ func (r *rig) fault(ctx context.Context, l leg, p plan, pending int) (levers.Fau
 	return f, nil
 }
 
-// record writes the leg's fault record.
-func (r *rig) record(l leg, p plan, n int, res *LegResult, armedAt, firedAt time.Time) {
+// record writes the record of strike i of the leg: its own evidence and
+// times, the leg's oracles.
+func (r *rig) record(l leg, p plan, i, n int, res *LegResult, b blow) {
+	fired := l.lever.Fired(b.proof) == nil
 	rec := faultrecord.Record{
 		Test: r.testName + "/" + l.name, Surface: r.spec.Surface, Class: Class, Leg: l.lever.Name(),
-		Seed: r.seed, Schedule: p.record(l), Replay: r.replay,
-		Armed: true, ArmedAt: armedAt, Fired: res.Fired, FiredAt: firedAt,
-		Evidence:   faultrecord.Evidence{Injector: orNothing(res.Injector), Victim: orNothing(res.Victim)},
+		Seed: r.seed, Schedule: p.record(l, i), Replay: r.replay,
+		Armed: true, ArmedAt: b.armedAt, Fired: fired, FiredAt: b.firedAt,
+		Evidence:   faultrecord.Evidence{Injector: orNothing(b.injector), Victim: orNothing(b.victim)},
 		TestFailed: !res.OK() && res.Fired,
 	}
 	for _, o := range res.Oracles {
@@ -242,31 +310,39 @@ func (r *rig) record(l leg, p plan, n int, res *LegResult, armedAt, firedAt time
 		}
 		rec.Oracles = append(rec.Oracles, faultrecord.OracleRun{Name: o.Name, OpsProduced: n, OpsChecked: n, Result: result, Detail: o.Detail})
 	}
-	if armedAt.IsZero() {
+	if b.armedAt.IsZero() {
 		rec.ArmedAt = time.Now()
 	}
 	if path, err := r.rec.Write(rec); err == nil {
-		res.Record = path
+		if res.Record == "" {
+			res.Record = path
+		}
 	} else if res.Error == "" {
 		res.Error = "write the leg's record: " + err.Error()
 	}
 }
 
+// streamTime is how long a leg's stream lasts at least, per strike.
+const streamTime = 4 * time.Second
+
 // produce performs the planned operations, retrying each until it is
-// acknowledged, paced so the stream outlasts the fault. The last quarter
-// waits for healed: however long a restart takes (a loaded machine), work
-// is still to come when the struck replicas are back, so a restarted
-// replica always has work to take up and the leg can prove it resumed.
-func (r *rig) produce(ctx context.Context, n int, sent *atomic.Int64, healed <-chan struct{}) error {
-	// The stream lasts at least four seconds whatever its size, so every
-	// fault lands mid-stream and the restarted replicas find work.
-	pace := max(8*time.Millisecond, 4*time.Second/time.Duration(max(n, 1)))
+// acknowledged, paced so the stream outlasts the faults. Before operation
+// holds[k] it waits for healed[k]: however long a restart takes (a loaded
+// machine), work is still to come when the struck replicas are back, so a
+// restarted replica always has work to take up and the leg can prove it
+// resumed.
+func (r *rig) produce(ctx context.Context, n int, spread time.Duration, sent *atomic.Int64, holds []int, healed []chan struct{}) error {
+	// The stream lasts at least spread whatever its size, so every fault
+	// lands mid-stream and the restarted replicas find work.
+	pace := max(8*time.Millisecond, spread/time.Duration(max(n, 1)))
 	for i := range n {
-		if i == n-n/4 {
-			select {
-			case <-healed:
-			case <-ctx.Done():
-				return ctx.Err()
+		for k, h := range holds {
+			if i == h {
+				select {
+				case <-healed[k]:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
 			}
 		}
 		for {

@@ -40,8 +40,8 @@ func (r replica) Start(ctx context.Context) error          { return r.c.Start(ct
 
 // killReplicas kills the victims at once, after noting how much each had
 // acknowledged in the second before. Heal restarts them.
-func killReplicas(ctx context.Context, c Cluster, pending int, victims []int) (*killFault, error) {
-	f := &killFault{c: c, victims: victims, pending: pending, busy: map[int]int{}}
+func killReplicas(ctx context.Context, c Cluster, t Target, victims []int) (*killFault, error) {
+	f := &killFault{c: c, victims: victims, pending: t.Pending, busy: map[int]int{}, recovering: t.Window.Kind == Recovery}
 	mark := time.Now()
 	for _, i := range victims {
 		f.busy[i] = c.Acked(ctx, i, mark.Add(-time.Second), mark)
@@ -75,6 +75,9 @@ type killFault struct {
 	busy     map[int]int // per victim, items acknowledged in the second before the kill
 	injector []string
 	healing  time.Time // when the restart began
+	// recovering: the kill is a schedule's recovery window, landing on
+	// victims just restarted, which need not have been working yet.
+	recovering bool
 }
 
 func (f *killFault) Injector() (bool, string) {
@@ -92,9 +95,10 @@ func (f *killFault) Heal(ctx context.Context) error {
 }
 
 // Victim: the kill landed mid-stream when a victim was working (it
-// acknowledged items in the second before) while work was still to come,
-// and a restarted victim took work again. Before Heal no victim was
-// restarted, so none resumed.
+// acknowledged items in the second before; a recovery window's victim,
+// just restarted, need not have yet) while work was still to come, and a
+// restarted victim took work again. Before Heal no victim was restarted,
+// so none resumed.
 func (f *killFault) Victim(ctx context.Context) (bool, string) {
 	names := f.c.Names()
 	busy, resumed := false, false
@@ -110,5 +114,8 @@ func (f *killFault) Victim(ctx context.Context) (bool, string) {
 		busy = busy || f.busy[i] > 0
 	}
 	what := fmt.Sprintf("killed with %d items still to come; %s", f.pending, strings.Join(parts, "; "))
-	return busy && resumed && f.pending > 0, what
+	if f.recovering {
+		what = "killed while recovering from the kill before, " + what
+	}
+	return (busy || f.recovering) && resumed && f.pending > 0, what
 }

@@ -71,7 +71,7 @@ func (c crashAndResume) Arm(ctx context.Context, t Target) (Fault, error) {
 		if err := t.check(c, NeedCluster); err != nil {
 			return nil, err
 		}
-		return killReplicas(ctx, t.Cluster, t.Pending, []int{t.Replica})
+		return killReplicas(ctx, t.Cluster, t, []int{t.Replica})
 	}
 	if err := t.check(c, c.needs); err != nil {
 		return nil, err

@@ -29,5 +29,5 @@ func (m massRestart) Arm(ctx context.Context, t Target) (Fault, error) {
 	for i := range all {
 		all[i] = i
 	}
-	return killReplicas(ctx, t.Cluster, t.Pending, all)
+	return killReplicas(ctx, t.Cluster, t, all)
 }
