@@ -1,6 +1,7 @@
 package levers
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -40,6 +41,43 @@ func TestMassRestart(t *testing.T) {
 			victim, err := judge(t, MassRestart, c, f)
 			if !errors.Is(err, tt.want) || (err == nil) != (tt.want == nil) {
 				t.Fatalf("Fired = %v, want %v (%s)", err, tt.want, victim)
+			}
+		})
+	}
+}
+
+// ackedCluster answers Acked with a fixed count: the victim side of a kill
+// as the rule reads it.
+type ackedCluster struct {
+	Cluster
+	acked int
+}
+
+func (c ackedCluster) Names() []string                                      { return []string{"replica-1"} }
+func (c ackedCluster) Acked(context.Context, int, time.Time, time.Time) int { return c.acked }
+
+// TestAKillDuringRecoveryNeedsNoBusyVictim: a kill must land on a working
+// victim, one that acknowledged work in the second before, except in a
+// schedule's recovery window, whose victim was restarted just now; either
+// way the victim must take work again after its restart.
+func TestAKillDuringRecoveryNeedsNoBusyVictim(t *testing.T) {
+	tests := []struct {
+		name        string
+		busy, after int
+		kind        Kind
+		want        bool
+	}{
+		{"idle victim", 0, 5, Base, false},
+		{"busy victim", 3, 5, Base, true},
+		{"idle victim while recovering", 0, 5, Recovery, true},
+		{"recovering victim that never resumed", 0, 0, Recovery, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &killFault{c: ackedCluster{acked: tt.after}, victims: []int{0}, pending: 10, busy: map[int]int{0: tt.busy},
+				healing: time.Now(), recovering: tt.kind == Recovery}
+			if got, what := f.Victim(context.Background()); got != tt.want {
+				t.Errorf("landed %v, want %v (%s)", got, tt.want, what)
 			}
 		})
 	}
