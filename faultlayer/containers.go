@@ -77,8 +77,20 @@ func upContainers(ctx context.Context, cfg Config) (_ *Layer, err error) {
 
 	l := &Layer{ProxyListenHost: "0.0.0.0", PostgresUpstream: net.JoinHostPort(postgresAlias, "5432")}
 	run := cfg.RunID
-	l.onClose(sweepRun(ctx, cli, run))
-	labels := func(role string) map[string]string { return reap.Labels(run, rolePrefix+role) }
+	teardown := sweepRun(ctx, cli, run)
+	l.onClose(func(ctx context.Context) error {
+		if l.isKept() {
+			return cli.Close()
+		}
+		return teardown(ctx)
+	})
+	labels := func(role string) map[string]string {
+		m := reap.Labels(run, rolePrefix+role)
+		if cfg.warmRecord != "" {
+			m[reap.LabelWarm] = cfg.warmRecord
+		}
+		return m
+	}
 	defer func() {
 		if err != nil {
 			l.Close(context.WithoutCancel(ctx))

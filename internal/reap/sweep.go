@@ -68,6 +68,11 @@ func Orphaned(rolePrefix string) Selector {
 		}
 		switch l, why := o.Liveness(); l {
 		case Gone:
+			// A warm layer outlives the process that started it: it is
+			// kept while its owner record names its run.
+			if path := labels[LabelWarm]; path != "" && WarmHeld(path, labels[LabelRun]) {
+				return false, ""
+			}
 			return true, ""
 		case Alive:
 			return false, ""
