@@ -367,19 +367,37 @@ func WarmDown(ctx context.Context, w io.Writer) (reap.Swept, error) {
 	return removeWarm(ctx, cli, path, rec.RunID, w)
 }
 
-// removeWarm removes the record at path, then every warm-labelled
-// resource of run and every one no record holds.
+// removeWarm removes the record at path and every resource of the warm
+// layer of run, then (best effort) warm-labelled resources that no record
+// holds and whose creator is gone: what an interrupted up left.
 func removeWarm(ctx context.Context, cli *testcontainers.DockerClient, path, run string, w io.Writer) (reap.Swept, error) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return reap.Swept{}, fmt.Errorf("remove the warm layer's record: %w", err)
 	}
-	return reap.Sweep(ctx, cli, func(labels map[string]string) (bool, string) {
-		p := labels[reap.LabelWarm]
-		if p == "" {
+	var swept reap.Swept
+	if run != "" {
+		var err error
+		swept, err = reap.Sweep(ctx, cli, func(labels map[string]string) (bool, string) {
+			return labels[reap.LabelWarm] == path && labels[reap.LabelRun] == run, ""
+		}, w)
+		if err != nil {
+			return swept, fmt.Errorf("%w: remove the warm layer: %v", ErrCannotRun, err)
+		}
+	}
+	orphaned := reap.Orphaned(rolePrefix)
+	more, err := reap.Sweep(ctx, cli, func(labels map[string]string) (bool, string) {
+		if labels[reap.LabelWarm] == "" {
 			return false, ""
 		}
-		return labels[reap.LabelRun] == run || !reap.WarmHeld(p, labels[reap.LabelRun]), ""
+		return orphaned(labels)
 	}, w)
+	if err != nil {
+		fmt.Fprintf(w, "warm layer: removing what interrupted warm layers left: %v\n", err)
+	}
+	swept.Containers = append(swept.Containers, more.Containers...)
+	swept.Networks = append(swept.Networks, more.Networks...)
+	swept.Volumes = append(swept.Volumes, more.Volumes...)
+	return swept, nil
 }
 
 // attachWarm returns a view of the recorded warm layer for this run, or
