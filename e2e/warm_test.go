@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -23,7 +25,7 @@ func TestValidateAttachesToTheWarmLayer(t *testing.T) {
 	// Not the shared external layer runTarget hands over: auto, so that the
 	// warm layer is found.
 	env := []string{"XDG_CACHE_HOME=" + cache, "CONTESTED_LAYER=", "CONTESTED_TOXIPROXY_URL=", "CONTESTED_PG_DSN=",
-		"CONTESTED_PROXY_PORTS=", "CONTESTED_PROXY_LISTEN_HOST=", "CONTESTED_PG_UPSTREAM=", "CONTESTED_RUN_ID="}
+		"CONTESTED_PROXY_PORTS=", "CONTESTED_PROXY_LISTEN_HOST=", "CONTESTED_PG_UPSTREAM=", "CONTESTED_RUN_ID=warm-e2e-" + strconv.Itoa(os.Getpid())}
 	warm := func(labels map[string]string) (bool, string) {
 		return strings.HasPrefix(labels[reap.LabelWarm], cache), ""
 	}

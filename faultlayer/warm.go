@@ -321,7 +321,9 @@ func warmUpLocked(ctx context.Context, cli *testcontainers.DockerClient, cfg Con
 		return WarmRecord{}, false, err
 	}
 	defer l.Close(context.WithoutCancel(ctx))
-	pg, tp, err := containerImages(ctx, cli, cfg)
+	quiet := cfg
+	quiet.Log = io.Discard // Up said which images it started
+	pg, tp, err := containerImages(ctx, cli, quiet)
 	if err != nil {
 		return WarmRecord{}, false, err
 	}
@@ -498,7 +500,7 @@ func FormatWarm(w io.Writer, st WarmState) {
 		fmt.Fprintf(w, "warm layer: run %s, up %s (since %s), record %s\n", r.RunID, age(r.Created), r.Created.Format(time.RFC3339), st.Path)
 		fmt.Fprintf(w, "  Toxiproxy  %s (container %s, image %s)\n", r.ToxiproxyURL, shortID(r.ToxiproxyContainer), r.ToxiproxyImage)
 		fmt.Fprintf(w, "  Postgres   %s (image %s)\n", secret.ScrubString(r.PostgresDSN), r.PostgresImage)
-		fmt.Fprintf(w, "  proxies    %d ports (%s inside), network %s\n", len(r.Ports), FormatProxyPorts(r.Ports), r.Network)
+		fmt.Fprintf(w, "  proxies    %d ports (%s inside, each published on 127.0.0.1), network %s\n", len(r.Ports), portRange(r.Ports), r.Network)
 		for _, c := range st.Containers {
 			fmt.Fprintf(w, "  container  %-48s %-16s %-8s %s ports\n", c.Name, c.Role, c.State, strconv.Itoa(c.Ports))
 		}
@@ -511,4 +513,16 @@ func FormatWarm(w io.Writer, st WarmState) {
 	for _, n := range st.Unheld {
 		fmt.Fprintf(w, "  unheld: %s carries the warm label and no record holds it; the next sweep (or go tool mage layer down) removes it\n", n)
 	}
+}
+
+// portRange renders the listen ports as first-last.
+func portRange(ports []ProxyPort) string {
+	if len(ports) == 0 {
+		return "none"
+	}
+	lo, hi := ports[0].Port, ports[0].Port
+	for _, p := range ports {
+		lo, hi = min(lo, p.Port), max(hi, p.Port)
+	}
+	return fmt.Sprintf("%d-%d", lo, hi)
 }
