@@ -48,6 +48,49 @@ func BenchmarkBringUp(b *testing.B) {
 	b.ReportMetric(c/e, "containers/embedded")
 }
 
+// BenchmarkWarmAttach measures what the pre-push loop saves: a run that
+// attaches to the warm layer (go tool mage layer up) and closes, against a
+// run that brings up a containers layer of its own and tears it down, in
+// the same run, and reports the warm/cold ratio. The warm layer lives in a
+// cache directory of the benchmark's own, so nothing else attaches to it.
+func BenchmarkWarmAttach(b *testing.B) {
+	requireContainers(b)
+	b.Setenv("XDG_CACHE_HOME", b.TempDir())
+	ctx := context.Background()
+	if _, _, err := WarmUp(ctx, ConfigFor(Auto)); err != nil {
+		b.Fatal(err)
+	}
+	defer WarmDown(context.WithoutCancel(ctx), io.Discard)
+	var warm, cold time.Duration
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		l, err := Up(ctx, ConfigFor(Auto))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if l.Warm == nil {
+			b.Fatal("Up in auto mode did not attach to the warm layer")
+		}
+		if err := l.Close(ctx); err != nil {
+			b.Fatal(err)
+		}
+		warm += time.Since(start)
+		start = time.Now()
+		l, err = Up(ctx, ConfigFor(Containers))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Close(ctx); err != nil {
+			b.Fatal(err)
+		}
+		cold += time.Since(start)
+	}
+	b.ReportMetric(warm.Seconds()/float64(b.N), "warm-attach-s/op")
+	b.ReportMetric(cold.Seconds()/float64(b.N), "cold-s/op")
+	b.ReportMetric(float64(warm)/float64(cold), "warm/cold")
+}
+
 // BenchmarkLeaseThroughput measures acquire+release pairs per second with
 // 16 concurrent clients and with one, in the same run, and reports the
 // ratio: how well the SKIP LOCKED acquire scales under contention.

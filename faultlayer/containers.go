@@ -11,13 +11,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	tcnetwork "github.com/testcontainers/testcontainers-go/network"
-	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/envvar"
@@ -30,7 +28,7 @@ import (
 const (
 	controlPort     = 8474
 	postgresAlias   = "postgres"
-	testPlaneDB     = "contested"
+	testPlaneDB     = images.PostgresDatabase
 	testPlaneUser   = "postgres"
 	rolePrefix      = "layer-"
 	startupDeadline = 2 * time.Minute
@@ -79,7 +77,20 @@ func upContainers(ctx context.Context, cfg Config) (_ *Layer, err error) {
 
 	l := &Layer{ProxyListenHost: "0.0.0.0", PostgresUpstream: net.JoinHostPort(postgresAlias, "5432")}
 	run := cfg.RunID
-	l.onClose(sweepRun(ctx, cli, run))
+	teardown := sweepRun(ctx, cli, run)
+	l.onClose(func(ctx context.Context) error {
+		if l.isKept() {
+			return cli.Close()
+		}
+		return teardown(ctx)
+	})
+	labels := func(role string) map[string]string {
+		m := reap.Labels(run, rolePrefix+role)
+		if cfg.warmRecord != "" {
+			m[reap.LabelWarm] = cfg.warmRecord
+		}
+		return m
+	}
 	defer func() {
 		if err != nil {
 			l.Close(context.WithoutCancel(ctx))
@@ -89,14 +100,21 @@ func upContainers(ctx context.Context, cfg Config) (_ *Layer, err error) {
 	l.Network = "contested-" + run
 	if _, err := cli.NetworkCreate(ctx, l.Network, client.NetworkCreateOptions{
 		Driver: "bridge",
-		Labels: reap.Labels(run, rolePrefix+"network"),
+		Labels: labels("network"),
 	}); err != nil {
 		return nil, fmt.Errorf("%w: create network %s: %v", ErrCannotRun, l.Network, err)
 	}
-	if err := startPostgres(ctx, l, pgImage, run, cfg.Log); err != nil {
-		return nil, err
+	// Postgres and Toxiproxy do not depend on each other until a proxy is
+	// made: start them together. Each fills its own fields of l.
+	pgDone := make(chan error, 1)
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() { pgDone <- startPostgres(sctx, l, cli, pgImage, run, labels("postgres"), cfg.Log) }()
+	tpErr := startToxiproxy(sctx, l, cli, tpImage, run, labels("toxiproxy"), ports, cfg.Log)
+	if tpErr != nil {
+		stop() // no use waiting for Postgres
 	}
-	if err := startToxiproxy(ctx, l, tpImage, run, ports, cfg.Log); err != nil {
+	if err := errors.Join(<-pgDone, tpErr); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(cfg.Log, "fault layer: up: Toxiproxy %s, Postgres %s\n", l.ToxiproxyURL, secret.ScrubString(l.PostgresDSN))
@@ -171,18 +189,20 @@ func sweepRun(bringUp context.Context, cli *testcontainers.DockerClient, run str
 
 // startPostgres starts the test-plane Postgres on the layer's network,
 // published on 127.0.0.1, and sets the layer's DSN.
-func startPostgres(ctx context.Context, l *Layer, image, run string, log io.Writer) error {
+func startPostgres(ctx context.Context, l *Layer, cli *testcontainers.DockerClient, image, run string, labels map[string]string, log io.Writer) error {
 	password := randomPassword()
+	ready := pgLogReady{docker: cli, user: testPlaneUser, password: password, db: testPlaneDB, timeout: startupDeadline}
+	ready.readyLine = images.ReadyLine(ctx, cli, image)
 	fmt.Fprintf(log, "fault layer: starting Postgres (%s) on network %s\n", image, l.Network)
 	pg, err := testcontainers.Run(ctx, image,
 		testcontainers.WithEnv(map[string]string{"POSTGRES_USER": testPlaneUser, "POSTGRES_PASSWORD": password, "POSTGRES_DB": testPlaneDB}),
 		// The test plane needs no durability across a host crash: no fsync.
 		testcontainers.WithCmd("postgres", "-c", "max_connections=200", "-c", "fsync=off", "-c", "full_page_writes=off"),
-		testcontainers.WithLabels(reap.Labels(run, rolePrefix+"postgres")),
+		testcontainers.WithLabels(labels),
 		testcontainers.WithName("contested-"+run+"-postgres"),
 		tcnetwork.WithNetworkName([]string{postgresAlias}, l.Network),
 		loopbackOnly("5432/tcp"),
-		testcontainers.WithWaitStrategy(pgReady{user: testPlaneUser, password: password, db: testPlaneDB, timeout: startupDeadline}),
+		testcontainers.WithWaitStrategy(ready),
 	)
 	if err != nil {
 		return fmt.Errorf("%w: start Postgres: %v", ErrCannotRun, err)
@@ -198,7 +218,7 @@ func startPostgres(ctx context.Context, l *Layer, image, run string, log io.Writ
 // startToxiproxy starts Toxiproxy on the layer's network with its control
 // port and every proxy port published on 127.0.0.1, and sets the layer's
 // control URL and the ports' dial addresses from the bindings.
-func startToxiproxy(ctx context.Context, l *Layer, image, run string, ports []ProxyPort, log io.Writer) error {
+func startToxiproxy(ctx context.Context, l *Layer, cli *testcontainers.DockerClient, image, run string, labels map[string]string, ports []ProxyPort, log io.Writer) error {
 	exposed := []string{fmt.Sprintf("%d/tcp", controlPort)}
 	for _, p := range ports {
 		exposed = append(exposed, fmt.Sprintf("%d/tcp", p.Port))
@@ -206,13 +226,14 @@ func startToxiproxy(ctx context.Context, l *Layer, image, run string, ports []Pr
 	fmt.Fprintf(log, "fault layer: starting Toxiproxy (%s), publishing %d proxy ports on 127.0.0.1\n", image, len(ports))
 	tp, err := testcontainers.Run(ctx, image,
 		testcontainers.WithCmd("-host=0.0.0.0", "-port="+strconv.Itoa(controlPort)),
-		testcontainers.WithLabels(reap.Labels(run, rolePrefix+"toxiproxy")),
+		testcontainers.WithLabels(labels),
 		testcontainers.WithName("contested-"+run+"-toxiproxy"),
 		tcnetwork.WithNetworkName([]string{"toxiproxy"}, l.Network),
 		loopbackOnly(exposed...),
 		// The image is FROM scratch: there is no shell for a listening-port
-		// check, so readiness is the control API answering.
-		testcontainers.WithWaitStrategy(wait.ForHTTP("/version").WithPort(fmt.Sprintf("%d/tcp", controlPort)).WithStartupTimeout(startupDeadline)),
+		// check, so readiness is the control API answering, once its log
+		// says it starts.
+		testcontainers.WithWaitStrategy(toxiproxyLogReady{docker: cli, timeout: startupDeadline}),
 	)
 	if err != nil {
 		return fmt.Errorf("%w: start Toxiproxy: %v", ErrCannotRun, err)
@@ -259,47 +280,6 @@ func loopbackOnly(ports ...string) testcontainers.CustomizeRequestOption {
 				hc.PortBindings[network.MustParsePort(p)] = []network.PortBinding{{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: "0"}}
 			}
 		})(req)
-	}
-}
-
-// pgReady waits until the server accepts an authenticated connection on
-// its published port. It works for the upstream image (which restarts once
-// after initialization) and the locally built one alike.
-type pgReady struct {
-	user, password, db string
-	timeout            time.Duration
-}
-
-var _ wait.Strategy = pgReady{}
-
-func (w pgReady) WaitUntilReady(ctx context.Context, target wait.StrategyTarget) error {
-	ctx, cancel := context.WithTimeout(ctx, w.timeout)
-	defer cancel()
-	var last error
-	for {
-		if st, err := target.State(ctx); err == nil && !st.Running {
-			return fmt.Errorf("postgres container is %s (exit code %d)", st.Status, st.ExitCode)
-		}
-		port, err := target.MappedPort(ctx, "5432/tcp")
-		if err == nil {
-			cctx, ccancel := context.WithTimeout(ctx, 3*time.Second)
-			var conn *pgx.Conn
-			conn, err = pgx.Connect(cctx, dsn(w.user, w.password, "127.0.0.1", int(port.Num()), w.db))
-			if err == nil {
-				err = conn.Ping(cctx)
-				conn.Close(cctx)
-			}
-			ccancel()
-			if err == nil {
-				return nil
-			}
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("postgres not ready after %s: %v", w.timeout, last)
-		case <-time.After(200 * time.Millisecond):
-		}
 	}
 }
 

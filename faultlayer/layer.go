@@ -70,8 +70,15 @@ type Config struct {
 	// another's resources. A layer attached to (external) keeps the id: a
 	// battery child shares its parent's run on purpose.
 	SharedRunID bool
+	// NoWarm makes Up ignore the warm layer (go tool mage layer up) even
+	// when auto would attach to it.
+	NoWarm bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+
+	// warmRecord, when set, makes a containers layer a warm one: its
+	// resources carry reap.LabelWarm with this record's path.
+	warmRecord string
 }
 
 // ConfigFromEnv reads the layer's CONTESTED_* variables (internal/envvar)
@@ -194,8 +201,13 @@ type Layer struct {
 	// Postgres answers as "postgres" and Toxiproxy as "toxiproxy"; other
 	// containers (the cluster rig's replicas) join it.
 	Network string
+	// Warm is the owner record of the warm layer this run attached to (nil
+	// when it brought up its own). Close leaves an attached warm layer
+	// running and cleans only what this run leased in it.
+	Warm *WarmRecord
 
 	log     io.Writer
+	kept    bool // a warm layer handed to its record: teardown leaves it
 	pool    *pgxpool.Pool
 	leases  *lease.Table
 	closeMu sync.Mutex
@@ -221,6 +233,9 @@ func Up(ctx context.Context, cfg Config) (_ *Layer, err error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
+	}
+	if l := upWarm(ctx, cfg); l != nil {
+		return l, nil
 	}
 	kind, reason, err := choose(ctx, cfg)
 	if err != nil {
@@ -271,6 +286,67 @@ func Up(ctx context.Context, cfg Config) (_ *Layer, err error) {
 		fmt.Fprintf(cfg.Log, "fault layer: reclaimed %d stale leases of dead runs\n", len(freed))
 	}
 	return l, nil
+}
+
+// upWarm attaches to the warm layer when auto would otherwise pick a
+// provider itself (no CONTESTED_LAYER, no external coordinates, not
+// NoWarm) and one is recorded, recreating a stale one first. The attached
+// layer passes the identity checks and the required preflight, or it is
+// not used: Up says why and brings up a layer of its own. Nil means no
+// warm layer is used.
+func upWarm(ctx context.Context, cfg Config) *Layer {
+	if cfg.Kind != Auto || cfg.ToxiproxyURL != "" || cfg.NoWarm || cfg.warmRecord != "" {
+		return nil
+	}
+	l, err := attachWarm(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(cfg.Log, "fault layer: the warm layer cannot be used (%v); bringing up a layer of its own\n", firstLine(err.Error()))
+		return nil
+	}
+	if l == nil {
+		return nil
+	}
+	l.RunID, l.log = cfg.RunID, cfg.Log
+	secret.AddDSN(l.PostgresDSN)
+	fmt.Fprintf(cfg.Log, "fault layer: %s\n", l.Reason)
+	refuse := func(why string) *Layer {
+		l.Close(context.WithoutCancel(ctx))
+		fmt.Fprintf(cfg.Log, "fault layer: the warm layer failed %s; bringing up a layer of its own (go tool mage layer status tells more)\n", why)
+		return nil
+	}
+	if err := l.open(); err != nil {
+		return refuse(firstLine(err.Error()))
+	}
+	if p := Identity(ctx, l); !p.OK() {
+		return refuse("its identity checks: " + firstLine((&PreflightError{Preflight: p}).Error()))
+	}
+	if err := l.migrate(ctx); err != nil {
+		return refuse(firstLine(err.Error()))
+	}
+	if p := RunPreflight(ctx, l); !p.OK() {
+		return refuse("the required preflight: " + firstLine((&PreflightError{Preflight: p}).Error()))
+	}
+	l.onClose(l.cleanRun)
+	if freed, err := l.leases.Reclaim(ctx); err != nil {
+		fmt.Fprintf(cfg.Log, "fault layer: reclaiming stale leases: %v\n", err)
+	} else if len(freed) > 0 {
+		fmt.Fprintf(cfg.Log, "fault layer: reclaimed %d stale leases of dead runs\n", len(freed))
+	}
+	return l
+}
+
+// keep hands a warm layer to its record: from now on Close leaves its
+// containers running.
+func (l *Layer) keep() {
+	l.closeMu.Lock()
+	defer l.closeMu.Unlock()
+	l.kept = true
+}
+
+func (l *Layer) isKept() bool {
+	l.closeMu.Lock()
+	defer l.closeMu.Unlock()
+	return l.kept
 }
 
 // PreflightError is Up's refusal of a layer that failed its identity

@@ -195,6 +195,16 @@ func (c *child) output() string {
 func startBringUp(t *testing.T, cli client.APIClient) *child {
 	t.Helper()
 	c := &child{cmd: helperCmd(t, "bring-up"), exited: make(chan struct{})}
+	waitForContainer(t, cli, c)
+	return c
+}
+
+// waitForContainer starts c and returns once it has created its first
+// container, which is mid bring-up. It fails the test at once, with the
+// child's output, when the child exits before that: a bring-up that failed
+// will never create the container the test waits for.
+func waitForContainer(t *testing.T, cli client.APIClient, c *child) {
+	t.Helper()
 	stdout, err := c.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +237,7 @@ func startBringUp(t *testing.T, cli client.APIClient) *child {
 			t.Fatal(err)
 		}
 		if len(left.Containers) > 0 {
-			return c
+			return
 		}
 		select {
 		case <-c.exited:

@@ -326,3 +326,66 @@ func TestPostgresImageHonoursItsVariables(t *testing.T) {
 		})
 	}
 }
+
+// TestPostgresAnnouncesReadyOnlyOnceConfigured follows the locally built
+// image's log as it starts: the moment it prints PostgresReadyLine, one
+// connection with the password it was given must succeed, with no retry;
+// the image says which line it prints in its label.
+func TestPostgresAnnouncesReadyOnlyOnceConfigured(t *testing.T) {
+	cli := dockerenv.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	im := Postgres()
+	ref, err := im.Ensure(ctx, cli, im.Local, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ReadyLine(ctx, cli, ref); got != PostgresReadyLine {
+		t.Fatalf("image %s labels its ready line %q, want %q", ref, got, PostgresReadyLine)
+	}
+	if !strings.Contains(string(pgentrySource), `ReadyLine = "`+PostgresReadyLine+`"`) {
+		t.Fatalf("the entrypoint does not print %q", PostgresReadyLine)
+	}
+	password := "fresh-" + fmt.Sprint(time.Now().UnixNano())
+	out, err := exec.Command("docker", "run", "-d", "--label", "dev.contested.managed=true", "-e", "POSTGRES_PASSWORD="+password,
+		"-e", "POSTGRES_DB="+PostgresDatabase, "-p", "127.0.0.1::5432", ref).Output()
+	if err != nil {
+		t.Fatalf("docker run: %v", err)
+	}
+	id := strings.TrimSpace(string(out))
+	t.Cleanup(func() { exec.Command("docker", "rm", "-f", id).Run() })
+	logs := exec.CommandContext(ctx, "docker", "logs", "-f", id)
+	stream, err := logs.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := logs.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { logs.Process.Kill(); logs.Wait() }()
+	var seen []string
+	buf := make([]byte, 4096)
+	var text string
+	for !strings.Contains(text, PostgresReadyLine) {
+		n, err := stream.Read(buf)
+		if err != nil {
+			t.Fatalf("the log ended before %q: %v\n%s", PostgresReadyLine, err, strings.Join(seen, ""))
+		}
+		text += string(buf[:n])
+		seen = append(seen, string(buf[:n]))
+	}
+	port, err := exec.Command("docker", "port", id, "5432/tcp").Output()
+	if err != nil {
+		t.Fatalf("docker port: %v", err)
+	}
+	addr := strings.TrimSpace(strings.Split(string(port), "\n")[0])
+	u := url.URL{Scheme: "postgres", User: url.UserPassword("postgres", password), Host: addr, Path: "/" + PostgresDatabase, RawQuery: "sslmode=disable"}
+	conn, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		t.Fatalf("connect right after %q: %v\n%s", PostgresReadyLine, err, text)
+	}
+	conn.Close(ctx)
+	if strings.Contains(text, "CREATE DATABASE") || strings.Contains(text, "initdb") {
+		t.Errorf("a start of the image with the database it holds ran initdb or CREATE DATABASE:\n%s", text)
+	}
+}

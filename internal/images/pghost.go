@@ -124,7 +124,33 @@ var pgentrySource []byte
 
 // hostRecipeVersion changes whenever what the host recipe puts in the
 // image changes, so that a cached image of an older recipe is not reused.
-const hostRecipeVersion = "host-2"
+const hostRecipeVersion = "host-3"
+
+// PostgresDatabase is the database the fault layer asks for; the locally
+// built image holds it ready (created at build), so a start does not pay
+// for CREATE DATABASE.
+const PostgresDatabase = "contested"
+
+// PostgresReadyLine is what the locally built image's entrypoint logs once
+// the server accepts connections with the role, password and database it
+// was given (pgentry's ReadyLine). The image carries it in the label
+// ReadyLineLabel, so a caller knows which line to wait for.
+const PostgresReadyLine = "contested-postgres: ready"
+
+// ReadyLineLabel is the image label that holds the log line an image
+// prints once it is ready; images without it announce nothing.
+const ReadyLineLabel = "dev.contested.ready-line"
+
+// ReadyLine returns the log line ref announces its readiness with, from
+// its ReadyLineLabel, or "" when it announces none (an upstream image) or
+// cannot be inspected.
+func ReadyLine(ctx context.Context, d Docker, ref string) string {
+	res, err := d.ImageInspect(ctx, ref)
+	if err != nil || res.Config == nil {
+		return ""
+	}
+	return res.Config.Labels[ReadyLineLabel]
+}
 
 // The postgres user inside the image (pgentry's uid and gid).
 const (
@@ -139,9 +165,26 @@ const (
 // the image is built, so a container is ready about a second after start.
 type hostRecipe struct{ in Installation }
 
+// hostDockerfile is the image's Dockerfile: the host's binaries directory,
+// the shared libraries' directories, the postgres uid and gid, and the
+// database created at build.
+const hostDockerfile = `FROM scratch
+ADD rootfs.tar /
+ENV PGBIN=%[1]s PGDATA=/var/lib/postgresql/data PATH=%[1]s:/bin LD_LIBRARY_PATH=%[2]s TZ=UTC
+RUN ["/contested-postgres", "init", "%[5]s"]
+USER %[3]d:%[4]d
+EXPOSE 5432
+STOPSIGNAL SIGINT
+ENTRYPOINT ["/contested-postgres"]
+`
+
+// tag names the image by everything that goes into it besides the host's
+// files: the recipe version, the Dockerfile, the entrypoint's source, the
+// database it holds, and the host Postgres' location and version. A change
+// to any of them is a new tag, so a stale image is never reused.
 func (r hostRecipe) tag() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n", hostRecipeVersion, r.in.Bin, r.in.Version, pgentrySource)
+	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n%s\n%s\n", hostRecipeVersion, r.in.Bin, r.in.Version, hostDockerfile, PostgresDatabase, pgentrySource)
 	return fmt.Sprintf("contested.local/postgres:%s-%s", r.in.Major, hex.EncodeToString(h.Sum(nil))[:10])
 }
 
@@ -172,21 +215,13 @@ func (r hostRecipe) build(ctx context.Context, d Docker, tag string, log io.Writ
 	if err != nil {
 		return err
 	}
-	dockerfile := fmt.Sprintf(`FROM scratch
-ADD rootfs.tar /
-ENV PGBIN=%[1]s PGDATA=/var/lib/postgresql/data PATH=%[1]s:/bin LD_LIBRARY_PATH=%[2]s TZ=UTC
-RUN ["/contested-postgres", "init"]
-USER %[3]d:%[4]d
-EXPOSE 5432
-STOPSIGNAL SIGINT
-ENTRYPOINT ["/contested-postgres"]
-`, r.in.Bin, strings.Join(libDirs(files), ":"), imageUID, imageGID)
+	dockerfile := fmt.Sprintf(hostDockerfile, r.in.Bin, strings.Join(libDirs(files), ":"), imageUID, imageGID, PostgresDatabase)
 	fmt.Fprintf(log, "images: %d files from the host; building %s\n", len(files), strings.Join(tags, ", "))
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(writeContext(pw, dockerfile, files)) }()
 	res, err := d.ImageBuild(ctx, pr, client.ImageBuildOptions{
 		Tags: tags, Remove: true, ForceRemove: true,
-		Labels: map[string]string{"dev.contested.image": "postgres", "dev.contested.postgres.version": r.in.Version, "dev.contested.recipe": hostRecipeVersion},
+		Labels: map[string]string{"dev.contested.image": "postgres", "dev.contested.postgres.version": r.in.Version, "dev.contested.recipe": hostRecipeVersion, ReadyLineLabel: PostgresReadyLine},
 	})
 	if err != nil {
 		pr.CloseWithError(err)

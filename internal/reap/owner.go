@@ -22,6 +22,9 @@ const (
 	LabelRun     = "dev.contested.run"     // run id
 	LabelRole    = "dev.contested.role"    // what it is: layer-postgres, layer-toxiproxy, cluster-replica, …
 	LabelKeep    = "dev.contested.keep"    // "true" when the user asked to keep it up; still reaped by the next sweep
+	// LabelWarm marks a warm layer (go tool mage layer up): its value is
+	// the path of the owner record that keeps it alive (WarmHeld).
+	LabelWarm = "dev.contested.warm"
 )
 
 // Owner identifies a process so that another process can prove whether it

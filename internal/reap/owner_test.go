@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -150,6 +151,12 @@ func TestSelectors(t *testing.T) {
 	dead := Owner{Host: me.Host, Boot: me.Boot, PIDNS: me.PIDNS, PID: 1 << 30, Start: 1}.String()
 	foreignNS := Owner{Host: me.Host, Boot: me.Boot, PIDNS: me.PIDNS + 1, PID: 1 << 30, Start: 1}.String()
 	rebooted := Owner{Host: me.Host, Boot: "ffffffff-97b4-4fb4-bf9b-7891202df541", PIDNS: me.PIDNS, PID: os.Getpid(), Start: me.Start}.String()
+	dir := t.TempDir()
+	record := filepath.Join(dir, "warm-layer.json")
+	if err := os.WriteFile(record, []byte(`{"schema":"contested/warm-layer@1","run_id":"w1"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "none.json")
 	tests := []struct {
 		name     string
 		sel      Selector
@@ -163,6 +170,10 @@ func TestSelectors(t *testing.T) {
 		{"owner of an earlier boot of this host is orphaned", Orphaned(""), map[string]string{LabelOwner: rebooted}, true, ""},
 		{"older owner label is kept, saying why", Orphaned(""), map[string]string{LabelOwner: me.Host + "/1073741824/1"}, false, "older"},
 		{"kept resources are reaped once their owner is gone", Orphaned(""), map[string]string{LabelOwner: dead, LabelKeep: "true"}, true, ""},
+		{"warm layer its record holds is kept after its creator exits", Orphaned(""), map[string]string{LabelOwner: dead, LabelRun: "w1", LabelWarm: record}, false, ""},
+		{"warm layer whose record names another run is orphaned", Orphaned(""), map[string]string{LabelOwner: dead, LabelRun: "w0", LabelWarm: record}, true, ""},
+		{"warm layer without a record is orphaned", Orphaned(""), map[string]string{LabelOwner: dead, LabelRun: "w1", LabelWarm: missing}, true, ""},
+		{"warm layer of a live creator is kept without a record", Orphaned(""), map[string]string{LabelOwner: me.String(), LabelRun: "w1", LabelWarm: missing}, false, ""},
 		{"role prefix narrows", Orphaned("cluster-"), map[string]string{LabelOwner: dead, LabelRole: "layer-postgres"}, false, ""},
 		{"unreadable owner is kept, saying why", Orphaned(""), map[string]string{LabelOwner: "garbage"}, false, "does not parse"},
 		{"run selects its own", Run("r1"), map[string]string{LabelRun: "r1"}, true, ""},

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -67,6 +68,11 @@ func Orphaned(rolePrefix string) Selector {
 		}
 		switch l, why := o.Liveness(); l {
 		case Gone:
+			// A warm layer outlives the process that started it: it is
+			// kept while its owner record names its run.
+			if path := labels[LabelWarm]; path != "" && WarmHeld(path, labels[LabelRun]) {
+				return false, ""
+			}
 			return true, ""
 		case Alive:
 			return false, ""
@@ -118,6 +124,16 @@ func Sweep(ctx context.Context, d Docker, sel Selector, w io.Writer) (Swept, err
 	if err != nil {
 		return out, fmt.Errorf("list containers: %w", err)
 	}
+	// Containers are removed concurrently: a removal waits for the engine
+	// to stop the process and unpublish its ports (a Toxiproxy publishes
+	// dozens), and one does not need another.
+	type removal struct {
+		name, run, owner string
+		err              error
+	}
+	var picked []*removal
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, 8)
 	for _, c := range cs.Items {
 		name := c.ID[:12]
 		if len(c.Names) > 0 {
@@ -130,14 +146,28 @@ func Sweep(ctx context.Context, d Docker, sel Selector, w io.Writer) (Swept, err
 			}
 			continue
 		}
-		if _, err := d.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !isNotFound(err) {
-			if !removedElsewhere(ctx, d, c.ID, err) {
-				errs = append(errs, fmt.Errorf("remove container %s: %w", name, err))
-				continue
+		r := &removal{name: name, run: c.Labels[LabelRun], owner: c.Labels[LabelOwner]}
+		picked = append(picked, r)
+		wg.Add(1)
+		go func(id string) {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			if _, err := d.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !isNotFound(err) {
+				if !removedElsewhere(ctx, d, id, err) {
+					r.err = fmt.Errorf("remove container %s: %w", r.name, err)
+				}
 			}
+		}(c.ID)
+	}
+	wg.Wait()
+	for _, r := range picked {
+		if r.err != nil {
+			errs = append(errs, r.err)
+			continue
 		}
-		fmt.Fprintf(w, "swept container %s (run %s, owner %s)\n", name, c.Labels[LabelRun], c.Labels[LabelOwner])
-		out.Containers = append(out.Containers, name)
+		fmt.Fprintf(w, "swept container %s (run %s, owner %s)\n", r.name, r.run, r.owner)
+		out.Containers = append(out.Containers, r.name)
 	}
 
 	ns, err := d.NetworkList(ctx, client.NetworkListOptions{Filters: managed})

@@ -118,6 +118,12 @@ var workers = map[string]command.Target{
 			return command.Mutants(ctx, command.MutantsOptions{Patterns: args, Out: out})
 		})
 	},
+	// The warm layer of the pre-push loop.
+	"layer": func(ctx context.Context, args []string) error {
+		return run(func(out io.Writer) error {
+			return command.Layer(ctx, command.LayerOptions{Action: arg(args, 0), Out: out})
+		})
+	},
 }
 
 // foldPatterns rewrites "mutants ./a ./b/..." on Mage's command line into
@@ -457,4 +463,21 @@ func History(ctx context.Context, test *string, last *int) error {
 		args = append(args, "-last="+strconv.Itoa(*last))
 	}
 	return command.Supervise(ctx, "history", args...)
+}
+
+// Layer manages the warm layer of the pre-push loop: "up" starts a
+// containers fault layer that outlives the command (a stale one, whose
+// images changed or whose containers stopped, is recreated), "status"
+// prints what runs, its coordinates, age and images, "down" removes it.
+// While it is up, validate, contested, arbitrate and go test attach to it
+// after the required preflight instead of bringing up a layer of their own
+// (falling back to one when it fails), and clean what each run leased in
+// it. Its coordinates are kept in the user's cache directory
+// (warm-layer.json under contested/).
+//
+//	go tool mage layer up
+//	go tool mage layer status
+//	go tool mage layer down
+func Layer(ctx context.Context, action string) error {
+	return command.Supervise(ctx, "layer", action)
 }

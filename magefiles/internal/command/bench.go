@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fatih/color"
+
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/interrupt"
 	"github.com/contested/contested/internal/secret"
@@ -38,7 +40,78 @@ type BenchReport struct {
 	Benchtime string        `json:"benchtime"`
 	Filter    string        `json:"filter"`
 	Results   []BenchResult `json:"results"`
-	Took      time.Duration `json:"took_ns"`
+	// Goals holds every figure that has a goal, the figure measured in this
+	// run beside it (absent when its benchmark did not run).
+	Goals []BenchGoal   `json:"goals"`
+	Took  time.Duration `json:"took_ns"`
+}
+
+// BenchGoal is one figure of bench.json with the goal it is held to.
+type BenchGoal struct {
+	Figure    string   `json:"figure"`    // what it measures, in words
+	Benchmark string   `json:"benchmark"` // benchmark name without the GOMAXPROCS suffix
+	Metric    string   `json:"metric"`    // the unit the benchmark reports it in
+	Goal      string   `json:"goal"`      // "<= 3", ">= 3000"
+	Value     *float64 `json:"value,omitempty"`
+	Met       *bool    `json:"met,omitempty"`
+}
+
+// benchGoals are the figures the project holds itself to. Ratios are
+// measured within one run, since the machines are noisy; absolute figures
+// are kept for the record and read against their ratio.
+var benchGoals = []struct {
+	figure, bench, metric string
+	max                   bool // the goal is an upper bound
+	bound                 float64
+}{
+	{"layer bring-up and teardown, containers over embedded (warm images)", "BenchmarkBringUp", "containers/embedded", true, 3},
+	{"layer bring-up and teardown, containers, seconds", "BenchmarkBringUp", "containers-s/op", true, 4},
+	{"attach to the warm layer over a cold containers bring-up", "BenchmarkWarmAttach", "warm/cold", true, 0.2},
+	{"attach to the warm layer, seconds", "BenchmarkWarmAttach", "warm-attach-s/op", true, 1},
+	{"leg overhead p50, reset, ms", "BenchmarkLegOverhead/reset", "p50-ms", true, 5},
+	{"leg overhead p99, reset, ms", "BenchmarkLegOverhead/reset", "p99-ms", true, 20},
+	{"leg overhead p50, disconnect, ms", "BenchmarkLegOverhead/disconnect", "p50-ms", true, 5},
+	{"leg overhead p99, disconnect, ms", "BenchmarkLegOverhead/disconnect", "p99-ms", true, 20},
+	{"leg overhead p50, pool-exhaustion, ms", "BenchmarkLegOverhead/pool-exhaustion", "p50-ms", true, 10},
+	{"lease acquire+release pairs/s, 16 clients", "BenchmarkLeaseThroughput", "pairs/s-16-clients", false, 3000},
+	{"proxied over direct queries", "BenchmarkProxiedVsDirect", "proxied/direct", false, 1},
+}
+
+// judgeGoals puts each goal beside the figure this run measured.
+func judgeGoals(results []BenchResult) []BenchGoal {
+	var out []BenchGoal
+	for _, g := range benchGoals {
+		bg := BenchGoal{Figure: g.figure, Benchmark: g.bench, Metric: g.metric}
+		if g.max {
+			bg.Goal = "<= " + strconv.FormatFloat(g.bound, 'g', -1, 64)
+		} else {
+			bg.Goal = ">= " + strconv.FormatFloat(g.bound, 'g', -1, 64)
+		}
+		for _, r := range results {
+			if benchName(r.Name) != g.bench {
+				continue
+			}
+			if v, ok := r.Metrics[g.metric]; ok {
+				met := v <= g.bound
+				if !g.max {
+					met = v >= g.bound
+				}
+				bg.Value, bg.Met = &v, &met
+			}
+		}
+		out = append(out, bg)
+	}
+	return out
+}
+
+// benchName drops the -GOMAXPROCS suffix go test adds to a benchmark name.
+func benchName(name string) string {
+	if i := strings.LastIndexByte(name, '-'); i > 0 {
+		if _, err := strconv.Atoi(name[i+1:]); err == nil {
+			return name[:i]
+		}
+	}
+	return name
 }
 
 // benchPackages are the packages with benchmarks, in the order they run:
@@ -111,10 +184,12 @@ func Bench(ctx context.Context, opts BenchOptions) error {
 	rep.Results = readBench(stdout, raw, opts.Out)
 	waitErr := cmd.Wait()
 	rep.Took = time.Since(start)
+	rep.Goals = judgeGoals(rep.Results)
 	if path, err := saveJSON(root, filepath.Join("bench", "bench.json"), rep); err != nil {
 		return fmt.Errorf("bench: NOT saved %s: %w", path, err)
 	}
 	writeBenchTable(opts.Out, rep)
+	writeGoals(opts.Out, rep.Goals)
 	fmt.Fprintf(opts.Out, "bench: %s, %s and %s\n", filepath.Join(root, "bench", "bench.json"), filepath.Join(root, "bench", "bench.txt"), rep.Took.Round(time.Second))
 	if waitErr != nil {
 		return fmt.Errorf("%w: a benchmark failed (see %s): %v", ErrRed, filepath.Join(root, "bench", "bench.txt"), waitErr)
@@ -209,6 +284,21 @@ func writeBenchTable(w io.Writer, rep BenchReport) {
 			parts = append(parts, fmt.Sprintf("%s %s", fmtFloat(r.Metrics[u]), u))
 		}
 		fmt.Fprintf(w, "  %-48s %s\n", strings.TrimPrefix(r.Name, "Benchmark"), strings.Join(parts, "  "))
+	}
+}
+
+// writeGoals prints each goal with this run's figure beside it.
+func writeGoals(w io.Writer, goals []BenchGoal) {
+	fmt.Fprintf(w, "\n%s\n", bold("goals"))
+	for _, g := range goals {
+		switch {
+		case g.Value == nil:
+			fmt.Fprintf(w, "  %-70s %-9s not measured in this run\n", g.Figure, g.Goal)
+		case *g.Met:
+			fmt.Fprintf(w, "  %-70s %-9s %s\n", g.Figure, g.Goal, color.GreenString(fmtFloat(*g.Value)))
+		default:
+			fmt.Fprintf(w, "  %-70s %-9s %s\n", g.Figure, g.Goal, color.RedString(fmtFloat(*g.Value)+" (missed)"))
+		}
 	}
 }
 

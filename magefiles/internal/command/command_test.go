@@ -138,3 +138,41 @@ func TestParseBenchLine(t *testing.T) {
 		}
 	}
 }
+
+func TestJudgeGoals(t *testing.T) {
+	results := []BenchResult{
+		{Name: "BenchmarkBringUp-2", Metrics: map[string]float64{"containers/embedded": 2.5, "containers-s/op": 5}},
+		{Name: "BenchmarkLeaseThroughput-2", Metrics: map[string]float64{"pairs/s-16-clients": 1566}},
+		{Name: "BenchmarkLegOverhead/pool-exhaustion-2", Metrics: map[string]float64{"p50-ms": 9}},
+	}
+	goals := judgeGoals(results)
+	byFigure := map[string]BenchGoal{}
+	for _, g := range goals {
+		byFigure[g.Benchmark+" "+g.Metric] = g
+	}
+	tests := []struct {
+		name, key string
+		measured  bool
+		met       bool
+	}{
+		{"upper bound met", "BenchmarkBringUp containers/embedded", true, true},
+		{"upper bound missed", "BenchmarkBringUp containers-s/op", true, false},
+		{"lower bound missed", "BenchmarkLeaseThroughput pairs/s-16-clients", true, false},
+		{"sub-benchmark with its GOMAXPROCS suffix", "BenchmarkLegOverhead/pool-exhaustion p50-ms", true, true},
+		{"not run", "BenchmarkWarmAttach warm/cold", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, ok := byFigure[tt.key]
+			if !ok {
+				t.Fatalf("no goal for %s", tt.key)
+			}
+			if (g.Value != nil) != tt.measured {
+				t.Fatalf("%s: measured = %v, want %v", tt.key, g.Value != nil, tt.measured)
+			}
+			if tt.measured && *g.Met != tt.met {
+				t.Errorf("%s = %v against %s: met = %v, want %v", tt.key, *g.Value, g.Goal, *g.Met, tt.met)
+			}
+		})
+	}
+}

@@ -1,0 +1,528 @@
+package faultlayer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+
+	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/images"
+	"github.com/contested/contested/internal/reap"
+	"github.com/contested/contested/internal/runid"
+	"github.com/contested/contested/internal/secret"
+)
+
+// A warm layer is a containers layer that outlives the command that
+// started it (go tool mage layer up), so that the pre-push loop attaches to
+// it instead of paying for a bring-up each run. Its coordinates are kept in
+// an owner record, WarmRecordPath, in the user's cache directory; its
+// containers and network carry reap.LabelWarm with that path, so a sweep
+// leaves them alone while the record names their run, and removes them
+// once it does not.
+
+// WarmSchema is the schema of the warm layer's owner record.
+const WarmSchema = "contested/warm-layer@1"
+
+// ErrNoWarm reports that no warm layer is recorded.
+var ErrNoWarm = errors.New("no warm layer")
+
+// WarmRecord is the owner record of a warm layer. It holds the test-plane
+// DSN with its password, so the file is readable by its user only.
+type WarmRecord struct {
+	Schema             string      `json:"schema"`
+	RunID              string      `json:"run_id"`
+	Created            time.Time   `json:"created"`
+	UID                int         `json:"uid"`
+	ToxiproxyURL       string      `json:"toxiproxy_url"`
+	PostgresDSN        string      `json:"postgres_dsn"`
+	PostgresUpstream   string      `json:"postgres_upstream"`
+	ProxyListenHost    string      `json:"proxy_listen_host"`
+	Ports              []ProxyPort `json:"ports"`
+	Network            string      `json:"network"`
+	ToxiproxyContainer string      `json:"toxiproxy_container"`
+	PostgresImage      string      `json:"postgres_image"`
+	PostgresImageID    string      `json:"postgres_image_id"`
+	ToxiproxyImage     string      `json:"toxiproxy_image"`
+	ToxiproxyImageID   string      `json:"toxiproxy_image_id"`
+}
+
+// WarmRecordPath is where the warm layer's owner record is kept:
+// warm-layer.json in the contested directory of the user's cache directory
+// (os.UserCacheDir: $XDG_CACHE_HOME, else ~/.cache). It is the one file
+// contested writes outside the results directory.
+func WarmRecordPath() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("find the user cache directory for the warm layer's record: %w", err)
+	}
+	return filepath.Join(dir, "contested", "warm-layer.json"), nil
+}
+
+// readWarm reads the record at path; ErrNoWarm when there is none.
+func readWarm(path string) (WarmRecord, error) {
+	var rec WarmRecord
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return rec, ErrNoWarm
+	}
+	if err != nil {
+		return rec, fmt.Errorf("read the warm layer's record: %w", err)
+	}
+	if err := json.Unmarshal(b, &rec); err != nil || rec.Schema != WarmSchema || rec.RunID == "" {
+		return rec, fmt.Errorf("%s is not a warm layer record (%v); remove it with go tool mage layer down", path, err)
+	}
+	return rec, nil
+}
+
+// writeWarm writes the record atomically, readable by its user only.
+func writeWarm(path string, rec WarmRecord) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("write the warm layer's record: %w", err)
+	}
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".warm-layer-*.json")
+	if err != nil {
+		return fmt.Errorf("write the warm layer's record: %w", err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return fmt.Errorf("write the warm layer's record: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write the warm layer's record: %w", err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("write the warm layer's record: %w", err)
+	}
+	return nil
+}
+
+// lockWarm serializes whatever creates, recreates or removes the warm
+// layer, across processes, on a lock file beside the record. The kernel
+// drops the lock when the process dies.
+func lockWarm(ctx context.Context, path string) (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); _ = f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// WarmState is what WarmStatus finds.
+type WarmState struct {
+	Path       string
+	Record     *WarmRecord // nil when none is recorded
+	Containers []WarmContainer
+	// Stale says why the recorded layer cannot be attached to as is ("" when
+	// it can): a container gone or stopped, an image changed.
+	Stale string
+	// Unheld are warm-labelled resources no record holds (a bring-up that
+	// was interrupted, a record removed by hand): the next sweep removes
+	// them.
+	Unheld []string
+}
+
+// WarmContainer is one container of the warm layer.
+type WarmContainer struct {
+	Name, Role, Image, State string
+	Ports                    int // published ports
+}
+
+// WarmStatus reports the warm layer: its record, its containers, and
+// whether it is current. It changes nothing.
+func WarmStatus(ctx context.Context, cfg Config) (WarmState, error) {
+	path, err := WarmRecordPath()
+	if err != nil {
+		return WarmState{}, err
+	}
+	st := WarmState{Path: path}
+	rec, rerr := readWarm(path)
+	if rerr != nil && !errors.Is(rerr, ErrNoWarm) {
+		return st, rerr
+	}
+	cli, err := dockerenv.Connect(ctx)
+	if err != nil {
+		if rerr == nil {
+			st.Record = &rec
+			st.Stale = "the Docker engine does not answer: " + err.Error()
+		}
+		return st, nil
+	}
+	defer cli.Close()
+	list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("label", reap.LabelWarm)})
+	if err != nil {
+		return st, fmt.Errorf("list the warm layer's containers: %w", err)
+	}
+	for _, c := range list.Items {
+		name := c.ID[:12]
+		if len(c.Names) > 0 {
+			name = c.Names[0][1:]
+		}
+		if rerr != nil || c.Labels[reap.LabelRun] != rec.RunID {
+			st.Unheld = append(st.Unheld, name)
+			continue
+		}
+		st.Containers = append(st.Containers, WarmContainer{Name: name, Role: c.Labels[reap.LabelRole], Image: c.Image, State: string(c.State), Ports: len(c.Ports)})
+	}
+	sort.Slice(st.Containers, func(i, j int) bool { return st.Containers[i].Name < st.Containers[j].Name })
+	if rerr == nil {
+		st.Record = &rec
+		st.Stale = warmStale(ctx, cli, cfg, rec, false)
+	}
+	return st, nil
+}
+
+// warmStale says why rec's layer cannot be attached to as is, "" when it
+// can: both containers run, and the images this configuration would start
+// now are the ones it runs (a changed recipe, host Postgres or image
+// variable means a new image). With ensure, images missing now are built
+// (what a recreation needs anyway); without, a missing one is stale.
+func warmStale(ctx context.Context, cli *testcontainers.DockerClient, cfg Config, rec WarmRecord, ensure bool) string {
+	list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("label", reap.LabelRun+"="+rec.RunID)})
+	if err != nil {
+		return "its containers cannot be listed: " + err.Error()
+	}
+	running := map[string]bool{}
+	for _, c := range list.Items {
+		if c.Labels[reap.LabelWarm] != "" && c.State == "running" {
+			running[c.Labels[reap.LabelRole]] = true
+		}
+	}
+	for _, role := range []string{rolePrefix + "postgres", rolePrefix + "toxiproxy"} {
+		if !running[role] {
+			return fmt.Sprintf("its %s container is not running", role[len(rolePrefix):])
+		}
+	}
+	var pg, tp string
+	if ensure {
+		pg, tp, err = containerImages(ctx, cli, cfg)
+		if err != nil {
+			return "its images cannot be resolved now: " + err.Error()
+		}
+	} else {
+		pg, tp = wantedImages(ctx, cli, cfg)
+	}
+	for _, im := range []struct{ what, ref, recRef, recID string }{
+		{"Postgres", pg, rec.PostgresImage, rec.PostgresImageID},
+		{"Toxiproxy", tp, rec.ToxiproxyImage, rec.ToxiproxyImageID},
+	} {
+		if im.ref != im.recRef {
+			return fmt.Sprintf("the %s image is now %s, it runs %s", im.what, im.ref, im.recRef)
+		}
+		if id := imageID(ctx, cli, im.ref); id != im.recID {
+			return fmt.Sprintf("the %s image %s was rebuilt since it started", im.what, im.ref)
+		}
+	}
+	return ""
+}
+
+// wantedImages are the references containerImages would return now,
+// without pulling or building anything: what a status can say.
+func wantedImages(ctx context.Context, cli *testcontainers.DockerClient, cfg Config) (pg, tp string) {
+	pick := func(im images.Image, want string) string {
+		if want == "" {
+			want = im.Upstream
+		}
+		if images.Present(ctx, cli, want) || (want != im.Upstream && want != im.Local) {
+			return want
+		}
+		return im.Local
+	}
+	return pick(images.Postgres(), cfg.PostgresImage), pick(images.Toxiproxy(), cfg.ToxiproxyImage)
+}
+
+func imageID(ctx context.Context, cli *testcontainers.DockerClient, ref string) string {
+	res, err := cli.ImageInspect(ctx, ref)
+	if err != nil {
+		return ""
+	}
+	return res.ID
+}
+
+// WarmUp brings up the warm layer, or leaves the current one as it is
+// (reused true); a stale one is removed and replaced. It holds the warm
+// lock throughout. On error or cancellation nothing of a new layer is left
+// running, or what is left carries the warm label without a record, which
+// the next sweep removes.
+func WarmUp(ctx context.Context, cfg Config) (rec WarmRecord, reused bool, err error) {
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	path, err := WarmRecordPath()
+	if err != nil {
+		return rec, false, err
+	}
+	unlock, err := lockWarm(ctx, path)
+	if err != nil {
+		return rec, false, fmt.Errorf("%w: lock the warm layer: %v", ErrCannotRun, err)
+	}
+	defer unlock()
+	dockerenv.Configure(nil)
+	cli, err := dockerenv.Connect(ctx)
+	if err != nil {
+		return rec, false, fmt.Errorf("%w: the warm layer runs on containers: %v", ErrCannotRun, err)
+	}
+	defer cli.Close()
+	return warmUpLocked(ctx, cli, cfg, path)
+}
+
+func warmUpLocked(ctx context.Context, cli *testcontainers.DockerClient, cfg Config, path string) (WarmRecord, bool, error) {
+	old, err := readWarm(path)
+	switch {
+	case err == nil:
+		why := warmStale(ctx, cli, cfg, old, true)
+		if why == "" {
+			return old, true, nil
+		}
+		fmt.Fprintf(cfg.Log, "warm layer: the one started %s ago is stale (%s); recreating it\n", age(old.Created), why)
+		if _, err := removeWarm(ctx, cli, path, old.RunID, cfg.Log); err != nil {
+			return old, false, err
+		}
+	case !errors.Is(err, ErrNoWarm):
+		return old, false, err
+	}
+	cfg.Kind, cfg.RunID, cfg.SharedRunID, cfg.warmRecord = Containers, runid.New(time.Now()), false, path
+	cfg.ToxiproxyURL, cfg.PostgresDSN = "", ""
+	l, err := Up(ctx, cfg)
+	if err != nil {
+		return WarmRecord{}, false, err
+	}
+	defer l.Close(context.WithoutCancel(ctx))
+	quiet := cfg
+	quiet.Log = io.Discard // Up said which images it started
+	pg, tp, err := containerImages(ctx, cli, quiet)
+	if err != nil {
+		return WarmRecord{}, false, err
+	}
+	rec := WarmRecord{
+		Schema: WarmSchema, RunID: l.RunID, Created: time.Now().UTC(), UID: os.Getuid(),
+		ToxiproxyURL: l.ToxiproxyURL, PostgresDSN: l.PostgresDSN, PostgresUpstream: l.PostgresUpstream,
+		ProxyListenHost: l.ProxyListenHost, Ports: l.Ports, Network: l.Network, ToxiproxyContainer: l.ToxiproxyContainer,
+		PostgresImage: pg, PostgresImageID: imageID(ctx, cli, pg), ToxiproxyImage: tp, ToxiproxyImageID: imageID(ctx, cli, tp),
+	}
+	if err := ctx.Err(); err != nil {
+		return rec, false, fmt.Errorf("%w: %v", ErrCannotRun, err)
+	}
+	if err := writeWarm(path, rec); err != nil {
+		return rec, false, err
+	}
+	// From here the layer is the record's: this process's teardown leaves it.
+	l.keep()
+	fmt.Fprintf(cfg.Log, "warm layer: up: run %s, Toxiproxy %s, Postgres %s; record %s\n", rec.RunID, rec.ToxiproxyURL, secret.ScrubString(rec.PostgresDSN), path)
+	return rec, false, nil
+}
+
+// WarmDown removes the warm layer: its containers and network, whatever
+// else carries the warm label and no record holds, and the record.
+func WarmDown(ctx context.Context, w io.Writer) (reap.Swept, error) {
+	path, err := WarmRecordPath()
+	if err != nil {
+		return reap.Swept{}, err
+	}
+	unlock, err := lockWarm(ctx, path)
+	if err != nil {
+		return reap.Swept{}, fmt.Errorf("lock the warm layer: %w", err)
+	}
+	defer unlock()
+	rec, rerr := readWarm(path)
+	if rerr != nil && !errors.Is(rerr, ErrNoWarm) {
+		fmt.Fprintf(w, "warm layer: %v; removing it\n", rerr)
+	}
+	cli, err := dockerenv.Connect(ctx)
+	if err != nil {
+		return reap.Swept{}, fmt.Errorf("%w: %v", ErrCannotRun, err)
+	}
+	defer cli.Close()
+	return removeWarm(ctx, cli, path, rec.RunID, w)
+}
+
+// removeWarm removes the record at path and every resource of the warm
+// layer of run, then (best effort) warm-labelled resources that no record
+// holds and whose creator is gone: what an interrupted up left.
+func removeWarm(ctx context.Context, cli *testcontainers.DockerClient, path, run string, w io.Writer) (reap.Swept, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return reap.Swept{}, fmt.Errorf("remove the warm layer's record: %w", err)
+	}
+	var swept reap.Swept
+	if run != "" {
+		var err error
+		swept, err = reap.Sweep(ctx, cli, func(labels map[string]string) (bool, string) {
+			return labels[reap.LabelWarm] == path && labels[reap.LabelRun] == run, ""
+		}, w)
+		if err != nil {
+			return swept, fmt.Errorf("%w: remove the warm layer: %v", ErrCannotRun, err)
+		}
+	}
+	orphaned := reap.Orphaned(rolePrefix)
+	more, err := reap.Sweep(ctx, cli, func(labels map[string]string) (bool, string) {
+		if labels[reap.LabelWarm] == "" {
+			return false, ""
+		}
+		return orphaned(labels)
+	}, w)
+	if err != nil {
+		fmt.Fprintf(w, "warm layer: removing what interrupted warm layers left: %v\n", err)
+	}
+	swept.Containers = append(swept.Containers, more.Containers...)
+	swept.Networks = append(swept.Networks, more.Networks...)
+	swept.Volumes = append(swept.Volumes, more.Volumes...)
+	return swept, nil
+}
+
+// attachWarm returns a view of the recorded warm layer for this run, or
+// nil when there is none (no record: no Docker call at all). A stale one
+// is recreated first. The caller runs the identity checks and preflight.
+func attachWarm(ctx context.Context, cfg Config) (*Layer, error) {
+	path, err := WarmRecordPath()
+	if err != nil {
+		return nil, nil
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, nil
+	}
+	unlock, err := lockWarm(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	rec, err := readWarm(path)
+	if err != nil {
+		if errors.Is(err, ErrNoWarm) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	dockerenv.Configure(nil)
+	cli, err := dockerenv.Connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("the warm layer runs on containers and the Docker engine does not answer: %v", err)
+	}
+	defer cli.Close()
+	wcfg := cfg
+	wcfg.Log = cfg.Log
+	rec, reused, err := warmUpLocked(ctx, cli, wcfg, path)
+	if err != nil {
+		return nil, fmt.Errorf("recreate the stale warm layer: %w", err)
+	}
+	how := "attached to the warm layer"
+	if !reused {
+		how = "attached to the warm layer recreated now"
+	}
+	l := &Layer{
+		Kind:               Containers,
+		Reason:             fmt.Sprintf("%s (go tool mage layer up; run %s, up %s, images %s and %s)", how, rec.RunID, age(rec.Created), rec.PostgresImage, rec.ToxiproxyImage),
+		ToxiproxyURL:       rec.ToxiproxyURL,
+		PostgresDSN:        rec.PostgresDSN,
+		PostgresUpstream:   rec.PostgresUpstream,
+		ProxyListenHost:    rec.ProxyListenHost,
+		Ports:              rec.Ports,
+		ToxiproxyContainer: rec.ToxiproxyContainer,
+		Network:            rec.Network,
+		Warm:               &rec,
+	}
+	return l, nil
+}
+
+// cleanRun is an attached warm layer's teardown: the leases this run still
+// holds are released and their proxies deleted, so that what one run
+// leaves never reaches the next; the layer stays up.
+func (l *Layer) cleanRun(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	held, err := l.leases.Held(ctx)
+	if err != nil {
+		return fmt.Errorf("list this run's leases on the warm layer: %w", err)
+	}
+	var errs []error
+	for _, h := range held {
+		if h.Run != l.RunID {
+			continue
+		}
+		if err := l.ClearPort(ctx, h.Port); err != nil {
+			errs = append(errs, err)
+		}
+		if _, err := l.leases.Release(ctx, h); err != nil {
+			errs = append(errs, fmt.Errorf("release port %d: %w", h.Port, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// age renders how long ago t was, to the second.
+func age(t time.Time) string {
+	d := time.Since(t).Round(time.Second)
+	if d < 0 {
+		d = 0
+	}
+	return d.String()
+}
+
+// FormatWarm writes a warm layer's state for people: what runs, where,
+// since when, from which images, and whether a run would attach to it.
+func FormatWarm(w io.Writer, st WarmState) {
+	if st.Record == nil {
+		fmt.Fprintf(w, "warm layer: none (no record at %s); start one with go tool mage layer up\n", st.Path)
+	} else {
+		r := st.Record
+		fmt.Fprintf(w, "warm layer: run %s, up %s (since %s), record %s\n", r.RunID, age(r.Created), r.Created.Format(time.RFC3339), st.Path)
+		fmt.Fprintf(w, "  Toxiproxy  %s (container %s, image %s)\n", r.ToxiproxyURL, shortID(r.ToxiproxyContainer), r.ToxiproxyImage)
+		fmt.Fprintf(w, "  Postgres   %s (image %s)\n", secret.ScrubString(r.PostgresDSN), r.PostgresImage)
+		fmt.Fprintf(w, "  proxies    %d ports (%s inside, each published on 127.0.0.1), network %s\n", len(r.Ports), portRange(r.Ports), r.Network)
+		for _, c := range st.Containers {
+			fmt.Fprintf(w, "  container  %-48s %-16s %-8s %s ports\n", c.Name, c.Role, c.State, strconv.Itoa(c.Ports))
+		}
+		if st.Stale != "" {
+			fmt.Fprintf(w, "  STALE: %s; the next run recreates it (or: go tool mage layer up)\n", st.Stale)
+		} else {
+			fmt.Fprintf(w, "  current: validate, contested, arbitrate and go test attach to it\n")
+		}
+	}
+	for _, n := range st.Unheld {
+		fmt.Fprintf(w, "  unheld: %s carries the warm label and no record holds it; the next sweep (or go tool mage layer down) removes it\n", n)
+	}
+}
+
+// portRange renders the listen ports as first-last.
+func portRange(ports []ProxyPort) string {
+	if len(ports) == 0 {
+		return "none"
+	}
+	lo, hi := ports[0].Port, ports[0].Port
+	for _, p := range ports {
+		lo, hi = min(lo, p.Port), max(hi, p.Port)
+	}
+	return fmt.Sprintf("%d-%d", lo, hi)
+}
