@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/gate/flakes"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/envvar"
@@ -113,13 +114,40 @@ func appendHistory(ctx context.Context, root string, canonical []string, command
 	if res == nil {
 		return
 	}
+	outs := flakes.FromBattery(res, recs, flakes.Meta{RunID: runID, Shard: shardSpec, Commit: commit, Command: command, Time: time.Now().UTC()})
+	saveHistory(ctx, root, canonical, command, outs, out)
+}
+
+// appendRuns appends to the flake history the outcomes of the runs one
+// contested or arbitrate run made (each seed, each rerun), all under its
+// run id, each test with the leg and seed of its own run's records: a
+// test that failed and passed within the run is flaky in it.
+func appendRuns(ctx context.Context, root string, canonical []string, command, runID string, runs []contract.SeedRun, commit string, out io.Writer) {
+	meta := flakes.Meta{RunID: runID, Commit: commit, Command: command, Time: time.Now().UTC()}
+	var outs []flakes.Outcome
+	for _, r := range runs {
+		for _, o := range flakes.FromBattery(&battery.Result{Tests: r.Tests}, r.Records, meta) {
+			if o.Seed == 0 {
+				o.Seed = r.Seed // a test that armed no leg ran under its run's seed
+			}
+			outs = append(outs, o)
+		}
+	}
+	saveHistory(ctx, root, canonical, command, outs, out)
+}
+
+// saveHistory appends outs to the flake history in one append (one
+// transaction in a database), saying on out when it could not.
+func saveHistory(ctx context.Context, root string, canonical []string, command string, outs []flakes.Outcome, out io.Writer) {
+	if len(outs) == 0 {
+		return
+	}
 	store, where, closeStore, err := historyStore(ctx, root, canonical)
 	if err != nil {
 		notSaved(out, command, "the flake history", err)
 		return
 	}
 	defer closeStore()
-	outs := flakes.FromBattery(res, recs, flakes.Meta{RunID: runID, Shard: shardSpec, Commit: commit, Command: command, Time: time.Now().UTC()})
 	if err := store.Append(ctx, outs); err != nil {
 		notSaved(out, command, where, err)
 	}
