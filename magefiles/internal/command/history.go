@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -66,25 +65,15 @@ func History(ctx context.Context, opts HistoryOptions) error {
 		}
 		return nil
 	}
-	var tests []string
-	for _, o := range outs {
-		if top, _, _ := strings.Cut(o.Test, "/"); !slices.Contains(tests, o.Package+"."+top) {
-			tests = append(tests, o.Package+"."+top)
-		}
-	}
-	slices.Sort(tests)
-	var shown []flakes.Summary
-	for _, t := range tests {
-		if s := flakes.Summarize(outs, t, last); s.Failed > 0 {
-			s.Write(opts.Out)
-			shown = append(shown, s)
-		}
+	shown, tests := flakes.Failing(outs, last)
+	for _, s := range shown {
+		s.Write(opts.Out)
 	}
 	if len(shown) > 0 {
 		drawHistory(ws.env.ResultsDir, outs, shown, opts.Out)
 	}
 	if len(shown) == 0 {
-		fmt.Fprintf(opts.Out, "history: none of %d tests failed in its last %d runs (%s)\n", len(tests), last, where)
+		fmt.Fprintf(opts.Out, "history: none of %d tests failed in its last %d runs (%s)\n", tests, last, where)
 	}
 	return nil
 }
@@ -173,6 +162,23 @@ func readHistory(ctx context.Context, root string, canonical []string, out io.Wr
 	outs, err := store.Read(ctx)
 	if err != nil {
 		fmt.Fprintf(out, "ladder: %v (judging from the reruns alone)\n", err)
+	}
+	return outs
+}
+
+// reportHistory is the flake history the report draws its trends from,
+// nil when there is none or it cannot be read (said on out).
+func reportHistory(ctx context.Context, root string, canonical []string, out io.Writer) []flakes.Outcome {
+	store, _, closeStore, err := historyStore(ctx, root, canonical)
+	if err != nil {
+		fmt.Fprintf(out, "report: no flake history drawn: %v\n", err)
+		return nil
+	}
+	defer closeStore()
+	outs, err := store.Read(ctx)
+	if err != nil {
+		fmt.Fprintf(out, "report: no flake history drawn: %v\n", err)
+		return nil
 	}
 	return outs
 }
