@@ -54,7 +54,7 @@ func History(ctx context.Context, opts HistoryOptions) error {
 		return err
 	}
 	if len(outs) == 0 {
-		fmt.Fprintf(opts.Out, "history: no runs recorded yet in %s (every validate appends to it)\n", where)
+		fmt.Fprintf(opts.Out, "history: no runs recorded yet in %s (every validate, contested and arbitrate appends to it)\n", where)
 		return nil
 	}
 	if opts.Test != "" {
