@@ -151,8 +151,9 @@ func (r *rig) runLeg(ctx context.Context, l leg, n int) (res LegResult) {
 	prodCtx, stopProd := context.WithCancel(ctx)
 	defer stopProd()
 	produced := make(chan error, 1)
+	healed := make(chan struct{})
 	var sent atomic.Int64
-	go func() { produced <- r.produce(prodCtx, n, &sent) }()
+	go func() { produced <- r.produce(prodCtx, n, &sent, healed) }()
 
 	// Fault where the plan says, while the replicas are busy.
 	if err := r.waitDone(ctx, l.name, p.after); err != nil {
@@ -161,6 +162,7 @@ func (r *rig) runLeg(ctx context.Context, l leg, n int) (res LegResult) {
 	}
 	armedAt = time.Now()
 	f, err := r.fault(ctx, l, p, n-int(sent.Load()))
+	close(healed)
 	if f != nil {
 		proof.Injected, res.Injector = f.Injector()
 	}
@@ -251,12 +253,22 @@ func (r *rig) record(l leg, p plan, n int, res *LegResult, armedAt, firedAt time
 }
 
 // produce performs the planned operations, retrying each until it is
-// acknowledged, paced so the stream outlasts the fault.
-func (r *rig) produce(ctx context.Context, n int, sent *atomic.Int64) error {
+// acknowledged, paced so the stream outlasts the fault. The last quarter
+// waits for healed: however long a restart takes (a loaded machine), work
+// is still to come when the struck replicas are back, so a restarted
+// replica always has work to take up and the leg can prove it resumed.
+func (r *rig) produce(ctx context.Context, n int, sent *atomic.Int64, healed <-chan struct{}) error {
 	// The stream lasts at least four seconds whatever its size, so every
 	// fault lands mid-stream and the restarted replicas find work.
 	pace := max(8*time.Millisecond, 4*time.Second/time.Duration(max(n, 1)))
 	for i := range n {
+		if i == n-n/4 {
+			select {
+			case <-healed:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
 		for {
 			actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			err := r.work.Op(actx, i)

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -39,5 +41,38 @@ func TestPlanComesFromTheSeed(t *testing.T) {
 				t.Errorf("8 seeds drew %d distinct plans; want at least 6", len(digests))
 			}
 		})
+	}
+}
+
+// opsWorkload counts the operations performed, for produce's test.
+type opsWorkload struct {
+	Workload
+	done atomic.Int64
+}
+
+func (w *opsWorkload) Op(context.Context, int) error { w.done.Add(1); return nil }
+
+// TestTheLastQuarterWaitsForTheHeal: however long the struck replicas take
+// to come back, the stream keeps its last quarter until they have, so a
+// restarted replica always finds work to take up.
+func TestTheLastQuarterWaitsForTheHeal(t *testing.T) {
+	const n = 40
+	w := &opsWorkload{}
+	r := &rig{work: w}
+	healed := make(chan struct{})
+	produced := make(chan error, 1)
+	var sent atomic.Int64
+	go func() { produced <- r.produce(context.Background(), n, &sent, healed) }()
+	deadline := time.Now().Add(time.Minute)
+	for w.done.Load() < n-n/4 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // time for operations past the quarter, were any sent
+	if got := w.done.Load(); got != n-n/4 {
+		t.Fatalf("%d operations before the heal; want %d, the last quarter held back", got, n-n/4)
+	}
+	close(healed)
+	if err := <-produced; err != nil || w.done.Load() != n {
+		t.Fatalf("after the heal: %d operations, %v; want all %d", w.done.Load(), err, n)
 	}
 }
