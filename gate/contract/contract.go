@@ -66,6 +66,9 @@ type SeedRun struct {
 	Took       time.Duration   `json:"took_ns"`
 	// Failures maps each failing test (name without package) to its output.
 	Failures map[string]string `json:"-"`
+	// Tests is every test outcome of the run and of its reruns, in the
+	// order they ran, for the flake history.
+	Tests []battery.Test `json:"-"`
 }
 
 // LegResult is the verdict of one leg over all seeds.
@@ -254,6 +257,7 @@ func rerun(ctx context.Context, s registry.Surface, run *SeedRun, opts Options) 
 		}
 		failed = !again.Passed
 		run.Reruns = i
+		run.Tests = append(run.Tests, again.Tests...)
 	}
 	run.Rerun = &failed
 	return nil
@@ -290,6 +294,7 @@ func runSeed(ctx context.Context, s registry.Surface, seed int64, opts Options, 
 			run.Passed = false
 		}
 		addOutcomes(run, res.Tests, func(battery.Test) bool { return true })
+		run.Tests = append(run.Tests, res.Tests...)
 		for _, p := range res.FailedPackages() {
 			run.Failed = append(run.Failed, p.Name)
 			run.Failures[p.Name] = p.Output

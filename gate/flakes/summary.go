@@ -201,3 +201,22 @@ func orUnknown(s string) string {
 	}
 	return s
 }
+
+// Failing is the trend of every test (package-qualified) that failed in
+// any of its last runs, by test id, and how many tests the history holds:
+// what history prints without a test and what the report draws.
+func Failing(outs []Outcome, last int) (sums []Summary, tests int) {
+	var ids []string
+	for _, o := range outs {
+		if top, _, _ := strings.Cut(o.Test, "/"); !slices.Contains(ids, o.Package+"."+top) {
+			ids = append(ids, o.Package+"."+top)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if s := Summarize(outs, id, last); s.Failed > 0 {
+			sums = append(sums, s)
+		}
+	}
+	return sums, len(ids)
+}

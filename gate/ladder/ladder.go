@@ -115,6 +115,9 @@ type Outcome struct {
 	// PackageFailure is what kept the test from running in its reruns.
 	PackageFailure *Plain        `json:"package_failure,omitempty"`
 	Took           time.Duration `json:"took_ns"`
+	// Runs is what the walk ran, for the flake history: each rerun of the
+	// test, then each seed of the contract when the walk ran it.
+	Runs []contract.SeedRun `json:"-"`
 }
 
 // NoFailure reports whether the ladder found no failure to arbitrate.
@@ -185,7 +188,7 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 	if runPkg == "" {
 		runPkg = s.Package
 	}
-	o.Reruns, o.PackageFailure = rerun(ctx, name, runPkg, opts)
+	o.Reruns, o.PackageFailure, o.Runs = rerun(ctx, name, runPkg, opts)
 	o.Reruns = withHistory(o.Reruns, opts.History, pkg, name)
 	fmt.Fprintf(opts.Out, "ladder: %s: %s\n", name, o.Reruns.Say())
 	if o.Reruns.Class == PackageFails {
@@ -210,6 +213,7 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 		if opts.Contracts != nil {
 			opts.Contracts[s.ID] = res
 		}
+		o.Runs = append(o.Runs, res.Seeds...)
 	}
 	o.Step, o.Contract, o.Legs = 3, res.Contract, res.Legs
 	decide(o, s, res, opts)
@@ -337,12 +341,13 @@ func layerProblem(opts Options) string {
 // private results directory so its records never mix with a battery's. A
 // run in which the test never ran because its package failed first counts
 // as failed and NotRun, and the package's failure is returned.
-func rerun(ctx context.Context, name, pkg string, opts Options) (Reruns, *Plain) {
+func rerun(ctx context.Context, name, pkg string, opts Options) (Reruns, *Plain, []contract.SeedRun) {
 	if pkg == "" {
 		pkg = "./..."
 	}
 	top, _, _ := strings.Cut(name, "/")
 	var pf *Plain
+	var runs []contract.SeedRun
 	r := Reruns{Class: "not rerun"}
 	for i := range opts.Reruns {
 		rel := filepath.Join("ladder", "reruns", FileName(name), fmt.Sprintf("run-%d", i+1))
@@ -362,6 +367,8 @@ func rerun(ctx context.Context, name, pkg string, opts Options) (Reruns, *Plain)
 		if !res.OK() {
 			r.Failures++
 		}
+		recs, _ := contract.ReadRecords(faultrecord.FaultDir(dir))
+		runs = append(runs, contract.SeedRun{Dir: dir, Passed: res.OK(), Tests: res.Tests, Records: recs})
 		if failed := res.FailedPackages(); len(failed) > 0 && !ran(res, top) {
 			r.NotRun++
 			p := PackageFailure(failed[0].Name, failed[0].Output, 0)
@@ -379,7 +386,7 @@ func rerun(ctx context.Context, name, pkg string, opts Options) (Reruns, *Plain)
 	default:
 		r.Class = "flaky"
 	}
-	return r, pf
+	return r, pf, runs
 }
 
 // ran reports whether the top-level test ran to an end in res.

@@ -18,6 +18,7 @@ import (
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate"
 	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/gate/flakes"
 	"github.com/contested/contested/gate/ladder"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
@@ -50,6 +51,33 @@ type Page struct {
 	// Visualizations are linearizability visualizations, as paths
 	// relative to the report's directory.
 	Visualizations []string
+	// Records are the run's fault records, drawn as a timeline of its
+	// fault windows (see Timeline).
+	Records []faultrecord.Record
+	// History is the flake history (this run's outcomes included), drawn
+	// as the trend of every test that failed in its last runs (see
+	// Trends); nil draws none.
+	History []flakes.Outcome
+}
+
+// TrendRuns is how many of each test's last runs the report's trends show.
+const TrendRuns = 20
+
+// Trend is one test's trend in the report.
+type Trend struct {
+	Test string
+	SVG  template.HTML
+}
+
+// Trends draws the trend of every test that failed in its last
+// TrendRuns runs of the history with the flake history's own drawing
+// (flakes.Summary.SVG), and says how many tests the history holds.
+func Trends(outs []flakes.Outcome) (trends []Trend, tests int) {
+	sums, tests := flakes.Failing(outs, TrendRuns)
+	for _, s := range sums {
+		trends = append(trends, Trend{Test: s.Package + "." + s.Test, SVG: template.HTML(s.SVG(outs))})
+	}
+	return trends, tests
 }
 
 //go:embed page.html.tmpl
@@ -73,7 +101,11 @@ var page = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
 	"oracle": func(o faultrecord.OracleRun) string {
 		return fmt.Sprintf("%s %s (%d/%d ops)", o.Name, o.Result, o.OpsChecked, o.OpsProduced)
 	},
-	"mul100": func(f float64) float64 { return f * 100 },
+	"mul100":       func(f float64) float64 { return f * 100 },
+	"trends":       func(outs []flakes.Outcome) []Trend { t, _ := Trends(outs); return t },
+	"historyTests": func(outs []flakes.Outcome) int { _, n := Trends(outs); return n },
+	"timeline":     Timeline,
+	"trendRuns":    func() int { return TrendRuns },
 }).ParseFS(files, "page.html.tmpl"))
 
 // ClassRow is one class's armed and fired counts.

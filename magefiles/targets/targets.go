@@ -441,7 +441,7 @@ func Mutants(ctx context.Context, packages *string) error {
 	return command.Supervise(ctx, "mutants", args...)
 }
 
-// History prints the flake history every validate appends to
+// History prints the flake history every validate, contested and arbitrate appends to
 // test-results/history/outcomes.jsonl: for a test (TestX, TestX/leg or
 // pkg.TestX), how many of its last runs failed, the first failing run and
 // its commit, each leg's count with the seeds that failed, and one mark per

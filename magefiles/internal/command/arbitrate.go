@@ -97,6 +97,7 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	if err != nil {
 		return arbitrateError(err)
 	}
+	appendRuns(context.WithoutCancel(ctx), root, ws.reg.Guard.CanonicalDatabases, "arbitrate", lo.Env.RunID, o.Runs, gitHead(ctx, dir), out)
 	fmt.Fprintln(out)
 	o.Write(out)
 	fmt.Fprintln(out)

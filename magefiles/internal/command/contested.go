@@ -93,6 +93,12 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 		}
 	}
 
+	var runs []contract.SeedRun
+	for _, res := range results {
+		runs = append(runs, res.Seeds...)
+	}
+	appendRuns(context.WithoutCancel(ctx), root, reg.Guard.CanonicalDatabases, "contested", copts.Env.RunID, runs, gitHead(ctx, dir), out)
+
 	fmt.Fprintln(out)
 	worst := verdict.Green
 	for _, res := range results {

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/gate/flakes"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/envvar"
@@ -54,7 +54,7 @@ func History(ctx context.Context, opts HistoryOptions) error {
 		return err
 	}
 	if len(outs) == 0 {
-		fmt.Fprintf(opts.Out, "history: no runs recorded yet in %s (every validate appends to it)\n", where)
+		fmt.Fprintf(opts.Out, "history: no runs recorded yet in %s (every validate, contested and arbitrate appends to it)\n", where)
 		return nil
 	}
 	if opts.Test != "" {
@@ -65,25 +65,15 @@ func History(ctx context.Context, opts HistoryOptions) error {
 		}
 		return nil
 	}
-	var tests []string
-	for _, o := range outs {
-		if top, _, _ := strings.Cut(o.Test, "/"); !slices.Contains(tests, o.Package+"."+top) {
-			tests = append(tests, o.Package+"."+top)
-		}
-	}
-	slices.Sort(tests)
-	var shown []flakes.Summary
-	for _, t := range tests {
-		if s := flakes.Summarize(outs, t, last); s.Failed > 0 {
-			s.Write(opts.Out)
-			shown = append(shown, s)
-		}
+	shown, tests := flakes.Failing(outs, last)
+	for _, s := range shown {
+		s.Write(opts.Out)
 	}
 	if len(shown) > 0 {
 		drawHistory(ws.env.ResultsDir, outs, shown, opts.Out)
 	}
 	if len(shown) == 0 {
-		fmt.Fprintf(opts.Out, "history: none of %d tests failed in its last %d runs (%s)\n", len(tests), last, where)
+		fmt.Fprintf(opts.Out, "history: none of %d tests failed in its last %d runs (%s)\n", tests, last, where)
 	}
 	return nil
 }
@@ -113,13 +103,40 @@ func appendHistory(ctx context.Context, root string, canonical []string, command
 	if res == nil {
 		return
 	}
+	outs := flakes.FromBattery(res, recs, flakes.Meta{RunID: runID, Shard: shardSpec, Commit: commit, Command: command, Time: time.Now().UTC()})
+	saveHistory(ctx, root, canonical, command, outs, out)
+}
+
+// appendRuns appends to the flake history the outcomes of the runs one
+// contested or arbitrate run made (each seed, each rerun), all under its
+// run id, each test with the leg and seed of its own run's records: a
+// test that failed and passed within the run is flaky in it.
+func appendRuns(ctx context.Context, root string, canonical []string, command, runID string, runs []contract.SeedRun, commit string, out io.Writer) {
+	meta := flakes.Meta{RunID: runID, Commit: commit, Command: command, Time: time.Now().UTC()}
+	var outs []flakes.Outcome
+	for _, r := range runs {
+		for _, o := range flakes.FromBattery(&battery.Result{Tests: r.Tests}, r.Records, meta) {
+			if o.Seed == 0 {
+				o.Seed = r.Seed // a test that armed no leg ran under its run's seed
+			}
+			outs = append(outs, o)
+		}
+	}
+	saveHistory(ctx, root, canonical, command, outs, out)
+}
+
+// saveHistory appends outs to the flake history in one append (one
+// transaction in a database), saying on out when it could not.
+func saveHistory(ctx context.Context, root string, canonical []string, command string, outs []flakes.Outcome, out io.Writer) {
+	if len(outs) == 0 {
+		return
+	}
 	store, where, closeStore, err := historyStore(ctx, root, canonical)
 	if err != nil {
 		notSaved(out, command, "the flake history", err)
 		return
 	}
 	defer closeStore()
-	outs := flakes.FromBattery(res, recs, flakes.Meta{RunID: runID, Shard: shardSpec, Commit: commit, Command: command, Time: time.Now().UTC()})
 	if err := store.Append(ctx, outs); err != nil {
 		notSaved(out, command, where, err)
 	}
@@ -145,6 +162,23 @@ func readHistory(ctx context.Context, root string, canonical []string, out io.Wr
 	outs, err := store.Read(ctx)
 	if err != nil {
 		fmt.Fprintf(out, "ladder: %v (judging from the reruns alone)\n", err)
+	}
+	return outs
+}
+
+// reportHistory is the flake history the report draws its trends from,
+// nil when there is none or it cannot be read (said on out).
+func reportHistory(ctx context.Context, root string, canonical []string, out io.Writer) []flakes.Outcome {
+	store, _, closeStore, err := historyStore(ctx, root, canonical)
+	if err != nil {
+		fmt.Fprintf(out, "report: no flake history drawn: %v\n", err)
+		return nil
+	}
+	defer closeStore()
+	outs, err := store.Read(ctx)
+	if err != nil {
+		fmt.Fprintf(out, "report: no flake history drawn: %v\n", err)
+		return nil
 	}
 	return outs
 }

@@ -91,7 +91,7 @@ func mergeShards(ctx context.Context, dirs []string, opts ProgramGateOptions) er
 	rep.Reasons = mergeReasons(res, judged, merr)
 	rep.Green = len(rep.Reasons) == 0
 	p := report.Page{Title: "contested program-gate -merge", RunID: res.SharedRunID, Green: rep.Green, Reasons: rep.Reasons,
-		Gate: res.Union, Surfaces: judged, Level: ws.env.Level}
+		Gate: res.Union, Surfaces: judged, Level: ws.env.Level, History: reportHistory(ctx, root, reg.Guard.CanonicalDatabases, out)}
 	if res.Union != nil {
 		p.Battery = res.Battery
 	}

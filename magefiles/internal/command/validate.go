@@ -369,7 +369,8 @@ func (v *validation) finish(res *battery.Result, verified *gate.Report, judged [
 	appendHistory(context.Background(), root, v.reg.Guard.CanonicalDatabases, "validate", rep.RunID, rep.Shard, res, recs, gitHead(context.Background(), v.env.ModuleRoot), v.out)
 	writeReports(root, report.Page{Title: "contested validate", RunID: rep.RunID, Layer: rep.Layer, Green: rep.Green,
 		Reasons: rep.Reasons, Gate: verified, Battery: res, Surfaces: judged, Level: v.env.Level, Plain: rep.BatteryFailures,
-		Ladder: rep.Ladder, Contracts: contractList(contracts), Capacity: rep.Capacity}, v.out)
+		Ladder: rep.Ladder, Contracts: contractList(contracts), Capacity: rep.Capacity,
+		Records: recs, History: reportHistory(context.Background(), root, v.reg.Guard.CanonicalDatabases, v.out)}, v.out)
 	if path, err := saveJSON(root, "validate.json", rep); err != nil {
 		notSaved(v.out, "validate", path, err)
 	} else {
@@ -459,7 +460,8 @@ func ProgramGate(ctx context.Context, opts ProgramGateOptions) error {
 	fmt.Fprintln(out)
 	verified.WriteSummary(out)
 	writeSurfaceSummary(out, judged, level, "from the records on disk alone: no test outcomes and no reruns, so a failure is FAIL-nondeterministic and a leg whose test failed before arming is NOT-RUN; validate.json has validate's verdicts")
-	p := report.Page{Title: "contested program-gate", RunID: verified.RunID, Green: verified.Certified, Gate: verified, Surfaces: judged, Level: level}
+	p := report.Page{Title: "contested program-gate", RunID: verified.RunID, Green: verified.Certified, Gate: verified, Surfaces: judged, Level: level,
+		Records: recs, History: reportHistory(ctx, root, reg.Guard.CanonicalDatabases, out)}
 	if !verified.Certified {
 		p.Reasons = []string{"gate refused: " + failedPhases(verified)}
 	}
