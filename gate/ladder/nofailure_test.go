@@ -65,6 +65,11 @@ func TestATestThatDidNotFailHasNothingToArbitrate(t *testing.T) {
 			if o.Owner != "" || o.Contract != "" || len(o.Legs) != 0 || !strings.Contains(o.Action, "nothing to arbitrate") {
 				t.Errorf("owner %q, contract %q, legs %d, action %q; want no owner, no contract, nothing to arbitrate", o.Owner, o.Contract, len(o.Legs), o.Action)
 			}
+			// The answer says which battery it compared with, or that there was none.
+			where := map[bool]string{true: "no validate run to compare with", false: "did not fail in the last validate run"}[tt.seen == nil]
+			if !strings.Contains(o.Action, where) {
+				t.Errorf("action %q does not say %q", o.Action, where)
+			}
 		})
 	}
 }
