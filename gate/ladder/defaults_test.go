@@ -14,7 +14,6 @@ import (
 // still walk (progress goes nowhere). The module's test never builds, so
 // each rerun is quick and the ladder ends before any contract runs.
 func TestAWalkWithoutRerunsOrWriterUsesItsDefaults(t *testing.T) {
-	t.Parallel()
 	opts := packageModule(t, map[string]string{"p/p_test.go": "package p\n\nimport \"testing\"\n\nfunc TestPContract(t *testing.T) {\n\tvar s string = Half(4)\n\t_ = s\n}\n"})
 	opts.Reruns, opts.Out = 0, nil
 	o, err := Walk(context.Background(), "TestPContract", opts)
@@ -31,7 +30,6 @@ func TestAWalkWithoutRerunsOrWriterUsesItsDefaults(t *testing.T) {
 // the module: another package's test of the same name (which fails) is not
 // this test. Here the surface's test passes, so there is no failure.
 func TestATestIDWithoutAPackageIsRerunInTheSurfacesPackage(t *testing.T) {
-	t.Parallel()
 	opts := packageModule(t, map[string]string{
 		"p/p_test.go": "package p\n\nimport \"testing\"\n\nfunc TestPContract(t *testing.T) {\n\tif Half(4) != 2 {\n\t\tt.Fatal(\"Half(4) != 2\")\n\t}\n}\n",
 		"q/q.go":      "package q\n",
