@@ -22,8 +22,8 @@ import (
 	"github.com/contested/contested/internal/testlog"
 )
 
-// TestAPassingPreflightGoesOnToStepThree is the other side of the test
-// above: the same options with a preflight whose checks all passed reach
+// TestAPassingPreflightGoesOnToStepThree is the other side of
+// TestAFailedPreflightAlwaysCannotRun: the same options with a preflight whose checks all passed reach
 // step 3, so step 2 is not simply always taken.
 func TestAPassingPreflightGoesOnToStepThree(t *testing.T) {
 	t.Parallel()
