@@ -2,6 +2,8 @@ package ladder
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,6 +24,12 @@ func TestAWalkWithoutRerunsOrWriterUsesItsDefaults(t *testing.T) {
 	}
 	if o.Reruns.Runs != 3 || o.Reruns.NotRun != 3 || o.Reruns.Class != PackageFails {
 		t.Errorf("reruns %+v; want the default 3, none of which ran the test (%s)", o.Reruns, PackageFails)
+	}
+	// Each rerun had a results directory of its own, numbered from 1.
+	for _, run := range []string{"run-1", "run-2", "run-3"} {
+		if fi, err := os.Stat(filepath.Join(opts.Env.ResultsDir, "ladder", "reruns", FileName("TestPContract"), run)); err != nil || !fi.IsDir() {
+			t.Errorf("rerun directory %s: %v; want one directory per rerun, run-1 to run-3", run, err)
+		}
 	}
 }
 
