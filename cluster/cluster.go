@@ -84,7 +84,18 @@ type Options struct {
 	// package, so that the gate and the verdicts map them to the surface
 	// registered there (default this package's).
 	Package string
-	Out     io.Writer
+	// Replay is the command that reruns the rig with this Seed and Level,
+	// which each leg's record carries (clustertest names the go test of
+	// the rig test; default CONTESTED_SEED=<seed> go tool mage
+	// cluster-tests).
+	Replay string
+	// Seed draws each leg's schedule: where in the stream its fault lands,
+	// which replica it strikes, how long it holds. One seed replays one
+	// schedule (clustertest passes CONTESTED_SEED, or a fresh seed).
+	Seed int64
+	// Level is the intensity the schedule is drawn at (1 to 3; default 1).
+	Level int
+	Out   io.Writer
 }
 
 // Report is what one rig run did.

@@ -65,8 +65,9 @@ func rigProcess() int {
 // written, and nothing of the layer is left.
 func TestRigOnLocalProcesses(t *testing.T) {
 	results := t.TempDir()
-	rep, err := Run(context.Background(), jobsService{}, Options{Dir: moduleRoot(t), ResultsRoot: results, Local: true, Ops: 120,
-		TestName: t.Name(), Out: testlog.Writer(t)})
+	const seed, ops = 5, 120
+	rep, err := Run(context.Background(), jobsService{}, Options{Dir: moduleRoot(t), ResultsRoot: results, Local: true, Ops: ops,
+		TestName: t.Name(), Out: testlog.Writer(t), Seed: seed})
 	if err != nil {
 		t.Fatalf("local rig: %v", err)
 	}
@@ -85,7 +86,11 @@ func TestRigOnLocalProcesses(t *testing.T) {
 		if rec.Surface != "jobs.cluster" || rec.Class != Class || rec.Test != t.Name()+"/"+l.Name || rec.Leg != l.Lever || !rec.Fired {
 			t.Errorf("leg %s's record: surface %q, class %q, test %q, leg %q, fired %v", l.Name, rec.Surface, rec.Class, rec.Test, rec.Leg, rec.Fired)
 		}
-		for _, want := range evidenceOf[l.Name] {
+		p := planLeg(legs[i], seed, 1, ops, rep.Replicas)
+		if rec.Seed != seed || rec.Schedule == nil || rec.Schedule.Digest != p.record(legs[i]).Digest || !strings.Contains(rec.Replay, "CONTESTED_SEED=5 ") {
+			t.Errorf("leg %s's record: seed %d, schedule %+v, replay %q; want seed %d and the plan %q", l.Name, rec.Seed, rec.Schedule, rec.Replay, seed, p.summary(legs[i]))
+		}
+		for _, want := range evidenceOf(l.Name, p.replica+1) {
 			if got := rec.Evidence.Injector + " | " + rec.Evidence.Victim; !strings.Contains(got, want) {
 				t.Errorf("leg %s's evidence %q does not say %q", l.Name, got, want)
 			}
@@ -97,12 +102,18 @@ func TestRigOnLocalProcesses(t *testing.T) {
 	}
 }
 
-// evidenceOf is what each leg's evidence must say: the replicas its lever
-// acted on, from both sides.
-var evidenceOf = map[string][]string{
-	"kill-one":     {"SIGKILL: replica-1 ", "replica-1 acknowledged"},
-	"mass-restart": {"SIGKILL: replica-1 ", "SIGKILL: replica-2 ", "SIGKILL: replica-3 ", "replica-3 acknowledged"},
-	"partition":    {"proxy rig-replica-2 between replica-2 and Postgres disabled (read back enabled=false)", "while cut off replica-2 acknowledged 0 items"},
+// evidenceOf is what leg's evidence must say: the replicas its lever
+// acted on, from both sides; a one-replica lever's is replica n (from 1),
+// the one its plan drew.
+func evidenceOf(leg string, n int) []string {
+	switch leg {
+	case "kill-one":
+		return []string{fmt.Sprintf("SIGKILL: replica-%d ", n), fmt.Sprintf("replica-%d acknowledged", n)}
+	case "partition":
+		return []string{fmt.Sprintf("proxy rig-replica-%d between replica-%d and Postgres disabled (read back enabled=false)", n, n), fmt.Sprintf("while cut off replica-%d acknowledged 0 items", n)}
+	default:
+		return []string{"SIGKILL: replica-1 ", "SIGKILL: replica-2 ", "SIGKILL: replica-3 ", "replica-3 acknowledged"}
+	}
 }
 
 // TestTheRigsLegsAreTheFaultSetsLevers: each leg arms a lever of the set

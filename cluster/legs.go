@@ -17,16 +17,16 @@ import (
 // A kill leg: a lever of the fault set (faultlayer/levers) the rig arms
 // on its replicas while the workload streams operations in.
 type leg struct {
-	name    string        // the leg's name in results
-	lever   levers.Lever  // what it does, and the lever it records as
-	replica int           // the replica a one-replica lever acts on
-	hold    time.Duration // how long the fault stays before heal
+	name  string        // the leg's name in results
+	lever levers.Lever  // what it does, and the lever it records as
+	one   bool          // the lever acts on one replica (which one, the seed's plan says)
+	hold  time.Duration // the least the fault stays before heal; the plan adds to it
 }
 
 var legs = []leg{
-	{name: "kill-one", lever: levers.CrashAndResume, replica: 0, hold: 300 * time.Millisecond},
+	{name: "kill-one", lever: levers.CrashAndResume, one: true, hold: 300 * time.Millisecond},
 	{name: "mass-restart", lever: levers.MassRestart, hold: 300 * time.Millisecond},
-	{name: "partition", lever: levers.Partition, replica: 1, hold: 2 * time.Second},
+	{name: "partition", lever: levers.Partition, one: true, hold: 2 * time.Second},
 }
 
 // rigCluster is the rig as the cluster levers see it (levers.Cluster):
@@ -128,12 +128,13 @@ func (r *rig) runLegs(ctx context.Context, n int, rep *Report, out io.Writer) er
 }
 
 // runLeg streams n operations through the replicas, arms the leg's
-// lever a third of the way in, heals it, waits for quiescence and judges:
+// lever where the seed's plan says, heals it, waits for quiescence and judges:
 // the fault fired (the lever's rule over both sides' proof) and the
 // service's oracles held. The leg's record is written whatever happened.
 func (r *rig) runLeg(ctx context.Context, l leg, n int) (res LegResult) {
 	start := time.Now()
 	res = LegResult{Name: l.name, Lever: l.lever.Name()}
+	p := planLeg(l, r.seed, r.level, n, len(r.proxies))
 	var proof levers.Proof
 	var armedAt, firedAt time.Time
 	defer func() {
@@ -142,7 +143,7 @@ func (r *rig) runLeg(ctx context.Context, l leg, n int) (res LegResult) {
 			res.Unfired = err.Error()
 		}
 		res.Fired = res.Unfired == ""
-		r.record(l, n, &res, armedAt, firedAt)
+		r.record(l, p, n, &res, armedAt, firedAt)
 	}()
 
 	r.legSeq++
@@ -150,16 +151,18 @@ func (r *rig) runLeg(ctx context.Context, l leg, n int) (res LegResult) {
 	prodCtx, stopProd := context.WithCancel(ctx)
 	defer stopProd()
 	produced := make(chan error, 1)
+	healed := make(chan struct{})
 	var sent atomic.Int64
-	go func() { produced <- r.produce(prodCtx, n, &sent) }()
+	go func() { produced <- r.produce(prodCtx, n, &sent, healed) }()
 
-	// Fault a third of the way into the stream, while the replicas are busy.
-	if err := r.waitDone(ctx, l.name, n/3); err != nil {
+	// Fault where the plan says, while the replicas are busy.
+	if err := r.waitDone(ctx, l.name, p.after); err != nil {
 		res.Error, res.stalled = "before the fault: "+err.Error(), true
 		return res
 	}
 	armedAt = time.Now()
-	f, err := r.fault(ctx, l, n-int(sent.Load()))
+	f, err := r.fault(ctx, l, p, n-int(sent.Load()))
+	close(healed)
 	if f != nil {
 		proof.Injected, res.Injector = f.Injector()
 	}
@@ -201,8 +204,8 @@ func (r *rig) runLeg(ctx context.Context, l leg, n int) (res LegResult) {
 // come, holds it and heals it. It returns what was armed (nil when arming
 // changed nothing), also with an error; a fault whose arming failed half
 // way is healed at once, so the next leg finds the rig whole.
-func (r *rig) fault(ctx context.Context, l leg, pending int) (levers.Fault, error) {
-	t := levers.Target{Toxiproxy: r.layer.Toxiproxy(), Cluster: rigCluster{r}, Replica: l.replica, Pending: pending}
+func (r *rig) fault(ctx context.Context, l leg, p plan, pending int) (levers.Fault, error) {
+	t := levers.Target{Toxiproxy: r.layer.Toxiproxy(), Cluster: rigCluster{r}, Replica: p.replica, Pending: pending}
 	f, err := l.lever.Arm(ctx, t)
 	if err != nil {
 		if f != nil {
@@ -215,7 +218,7 @@ func (r *rig) fault(ctx context.Context, l leg, pending int) (levers.Fault, erro
 	select {
 	case <-ctx.Done():
 		return f, ctx.Err()
-	case <-time.After(l.hold):
+	case <-time.After(p.hold):
 	}
 	if err := f.Heal(ctx); err != nil {
 		return f, fmt.Errorf("heal %s: %w", l.lever.Name(), err)
@@ -224,10 +227,11 @@ func (r *rig) fault(ctx context.Context, l leg, pending int) (levers.Fault, erro
 }
 
 // record writes the leg's fault record.
-func (r *rig) record(l leg, n int, res *LegResult, armedAt, firedAt time.Time) {
+func (r *rig) record(l leg, p plan, n int, res *LegResult, armedAt, firedAt time.Time) {
 	rec := faultrecord.Record{
 		Test: r.testName + "/" + l.name, Surface: r.spec.Surface, Class: Class, Leg: l.lever.Name(),
-		Replay: "go tool mage cluster-tests", Armed: true, ArmedAt: armedAt, Fired: res.Fired, FiredAt: firedAt,
+		Seed: r.seed, Schedule: p.record(l), Replay: r.replay,
+		Armed: true, ArmedAt: armedAt, Fired: res.Fired, FiredAt: firedAt,
 		Evidence:   faultrecord.Evidence{Injector: orNothing(res.Injector), Victim: orNothing(res.Victim)},
 		TestFailed: !res.OK() && res.Fired,
 	}
@@ -249,12 +253,22 @@ func (r *rig) record(l leg, n int, res *LegResult, armedAt, firedAt time.Time) {
 }
 
 // produce performs the planned operations, retrying each until it is
-// acknowledged, paced so the stream outlasts the fault.
-func (r *rig) produce(ctx context.Context, n int, sent *atomic.Int64) error {
+// acknowledged, paced so the stream outlasts the fault. The last quarter
+// waits for healed: however long a restart takes (a loaded machine), work
+// is still to come when the struck replicas are back, so a restarted
+// replica always has work to take up and the leg can prove it resumed.
+func (r *rig) produce(ctx context.Context, n int, sent *atomic.Int64, healed <-chan struct{}) error {
 	// The stream lasts at least four seconds whatever its size, so every
 	// fault lands mid-stream and the restarted replicas find work.
 	pace := max(8*time.Millisecond, 4*time.Second/time.Duration(max(n, 1)))
 	for i := range n {
+		if i == n-n/4 {
+			select {
+			case <-healed:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
 		for {
 			actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			err := r.work.Op(actx, i)

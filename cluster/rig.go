@@ -36,6 +36,10 @@ type rig struct {
 	rec      *faultrecord.Recorder
 	testName string
 	legSeq   int
+	// seed and level draw each leg's schedule; replay reruns it.
+	seed   int64
+	level  int
+	replay string
 	// healthWait bounds how long a started replica may take to answer
 	// its health endpoint.
 	healthWait time.Duration
@@ -45,7 +49,8 @@ type rig struct {
 // starts the replicas. A rig it returns, even with an error, must be
 // closed.
 func newRig(ctx context.Context, svc Service, spec Spec, layer *faultlayer.Layer, opts Options, run string, p *platform) (*rig, error) {
-	r := &rig{spec: spec, layer: layer, run: run, testName: opts.TestName, healthWait: opts.HealthWait}
+	r := &rig{spec: spec, layer: layer, run: run, testName: opts.TestName, healthWait: opts.HealthWait,
+		seed: opts.Seed, level: opts.Level, replay: opts.Replay}
 	if r.testName == "" {
 		r.testName = "ClusterTests"
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/contested/contested/internal/envvar"
 )
 
 // Service is an adopter's service as the rig runs it: how to build it and
@@ -153,6 +155,19 @@ func settle(spec Spec, opts Options) (Spec, Options, error) {
 	}
 	if opts.HealthWait == 0 {
 		opts.HealthWait = time.Minute
+	}
+	if opts.Level == 0 {
+		opts.Level = 1
+	}
+	if opts.Level < 1 || opts.Level > 3 {
+		return spec, opts, fmt.Errorf("%w: level %d; the levels are 1 (sunny), 2 (stormy) and 3 (radioactive)", ErrUsage, opts.Level)
+	}
+	if opts.Replay == "" {
+		lv := ""
+		if opts.Level > 1 {
+			lv = fmt.Sprintf("%s=%d ", envvar.Level, opts.Level)
+		}
+		opts.Replay = fmt.Sprintf("%s=%d %sgo tool mage cluster-tests", envvar.Seed, opts.Seed, lv)
 	}
 	return spec, opts, nil
 }

@@ -1,30 +1,18 @@
 package contested
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/contested/contested/contested/runenv"
-	"github.com/contested/contested/internal/envvar"
 )
-
-// maxSeed keeps seeds exact in every JSON reader (2^53).
-const maxSeed = 1 << 53
 
 // Seed returns the seed a leg uses: CONTESTED_SEED when set (runenv.Seed),
 // otherwise a fresh random one. A malformed CONTESTED_SEED is an error,
 // never silently replaced: a replay that does not replay is worse than none.
-func Seed() (int64, error) {
-	seed, set, err := runenv.Seed()
-	if err != nil || set {
-		return seed, err
-	}
-	return 1 + rand.Int64N(maxSeed-1), nil
-}
+func Seed() (int64, error) { return runenv.SeedOrNew() }
 
 // Level is the intensity CONTESTED_LEVEL asks for (runenv.Level): 1 sunny
 // (one lever at a time), 2 stormy (levers combined), 3 radioactive (all
@@ -49,22 +37,12 @@ func ReplayCommand(seed int64, pkgDir, test string) string {
 // whole schedule, so the command names both (the level only when it is
 // not 1, the default).
 func ReplayCommandAt(seed int64, level int, pkgDir, test string) string {
-	lv := ""
-	if level > 1 {
-		lv = fmt.Sprintf("%s=%d ", envvar.Level, level)
-	}
-	return fmt.Sprintf("%s=%d %sgo test %s -run '%s' -count=1", envvar.Seed, seed, lv, pkgDir, RunPattern(test))
+	return runenv.ReplayCommand(seed, level, pkgDir, test)
 }
 
 // RunPattern is the go test -run pattern that selects exactly one test:
 // each level of its name anchored and quoted.
-func RunPattern(test string) string {
-	parts := strings.Split(test, "/")
-	for i, p := range parts {
-		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
-	}
-	return strings.Join(parts, "/")
-}
+func RunPattern(test string) string { return runenv.RunPattern(test) }
 
 // packageDir returns the working directory (where go test runs a package's
 // tests) relative to the module root, as "./path", and the package's import

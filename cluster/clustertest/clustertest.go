@@ -46,6 +46,14 @@ func Options(t testing.TB) (cluster.Options, error) {
 		return cluster.Options{}, err
 	}
 	opts := cluster.Options{Dir: dir, TestName: t.Name(), Package: pkg}
+	if opts.Seed, err = runenv.SeedOrNew(); err != nil {
+		return opts, fmt.Errorf("%w: %v", cluster.ErrUsage, err)
+	}
+	if opts.Level, err = runenv.Level(); err != nil {
+		return opts, fmt.Errorf("%w: %v", cluster.ErrUsage, err)
+	}
+	opts.Replay = runenv.ReplayCommand(opts.Seed, opts.Level, packageDir(dir, wd), t.Name())
+	t.Logf("cluster rig: seed %d, level %d; replay: %s", opts.Seed, opts.Level, opts.Replay)
 	if !cluster.UnderTarget() {
 		opts.ResultsRoot, opts.RecordDir, opts.Out = t.TempDir(), root, testlog.Writer(t)
 		return opts, nil
@@ -103,4 +111,14 @@ func importPath(dir, wd string) (string, error) {
 		return mod, err
 	}
 	return mod + "/" + filepath.ToSlash(rel), nil
+}
+
+// packageDir is the test's package directory wd as go test takes it from
+// the module root dir ("./examples/ledger", or "." at the root).
+func packageDir(dir, wd string) string {
+	rel, err := filepath.Rel(dir, wd)
+	if err != nil || rel == "." {
+		return "."
+	}
+	return "./" + filepath.ToSlash(rel)
 }

@@ -162,3 +162,90 @@ func TestScheduleDescription(t *testing.T) {
 		t.Errorf("digest %q of %q", s.Digest(), d)
 	}
 }
+
+// TestTheLevelsTableHolds: what the README's levels table says of each
+// lever, drawn over many seeds of one span. Level 1's two windows hold
+// 2-6% of the span or 80-400ms; level 2 adds one between them and one
+// after them; level 3 adds, 0-2 steps after each window's hold, one of 2-6
+// steps or 30-150ms; and each lever's parameters stay in the ranges the
+// table gives per level.
+func TestTheLevelsTableHolds(t *testing.T) {
+	const span = 600
+	for _, l := range All() {
+		for seed := int64(1); seed <= 50; seed++ {
+			s := NewSchedule(l, seed, Scope{Level: 3, Span: span})
+			var base, more []Window
+			for i, w := range s.Windows {
+				switch w.Kind {
+				case Base:
+					base = append(base, w)
+				case More:
+					more = append(more, w)
+				case Recovery:
+					prev := s.Windows[i-1]
+					if gap := w.After - prev.After; gap < 1 {
+						t.Errorf("%s seed %d: recovery window %s is not after %s", l.Name(), seed, w, prev)
+					}
+					if l.Name() != NameCrashAndResume && (w.Hold < 2 || w.Hold > 6 || w.For < 30*time.Millisecond || w.For > 150*time.Millisecond) {
+						t.Errorf("%s seed %d: recovery window %s holds outside 2-6 steps / 30-150ms", l.Name(), seed, w)
+					}
+					if l.Name() != NameCrashAndResume {
+						if gap := w.After - prev.After - prev.Hold; gap < 0 || gap > 2 {
+							t.Errorf("%s seed %d: recovery window %s lands %d steps after %s's hold, want 0-2", l.Name(), seed, w, gap, prev)
+						}
+					}
+				}
+				if l.Name() == NameCrashAndResume {
+					continue
+				}
+				if w.Kind != Recovery && (w.Hold < span*2/100 || w.Hold > span*6/100 || w.For < 80*time.Millisecond || w.For > 400*time.Millisecond) {
+					t.Errorf("%s seed %d: window %s holds outside 2-6%% of %d steps / 80-400ms", l.Name(), seed, w, span)
+				}
+			}
+			if len(base) != 2 || len(more) != 2 {
+				t.Fatalf("%s seed %d: %d base and %d more windows", l.Name(), seed, len(base), len(more))
+			}
+			if !(base[0].After < more[0].After && more[0].After < base[1].After && base[1].After < more[1].After) {
+				t.Errorf("%s seed %d: level 2's windows are not one between level 1's and one after: %s", l.Name(), seed, s)
+			}
+			for _, w := range s.Windows {
+				checkTableParams(t, l.Name(), seed, w)
+			}
+		}
+	}
+}
+
+// checkTableParams checks one window's parameters against the README's
+// levels table.
+func checkTableParams(t *testing.T, lever string, seed int64, w Window) {
+	t.Helper()
+	switch p := w.Params.(type) {
+	case ResetParams:
+		if want := map[Kind]int{Base: 1, More: 2, Recovery: 1}[w.Kind]; len(p.Streams) != want {
+			t.Errorf("seed %d: %s reset window resets %v, want %d direction(s)", seed, w.Kind, p.Streams, want)
+		}
+		if p.Delay < 0 || p.Delay > 20*time.Millisecond {
+			t.Errorf("seed %d: reset delay %v outside 0-20ms", seed, p.Delay)
+		}
+	case ExhaustParams:
+		r := map[Kind][2]int{Base: {1, 2}, More: {2, 4}, Recovery: {1, 1}}[w.Kind]
+		if p.Conns < r[0] || p.Conns > r[1] {
+			t.Errorf("seed %d: %s pool-exhaustion window holds %d connections, want %d-%d", seed, w.Kind, p.Conns, r[0], r[1])
+		}
+	case BurstParams:
+		r := map[Kind][3]float64{Base: {0.20, 0.35, 4}, More: {0.40, 0.60, 8}, Recovery: {0.60, 0.80, 16}}[w.Kind]
+		if p.Plan.DuplicateRate < r[0] || p.Plan.DuplicateRate > r[1] || p.Plan.Window < int(r[2]) || p.Plan.Window > 2*int(r[2]) {
+			t.Errorf("seed %d: %s burst %s outside %.0f-%.0f%% duplicates within %d-%d", seed, w.Kind, p, r[0]*100, r[1]*100, int(r[2]), 2*int(r[2]))
+		}
+	case CrashParams:
+		if p.Restart < 0 || p.Restart > 150*time.Millisecond || w.For != p.Restart || w.Hold != 0 {
+			t.Errorf("seed %d: crash window %s does not restart 0-150ms later", seed, w)
+		}
+	case nil:
+		if slices.Contains([]string{NameReset, NamePoolExhaustion, NameBurst, NameCrashAndResume}, lever) {
+			t.Errorf("seed %d: %s window %s has no parameters", seed, lever, w)
+		}
+	default:
+		t.Errorf("seed %d: %s window with parameters %T the table does not name", seed, lever, p)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/gate/flakes"
 	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
@@ -77,6 +78,19 @@ type Reruns struct {
 	// package failed first (does not build, TestMain exited).
 	NotRun int    `json:"not_run,omitempty"`
 	Class  string `json:"class"` // consistent, flaky, passes, not rerun, package fails
+	// History is the test's last runs in the flake history, when it has
+	// any: the class then judges the reruns and those runs together.
+	History *History `json:"history,omitempty"`
+}
+
+// History is what the flake history says of the failing test.
+type History struct {
+	Runs   int `json:"runs"`
+	Failed int `json:"failed"`
+	// FirstFailingRun and FirstFailingCommit are the oldest failing run
+	// among them, and its commit.
+	FirstFailingRun    string `json:"first_failing_run,omitempty"`
+	FirstFailingCommit string `json:"first_failing_commit,omitempty"`
 }
 
 // PackageFails is the rerun class of a test whose package failed before
@@ -121,6 +135,10 @@ type Options struct {
 	Reruns int
 	// Contracts caches contract results by surface across walks.
 	Contracts map[string]*contract.Result
+	// History is the flake history (validate's outcomes of earlier runs);
+	// when it holds runs of the failing test, the flaky and consistent
+	// judgements weigh them with the reruns, and say so.
+	History []flakes.Outcome
 	// Seen is the battery the failure was reported from: validate's own,
 	// or for arbitrate the last validate run's; nil when there is none. A
 	// test that did not fail there and passes every rerun has no failure
@@ -168,7 +186,8 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 		runPkg = s.Package
 	}
 	o.Reruns, o.PackageFailure = rerun(ctx, name, runPkg, opts)
-	fmt.Fprintf(opts.Out, "ladder: %s reran %d times: %d failed (%s)\n", name, o.Reruns.Runs, o.Reruns.Failures, o.Reruns.Class)
+	o.Reruns = withHistory(o.Reruns, opts.History, pkg, name)
+	fmt.Fprintf(opts.Out, "ladder: %s: %s\n", name, o.Reruns.Say())
 	if o.Reruns.Class == PackageFails {
 		packageDoesNotRun(o, s)
 		return o, nil
@@ -263,7 +282,7 @@ func decide(o *Outcome, s registry.Surface, res *contract.Result, opts Options) 
 			break
 		}
 	case verdict.Green:
-		flake := fmt.Sprintf("the test failed %d of %d reruns (%s)", o.Reruns.Failures, o.Reruns.Runs, o.Reruns.Class)
+		flake := o.Reruns.Say()
 		if opts.Capacity != nil && opts.Capacity.Saturated {
 			o.Owner, o.Verdict, o.Contended = Capacity, "GREEN contract, saturated run", opts.Capacity.Contended
 			o.Action = fmt.Sprintf("record the capacity attribution (%s) and still fix it: own the fixture's resources or run this battery out of band; %s; the component holds its contract in isolation",
@@ -434,3 +453,55 @@ func isTestName(s string) bool {
 // and two tests never share one (TestA/b and TestA_b differ; see
 // faultrecord.SafeFileName).
 func FileName(test string) string { return faultrecord.SafeFileName(test) }
+
+// withHistory weighs the test's runs in the flake history with its reruns:
+// the class is judged over both (consistent: every one failed; passes:
+// none; flaky: some), and r.History says what the history held. A test
+// whose package does not run keeps its class; no runs in the history
+// leave r as it is.
+func withHistory(r Reruns, outs []flakes.Outcome, pkg, name string) Reruns {
+	if len(outs) == 0 || r.Class == PackageFails {
+		return r
+	}
+	id := name
+	if pkg != "" {
+		id = pkg + "." + name
+	}
+	s := flakes.Summarize(outs, id, historyRuns)
+	if len(s.Runs) == 0 {
+		return r
+	}
+	h := &History{Runs: len(s.Runs), Failed: s.Failed}
+	if f := s.FirstFailure; f != nil {
+		h.FirstFailingRun, h.FirstFailingCommit = f.RunID, f.Commit
+	}
+	r.History = h
+	runs, failed := r.Runs+h.Runs, r.Failures+h.Failed
+	switch {
+	case failed == runs:
+		r.Class = "consistent"
+	case failed == 0:
+		r.Class = "passes"
+	default:
+		r.Class = "flaky"
+	}
+	return r
+}
+
+// historyRuns is how many of a test's last runs the ladder reads.
+const historyRuns = 20
+
+// Say is the flake evidence in words: the reruns, and the history's runs
+// when it held any.
+func (r Reruns) Say() string {
+	s := fmt.Sprintf("the test failed %d of %d reruns", r.Failures, r.Runs)
+	if h := r.History; h != nil {
+		s += fmt.Sprintf(" and %d of its last %d runs in the flake history", h.Failed, h.Runs)
+		if h.FirstFailingCommit != "" {
+			s += fmt.Sprintf(" (first failing run %s, commit %s)", h.FirstFailingRun, h.FirstFailingCommit)
+		} else if h.FirstFailingRun != "" {
+			s += fmt.Sprintf(" (first failing run %s)", h.FirstFailingRun)
+		}
+	}
+	return s + " (" + r.Class + ")"
+}

@@ -25,6 +25,9 @@ const (
 	// TestTimeout is the battery's go test -timeout (a Go duration, 0 for
 	// none; default 30m).
 	TestTimeout = "CONTESTED_TEST_TIMEOUT"
+	// Shard makes validate run one shard of the battery: "I/N" (as
+	// validate -shard=I/N).
+	Shard = "CONTESTED_SHARD"
 	// HistoryDSN is Postgres for a team's history of runs.
 	HistoryDSN = "CONTESTED_HISTORY_DSN"
 )

@@ -71,6 +71,31 @@ func (e *ListError) Unwrap() []error { return []error{ErrList, e.Err} }
 // caller may use the names (a test found is declared) and must not take a name's absence as
 // proof (it may sit after the syntax error).
 func List(ctx context.Context, dir string, patterns ...string) ([]string, error) {
+	pkgs, err := Packages(ctx, dir, patterns...)
+	if pkgs == nil && err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, p := range pkgs {
+		names = append(names, p.Tests...)
+	}
+	slices.Sort(names)
+	return slices.Compact(names), err
+}
+
+// Package is one package's part of the inventory: its import path and the
+// names of its tests, benchmarks, examples and fuzz targets, sorted.
+type Package struct {
+	ImportPath string   `json:"package"`
+	Tests      []string `json:"tests"`
+}
+
+// Packages is [List] package by package: the packages matched by patterns
+// that have test files, in import path order, each with its names (the
+// same names List returns, and the same errors: a file that does not parse
+// gives the names read with an error wrapping [ErrUnparsed]). A package
+// whose test files declare nothing go test runs has no names.
+func Packages(ctx context.Context, dir string, patterns ...string) ([]Package, error) {
 	if len(patterns) == 0 {
 		patterns = []string{"./..."}
 	}
@@ -92,7 +117,7 @@ func List(ctx context.Context, dir string, patterns ...string) ([]string, error)
 		}
 		return nil, &ListError{Dir: dir, Args: args, Output: stdout.String() + stderr.String(), Err: err}
 	}
-	var names []string
+	var pkgs []Package
 	var unparsed []string
 	dec := json.NewDecoder(&stdout)
 	for {
@@ -111,21 +136,31 @@ func List(ctx context.Context, dir string, patterns ...string) ([]string, error)
 			// that fails to build (those have a directory and are the battery's to report).
 			return nil, &ListError{Dir: dir, Args: args, Output: p.Error.Err, Err: fmt.Errorf("%w: pattern %s: %s", ErrPattern, p.ImportPath, p.Error.Err)}
 		}
-		for _, f := range append(p.TestGoFiles, p.XTestGoFiles...) {
+		files := append(p.TestGoFiles, p.XTestGoFiles...)
+		if len(files) == 0 {
+			continue
+		}
+		pkg := Package{ImportPath: p.ImportPath, Tests: []string{}}
+		for _, f := range files {
 			found, err := testFuncs(filepath.Join(p.Dir, f))
 			if err != nil {
 				unparsed = append(unparsed, err.Error())
 			}
-			names = append(names, found...)
+			pkg.Tests = append(pkg.Tests, found...)
 		}
+		slices.Sort(pkg.Tests)
+		pkg.Tests = slices.Compact(pkg.Tests)
+		pkgs = append(pkgs, pkg)
 	}
-	slices.Sort(names)
-	names = slices.Compact(names)
+	slices.SortFunc(pkgs, func(a, b Package) int { return strings.Compare(a.ImportPath, b.ImportPath) })
+	if pkgs == nil {
+		pkgs = []Package{}
+	}
 	if len(unparsed) > 0 {
 		msg := strings.Join(unparsed, "\n")
-		return names, &ListError{Dir: dir, Args: args, Output: msg, Err: fmt.Errorf("%w (%d)", ErrUnparsed, len(unparsed))}
+		return pkgs, &ListError{Dir: dir, Args: args, Output: msg, Err: fmt.Errorf("%w (%d)", ErrUnparsed, len(unparsed))}
 	}
-	return names, nil
+	return pkgs, nil
 }
 
 // testFuncs returns the functions of one test file that `go test` runs or lists: TestXxx(*testing.T),

@@ -47,6 +47,9 @@ var (
 	grace              = Grace
 	exitFunc           = os.Exit
 	stderr   io.Writer = os.Stderr
+	// hangup is set in a worker: SIGHUP is watched even when it was
+	// ignored at start.
+	hangup bool
 )
 
 // Context returns a copy of parent that is cancelled on the first signal
@@ -59,7 +62,7 @@ func Context(parent context.Context) (context.Context, context.CancelFunc) {
 	if !started {
 		started = true
 		ch := make(chan os.Signal, 8)
-		signal.Notify(ch, Signals()...)
+		signal.Notify(ch, signals(hangup)...)
 		go watch(ch)
 	}
 	if first != nil {
@@ -80,14 +83,34 @@ func Context(parent context.Context) (context.Context, context.CancelFunc) {
 // Signals are the signals a command stops on: SIGINT, SIGTERM and SIGHUP,
 // less those this process was started with ignored (nohup ignores SIGHUP,
 // a shell's background job SIGINT): handling one would undo that choice.
+// After StopOnHangup, SIGHUP is among them whatever its disposition.
 func Signals() []os.Signal {
+	mu.Lock()
+	defer mu.Unlock()
+	return signals(hangup)
+}
+
+// signals is Signals for a caller that holds mu.
+func signals(always bool) []os.Signal {
 	var out []os.Signal
 	for _, s := range []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
-		if !signal.Ignored(s) {
+		if !signal.Ignored(s) || (always && s == syscall.SIGHUP) {
 			out = append(out, s)
 		}
 	}
 	return out
+}
+
+// StopOnHangup makes SIGHUP a request to stop even when the process was
+// started with it ignored. A supervised worker calls it before Context: it
+// runs in a process group of its own, so no terminal's hangup reaches it,
+// and its SIGHUP is the parent-death signal, its supervisor gone. Under
+// nohup, the ignored disposition it inherits would otherwise leave it
+// running with nobody to stop it.
+func StopOnHangup() {
+	mu.Lock()
+	defer mu.Unlock()
+	hangup = true
 }
 
 // Received returns the first signal the process received, nil if none.

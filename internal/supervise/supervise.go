@@ -21,7 +21,8 @@
 // group; the parent's death follows its own SIGTERM), so a repeat within
 // Repeat of the previous one, and any SIGHUP after the first signal, count
 // as the same request. A worker whose supervisor dies gets SIGHUP (Linux
-// parent-death signal) and tears down too.
+// parent-death signal) and tears down too, even under nohup: a worker
+// stops on SIGHUP whatever disposition it inherited.
 package supervise
 
 import (
@@ -77,6 +78,7 @@ func Worker() (target string, ok bool) {
 		return "", false
 	}
 	os.Unsetenv(EnvWorker)
+	interrupt.StopOnHangup()
 	if f := os.NewFile(crashFD, "crash"); f != nil {
 		// SetCrashOutput keeps a close-on-exec duplicate; the inherited
 		// descriptor is closed so that no child holds the pipe open.

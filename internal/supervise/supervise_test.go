@@ -56,7 +56,7 @@ func TestMain(m *testing.M) {
 		"w-stop": worker(func() int {
 			ctx, stop := interrupt.Context(context.Background())
 			defer stop()
-			fmt.Println("ready")
+			fmt.Printf("ready %d\n", os.Getpid())
 			<-ctx.Done()
 			time.Sleep(300 * time.Millisecond)
 			fmt.Println("torn down")
@@ -65,7 +65,7 @@ func TestMain(m *testing.M) {
 		"w-hang": worker(func() int {
 			_, stop := interrupt.Context(context.Background())
 			defer stop()
-			fmt.Println("ready")
+			fmt.Printf("ready %d\n", os.Getpid())
 			select {}
 		}),
 	})
@@ -92,10 +92,15 @@ func vmSize() uint64 {
 	return pages * uint64(os.Getpagesize())
 }
 
-// supervisor starts the supervisor role over a worker role.
-func supervisor(t *testing.T, role string) (*exec.Cmd, *bufio.Reader, *strings.Builder) {
+// supervisor starts the supervisor role over a worker role; with nohup,
+// as nohup would (SIGHUP ignored, which the worker inherits).
+func supervisor(t *testing.T, role string, nohup ...bool) (*exec.Cmd, *bufio.Reader, *strings.Builder) {
 	t.Helper()
 	cmd := reexec.Command(t, "supervisor", envRole+"="+role)
+	if len(nohup) > 0 && nohup[0] {
+		cmd.Args = append([]string{"sh", "-c", `trap "" HUP; exec "$0" "$@"`}, cmd.Args...)
+		cmd.Path = "/bin/sh"
+	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -107,6 +112,21 @@ func supervisor(t *testing.T, role string) (*exec.Cmd, *bufio.Reader, *strings.B
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	return cmd, bufio.NewReader(out), &stderr
+}
+
+// readAllWithin reads r to its end, failing the test if that takes longer
+// than d: a worker nobody stopped holds its stdout open forever.
+func readAllWithin(t *testing.T, r io.Reader, d time.Duration) string {
+	t.Helper()
+	done := make(chan []byte, 1)
+	go func() { b, _ := io.ReadAll(r); done <- b }()
+	select {
+	case b := <-done:
+		return string(b)
+	case <-time.After(d):
+		t.Fatalf("the worker still held its output open %s after the signal: it was not stopped", d)
+		return ""
+	}
 }
 
 func exitCode(t *testing.T, cmd *exec.Cmd) int {
@@ -181,29 +201,35 @@ func TestSignalsReachTheWorkerOnce(t *testing.T) {
 		send     func(p *os.Process)
 		tornDown bool
 		stderr   string
+		nohup    bool // started as nohup starts it: SIGHUP ignored
 	}{
-		{"SIGTERM", "w-stop", func(p *os.Process) { p.Signal(syscall.SIGTERM) }, true, "SIGTERM: stopping"},
-		{"SIGINT", "w-stop", func(p *os.Process) { p.Signal(syscall.SIGINT) }, true, "SIGINT: stopping"},
+		{"SIGTERM", "w-stop", func(p *os.Process) { p.Signal(syscall.SIGTERM) }, true, "SIGTERM: stopping", false},
+		{"SIGINT", "w-stop", func(p *os.Process) { p.Signal(syscall.SIGINT) }, true, "SIGINT: stopping", false},
 		{"SIGTERM twice within 50ms", "w-stop", func(p *os.Process) {
 			p.Signal(syscall.SIGTERM)
 			time.Sleep(50 * time.Millisecond)
 			p.Signal(syscall.SIGTERM)
-		}, true, "SIGTERM: stopping"},
-		{"supervisor killed", "w-stop", func(p *os.Process) { p.Kill() }, true, "SIGHUP: stopping"},
+		}, true, "SIGTERM: stopping", false},
+		{"supervisor killed", "w-stop", func(p *os.Process) { p.Kill() }, true, "SIGHUP: stopping", false},
+		{"supervisor killed under nohup", "w-stop", func(p *os.Process) { p.Kill() }, true, "SIGHUP: stopping", true},
+		{"SIGTERM under nohup", "w-stop", func(p *os.Process) { p.Signal(syscall.SIGTERM) }, true, "SIGTERM: stopping", true},
 		{"second SIGTERM forces a hung worker", "w-hang", func(p *os.Process) {
 			p.Signal(syscall.SIGTERM)
 			time.Sleep(2 * Repeat)
 			p.Signal(syscall.SIGTERM)
-		}, false, "a second signal (SIGTERM)"},
+		}, false, "a second signal (SIGTERM)", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd, out, stderr := supervisor(t, tt.role)
-			if line, err := out.ReadString('\n'); line != "ready\n" {
+			cmd, out, stderr := supervisor(t, tt.role, tt.nohup)
+			line, err := out.ReadString('\n')
+			var pid int
+			if _, perr := fmt.Sscanf(line, "ready %d\n", &pid); perr != nil {
 				t.Fatalf("worker: %q, %v: %s", line, err, stderr.String())
 			}
+			t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) })
 			tt.send(cmd.Process)
-			rest, _ := io.ReadAll(out) // until the worker, which holds stdout too, is gone
+			rest := readAllWithin(t, out, time.Minute) // until the worker, which holds stdout too, is gone
 			exitCode(t, cmd)
 			if strings.Contains(string(rest), "torn down") != tt.tornDown {
 				t.Errorf("worker output after the signal: %q; want teardown finished: %v", rest, tt.tornDown)

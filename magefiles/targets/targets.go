@@ -35,7 +35,7 @@ import (
 // -packages option (see foldPatterns).
 func init() {
 	command.Serve(workers)
-	os.Args = foldPatterns(os.Args)
+	os.Args = foldShardArgs(foldPatterns(os.Args))
 }
 
 // workers are the targets' commands as a worker runs them, by the name the
@@ -47,11 +47,24 @@ var workers = map[string]command.Target{
 			return command.FaultPreflight(ctx, command.PreflightOptions{Required: required, Out: out})
 		})
 	},
-	"validate": func(ctx context.Context, _ []string) error {
-		return run(func(out io.Writer) error { return command.Validate(ctx, command.ValidateOptions{Out: out}) })
+	"validate": func(ctx context.Context, args []string) error {
+		fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+		shard := fs.String("shard", "", "")
+		if err := fs.Parse(args); err != nil {
+			return fmt.Errorf("%w: %v", command.ErrUsage, err)
+		}
+		set := false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "shard" })
+		return run(func(out io.Writer) error {
+			return command.Validate(ctx, command.ValidateOptions{Shard: *shard, ShardSet: set, Out: out})
+		})
 	},
-	"program-gate": func(ctx context.Context, _ []string) error {
-		return run(func(out io.Writer) error { return command.ProgramGate(ctx, command.ProgramGateOptions{Out: out}) })
+	"program-gate": func(ctx context.Context, args []string) error {
+		opts := command.ProgramGateOptions{}
+		if len(args) > 0 && args[0] == mergeFlag {
+			opts.MergeSet, opts.Merge = true, args[1:]
+		}
+		return run(func(out io.Writer) error { opts.Out = out; return command.ProgramGate(ctx, opts) })
 	},
 	"contested": func(ctx context.Context, args []string) error {
 		return run(func(out io.Writer) error {
@@ -89,6 +102,16 @@ var workers = map[string]command.Target{
 		}
 		opts := command.BenchOptions{Benchtime: *benchtime, Filter: *filter}
 		return run(func(out io.Writer) error { opts.Out = out; return command.Bench(ctx, opts) })
+	},
+	"history": func(ctx context.Context, args []string) error {
+		fs := flag.NewFlagSet("history", flag.ContinueOnError)
+		test := fs.String("test", "", "")
+		last := fs.Int("last", 0, "")
+		if err := fs.Parse(args); err != nil {
+			return fmt.Errorf("%w: %v", command.ErrUsage, err)
+		}
+		opts := command.HistoryOptions{Test: *test, Last: *last}
+		return run(func(out io.Writer) error { opts.Out = out; return command.History(ctx, opts) })
 	},
 	"mutants": func(ctx context.Context, args []string) error {
 		return run(func(out io.Writer) error {
@@ -185,15 +208,98 @@ func FaultPreflight(ctx context.Context, required *bool) error {
 // purge the old records and stamp, run the battery (go test ./...), verify
 // the six gate phases, judge each registered surface by contested's rules,
 // and arbitrate each failing contract test (other failures are listed).
-func Validate(ctx context.Context) error {
-	return command.Supervise(ctx, "validate")
+//
+// With -shard=I/N (or CONTESTED_SHARD=I/N) it runs shard I of N: its share
+// of the battery (split by package, then by test, balanced by
+// test-results/shards/timings.json when present) with its own layer, stamp
+// and run id under the run id all the shards share, and writes shard.json
+// beside validate.json. program-gate -merge certifies the shards as one.
+//
+//	go tool mage validate
+//	go tool mage validate -shard=2/3
+func Validate(ctx context.Context, shard *string) error {
+	var args []string
+	if shard != nil {
+		args = append(args, "-shard="+*shard)
+	}
+	return command.Supervise(ctx, "validate", args...)
 }
 
 // ProgramGate (program-gate) runs fault-preflight -required, then the six verification
 // phases over whatever fault records are on disk. For triage after a
 // battery; never a substitute for validate.
-func ProgramGate(ctx context.Context) error {
-	return command.Supervise(ctx, "program-gate")
+//
+// With -merge DIR... it certifies the shards of one split battery as one
+// run instead (their results directories, as validate -shard=I/N wrote
+// them): every shard of 1..N present once, one shared run id, every shard's
+// records intact and postdating its own stamp, every test owned by exactly
+// one shard; then the six phases and the surfaces' verdicts over the
+// union, in this module's results directory. It needs no fault layer.
+//
+//	go tool mage program-gate
+//	go tool mage program-gate -merge shards/1 shards/2 shards/3
+func ProgramGate(ctx context.Context, merge *string) error {
+	if merge == nil {
+		return command.Supervise(ctx, "program-gate")
+	}
+	return command.Supervise(ctx, "program-gate", append([]string{mergeFlag}, splitMerge(*merge)...)...)
+}
+
+// mergeFlag is program-gate's -merge, as the worker receives it.
+const mergeFlag = "-merge"
+
+// mergeSep joins the directories after -merge into Mage's one -merge=
+// value (see foldMerge): a newline, which no directory name a CI job gives
+// holds.
+const mergeSep = "\n"
+
+// splitMerge is the directories of a folded -merge value.
+func splitMerge(v string) []string {
+	var dirs []string
+	for _, d := range strings.Split(v, mergeSep) {
+		if d != "" {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+// foldShardArgs rewrites Mage's command line so that the documented forms
+// reach the targets: "program-gate -merge a b c" becomes "program-gate
+// -merge=a\nb\nc" (Mage takes one value per option), and "validate -shard
+// 2/3" becomes "validate -shard=2/3". The directories after -merge are the
+// arguments up to the next one that starts with "-".
+func foldShardArgs(argv []string) []string {
+	out := make([]string, 0, len(argv))
+	for i := 0; i < len(argv); i++ {
+		a := argv[i]
+		out = append(out, a)
+		if i == 0 || i+1 >= len(argv) {
+			continue
+		}
+		switch {
+		case strings.EqualFold(a, "program-gate") || strings.EqualFold(a, "programgate"):
+			if next := argv[i+1]; next == "-merge" || next == "--merge" {
+				j := i + 2
+				for j < len(argv) && !strings.HasPrefix(argv[j], "-") {
+					j++
+				}
+				out = append(out, "-merge="+strings.Join(argv[i+2:j], mergeSep))
+				i = j - 1
+			}
+		case strings.EqualFold(a, "history"):
+			if next := argv[i+1]; !strings.HasPrefix(next, "-") {
+				out = append(out, "-test="+next)
+				i++
+			}
+		case strings.EqualFold(a, "validate"):
+			if next := argv[i+1]; (next == "-shard" || next == "--shard") && i+2 < len(argv) {
+				out = append(out, "-shard="+argv[i+2])
+				i += 2
+			}
+		}
+	}
+	return out
 }
 
 // Contested runs a surface's fault legs in isolation over its seed budget
@@ -327,4 +433,28 @@ func Mutants(ctx context.Context, packages *string) error {
 		}
 	}
 	return command.Supervise(ctx, "mutants", args...)
+}
+
+// History prints the flake history every validate appends to
+// test-results/history/outcomes.jsonl: for a test (TestX, TestX/leg or
+// pkg.TestX), how many of its last runs failed, the first failing run and
+// its commit, each leg's count with the seeds that failed, and one mark per
+// run (. passed, F failed); without a test, every test that failed in its
+// last runs, and draws their trends in test-results/history/history.html
+// (inline SVG: one column per run, the commit under each). -last sets how
+// many runs (default 20). CONTESTED_HISTORY_DSN reads a team's database
+// instead. arbitrate prints the same trend before it walks the ladder.
+//
+//	go tool mage history
+//	go tool mage history TestStockContract
+//	go tool mage history -test=TestStockContract -last=50
+func History(ctx context.Context, test *string, last *int) error {
+	var args []string
+	if test != nil {
+		args = append(args, "-test="+*test)
+	}
+	if last != nil {
+		args = append(args, "-last="+strconv.Itoa(*last))
+	}
+	return command.Supervise(ctx, "history", args...)
 }

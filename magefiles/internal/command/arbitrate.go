@@ -77,6 +77,8 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 		return arbitrateError(err)
 	}
 	hintIgnore(ctx, dir, root, out)
+	history := readHistory(ctx, root, ws.reg.Guard.CanonicalDatabases, out)
+	showHistory(history, opts.Test, out)
 	if l, err := faultlayer.Up(ctx, cfg); err != nil {
 		reportUpError(out, err)
 		lo.LayerErr = err
@@ -90,6 +92,7 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 		fmt.Fprintf(out, "ladder: using the capacity samples of the last validate run (%d samples)\n", len(c.Samples))
 	}
 	lo.Seen = lastBattery(root, out)
+	lo.History = history
 	o, err := ladder.Walk(ctx, opts.Test, lo)
 	if err != nil {
 		return arbitrateError(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/gate/ladder"
 	"github.com/contested/contested/gate/report"
+	"github.com/contested/contested/gate/shard"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/capacity"
@@ -39,7 +40,12 @@ type ValidateOptions struct {
 	Patterns []string
 	// Args are extra go test flags (for example -run).
 	Args []string
-	Out  io.Writer
+	// Shard is validate -shard's value ("I/N"): run that share of the
+	// battery (CONTESTED_SHARD when empty; see shardSpec).
+	Shard string
+	// ShardSet says -shard was given, even empty (a usage error).
+	ShardSet bool
+	Out      io.Writer
 }
 
 // ValidateReport is what one validate run found, saved as validate.json
@@ -69,6 +75,9 @@ type ValidateReport struct {
 	Green         bool          `json:"green"`
 	Reasons       []string      `json:"reasons,omitempty"`
 	Took          time.Duration `json:"took_ns"`
+	// Shard is "I/N" when this run was one shard of a battery split
+	// across machines (its manifest is shard.json beside validate.json).
+	Shard string `json:"shard,omitempty"`
 }
 
 // Validate is the paired run: bring the fault layer up, run fault-preflight
@@ -100,6 +109,10 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varBudget, varTimeout); err != nil {
 		return err
 	}
+	spec, err := shardSpec(opts.Shard, opts.ShardSet)
+	if err != nil {
+		return err
+	}
 	ws, err := openWorkspace(opts.Dir)
 	if err != nil {
 		return err
@@ -108,12 +121,21 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	if err != nil {
 		return err
 	}
+	var sh *sharding
+	if !spec.IsZero() {
+		if sh, err = planShard(ctx, spec, opts, ws, opts.Out); err != nil {
+			return err
+		}
+	}
 	cfg, err := layerConfig(ws.env, opts.Out)
 	if err != nil {
 		return err
 	}
-	v := &validation{out: opts.Out, reg: ws.reg, env: ws.env, whole: wholeBattery(opts),
+	v := &validation{out: opts.Out, reg: ws.reg, env: ws.env, whole: wholeBattery(opts) && sh == nil, shard: sh,
 		rep: &ValidateReport{RunID: ws.env.RunID, Level: ws.env.Level}}
+	if sh != nil {
+		v.rep.Shard = spec.String()
+	}
 	fmt.Fprintf(v.out, "%s run %s in %s\n", bold("validate:"), ws.env.RunID, ws.env.ModuleRoot)
 	hintIgnore(ctx, ws.env.ModuleRoot, ws.env.ResultsDir, v.out)
 
@@ -133,6 +155,9 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	if err != nil {
 		return err
 	}
+	if v.shard != nil {
+		v.shard.writeManifest(v.env.ResultsDir, v.faultDir(), verified, res, v.out)
+	}
 	judged := v.judge(ctx, res, verified)
 	contractFails, contracts := v.arbitrate(ctx, res, budget)
 	v.summarize(res, verified, judged, contractFails)
@@ -151,6 +176,8 @@ type validation struct {
 	rep *ValidateReport
 	// whole says the battery is the module's whole (see wholeBattery).
 	whole bool
+	// shard is this run's share of a split battery; nil for the whole.
+	shard *sharding
 	// preflight and capacity are the evidence the ladder reads.
 	preflight faultlayer.Preflight
 	capacity  capacity.Report
@@ -182,6 +209,13 @@ func (v *validation) stamp() error {
 		return fmt.Errorf("write the gate stamp: %w", err)
 	}
 	fmt.Fprintf(v.out, "validate: purged old records and wrote %s\n", filepath.Join(v.faultDir(), faultrecord.StampName))
+	if v.shard != nil {
+		st, err := shard.ReadStamp(v.faultDir())
+		if err != nil {
+			return err
+		}
+		v.shard.stamp = st
+	}
 	return nil
 }
 
@@ -194,8 +228,14 @@ func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*
 		return nil, fmt.Errorf("create the battery's event log: %w", err)
 	}
 	sampler := startSampler(ctx, root)
-	res, err := battery.Run(ctx, battery.Options{Dir: v.env.ModuleRoot, Patterns: patterns, Args: args,
-		Env: v.env.Environ(), Out: v.out, Events: events})
+	bo := battery.Options{Dir: v.env.ModuleRoot, Patterns: patterns, Args: args,
+		Env: v.env.Environ(), Out: v.out, Events: events}
+	var res *battery.Result
+	if v.shard != nil {
+		res, err = v.shard.runShare(ctx, bo)
+	} else {
+		res, err = battery.Run(ctx, bo)
+	}
 	events.Close()
 	v.capacity = sampler.Stop()
 	v.rep.Capacity = &v.capacity
@@ -221,6 +261,7 @@ func (v *validation) verify(ctx context.Context, res *battery.Result) (*gate.Rep
 		Surfaces:         v.reg.IDs(),
 		SelfTests:        v.reg.Gate.SelfTests,
 		Inventory:        inv,
+		Shard:            v.shard != nil,
 	})
 	if err != nil && verified == nil {
 		return nil, fmt.Errorf("verify: %w", err)
@@ -279,6 +320,7 @@ func (v *validation) arbitrate(ctx context.Context, res *battery.Result, budget 
 	contracts := map[string]*contract.Result{}
 	v.rep.Ladder, v.rep.NotArbitrated = arbitrateAll(ctx, contractFails, budget, ladder.Options{
 		Env: v.env, Registry: v.reg, Preflight: &v.preflight, Capacity: &v.capacity, Contracts: contracts, Seen: res, Out: v.out,
+		History: readHistoryIf(ctx, v.env.ResultsDir, v.reg.Guard.CanonicalDatabases, len(contractFails) > 0, v.out),
 	}, v.out)
 	return contractFails, contracts
 }
@@ -300,7 +342,10 @@ func (v *validation) summarize(res *battery.Result, verified *gate.Report, judge
 	fmt.Fprintln(v.out)
 	verified.WriteSummary(v.out)
 	note := ""
-	if !v.whole {
+	switch {
+	case v.shard != nil:
+		note = "shard " + v.shard.spec.String() + ", a share of the battery: NOT-RUN legs do not count against it; program-gate -merge judges the union"
+	case !v.whole:
 		note = "a selected battery: NOT-RUN legs do not count against it"
 	}
 	writeSurfaceSummary(v.out, judged, v.env.Level, note)
@@ -317,6 +362,11 @@ func (v *validation) summarize(res *battery.Result, verified *gate.Report, judge
 // finish writes the reports and validate.json and returns the verdict.
 func (v *validation) finish(res *battery.Result, verified *gate.Report, judged []*contract.Result, contracts map[string]*contract.Result) error {
 	rep, root := v.rep, v.env.ResultsDir
+	if v.shard == nil && v.whole {
+		saveTimings(root, v.out, res)
+	}
+	recs, _ := contract.ReadRecords(v.faultDir())
+	appendHistory(context.Background(), root, v.reg.Guard.CanonicalDatabases, "validate", rep.RunID, rep.Shard, res, recs, gitHead(context.Background(), v.env.ModuleRoot), v.out)
 	writeReports(root, report.Page{Title: "contested validate", RunID: rep.RunID, Layer: rep.Layer, Green: rep.Green,
 		Reasons: rep.Reasons, Gate: verified, Battery: res, Surfaces: judged, Level: v.env.Level, Plain: rep.BatteryFailures,
 		Ladder: rep.Ladder, Contracts: contractList(contracts), Capacity: rep.Capacity}, v.out)
@@ -336,7 +386,13 @@ func (v *validation) finish(res *battery.Result, verified *gate.Report, judged [
 // ProgramGateOptions configures ProgramGate.
 type ProgramGateOptions struct {
 	Dir string
-	Out io.Writer
+	// Merge are shard directories to certify as one run (program-gate
+	// -merge DIR...); empty verifies this module's records.
+	Merge []string
+	// MergeSet says -merge was given, even with no directory (a usage
+	// error).
+	MergeSet bool
+	Out      io.Writer
 }
 
 // ProgramGate runs fault-preflight in required mode, then the six phases
@@ -351,6 +407,16 @@ func ProgramGate(ctx context.Context, opts ProgramGateOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
 	out := opts.Out
+	if opts.MergeSet || len(opts.Merge) > 0 {
+		if err := checkVariables(varLevel); err != nil {
+			return err
+		}
+		if len(opts.Merge) == 0 {
+			writeMergeUsage(out)
+			return fmt.Errorf("%w: -merge needs the shards' directories: go tool mage program-gate -merge shards/1 shards/2 shards/3", ErrUsage)
+		}
+		return mergeShards(ctx, opts.Merge, opts)
+	}
 	if err := checkVariables(varLayer, varLevel); err != nil {
 		return err
 	}

@@ -1,0 +1,50 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contested/contested/gate/flakes"
+)
+
+// TestArbitrateReadsTheFlakeHistory: with a history in which the adopter's
+// TestStockReport failed 3 of its last 20 runs, arbitrate prints the trend
+// (the rate, the first failing commit) and the ladder judges the test
+// flaky from it although every rerun passes, saying so.
+func TestArbitrateReadsTheFlakeHistory(t *testing.T) {
+	t.Parallel()
+	dir := adopter(t, nil)
+	var outs []flakes.Outcome
+	for i := range 20 {
+		verdict := "pass"
+		if i == 5 || i == 11 || i == 18 {
+			verdict = "fail"
+		}
+		outs = append(outs, flakes.Outcome{Time: time.Unix(int64(1_800_000_000+i), 0), RunID: fmt.Sprintf("run-%02d", i),
+			Commit: fmt.Sprintf("%040d", i), Command: "validate", Package: "example.com/adopter", Test: "TestStockReport", Verdict: verdict})
+	}
+	if err := flakes.NewFile(filepath.Join(dir, "test-results")).Append(context.Background(), outs); err != nil {
+		t.Fatal(err)
+	}
+	out, code := mage(t, dir, nil, "history", "TestStockReport")
+	if code != 0 || !strings.Contains(out, "TestStockReport failed 3 of the last 20 runs (15%): flaky") || !strings.Contains(out, "run-05 on commit 000000000000") {
+		t.Fatalf("history: exit %d:\n%s", code, out)
+	}
+	out, code = mage(t, dir, nil, "arbitrate", "TestStockReport")
+	for _, want := range []string{
+		"TestStockReport failed 3 of the last 20 runs (15%): flaky",
+		"failed 0 of 3 reruns and 3 of its last 20 runs in the flake history (first failing run run-05",
+		"(flaky)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("arbitrate does not say %q:\n%s", want, out)
+		}
+	}
+	if code != 1 || !strings.Contains(out, "flaky battery") {
+		t.Errorf("arbitrate: exit %d; want 1 with the test author owning a flaky battery:\n%s", code, out)
+	}
+}

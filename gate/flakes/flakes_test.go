@@ -1,0 +1,130 @@
+package flakes
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/battery"
+)
+
+// runs makes the outcomes of n runs of TestC (with its burst leg) in
+// which the runs in failing fail on the leg with seed 100+run.
+func runs(n int, failing ...int) []Outcome {
+	var out []Outcome
+	for i := range n {
+		verdict := "pass"
+		for _, f := range failing {
+			if f == i {
+				verdict = "fail"
+			}
+		}
+		meta := Meta{RunID: fmt.Sprintf("run-%02d", i), Commit: fmt.Sprintf("c%02d", i), Command: "validate", Time: time.Unix(int64(i), 0)}
+		res := &battery.Result{Tests: []battery.Test{
+			{Package: "m", Name: "TestC", Action: verdict},
+			{Package: "m", Name: "TestC/burst", Action: verdict},
+			{Package: "m", Name: "TestC/reset", Action: "pass"},
+			{Package: "m", Name: "TestOther", Action: "pass"},
+		}}
+		recs := []faultrecord.Record{
+			{Package: "m", Test: "TestC/burst", Leg: "burst", Seed: int64(100 + i)},
+			{Package: "m", Test: "TestC/reset", Leg: "reset", Seed: int64(200 + i)},
+		}
+		out = append(out, FromBattery(res, recs, meta)...)
+	}
+	return out
+}
+
+func TestSummarize(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		outs        []Outcome
+		test        string
+		last        int
+		runs, fails int
+		first       string
+		burstSeeds  []int64
+		flaky       bool
+	}{
+		{"3 of 20 failed", runs(20, 4, 9, 17), "TestC", 20, 20, 3, "c04", []int64{104, 109, 117}, true},
+		{"the last 10 of them", runs(20, 4, 9, 17), "TestC", 10, 10, 1, "c17", []int64{117}, true},
+		{"package-qualified id", runs(5, 2), "m.TestC", 0, 5, 1, "c02", []int64{102}, true},
+		{"never failed", runs(4), "TestC", 0, 4, 0, "", []int64{}, false},
+		{"failed every run", runs(3, 0, 1, 2), "TestC", 0, 3, 3, "c00", []int64{100, 101, 102}, false},
+		{"another package", runs(3, 1), "other.TestC", 0, 0, 0, "", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Summarize(tc.outs, tc.test, tc.last)
+			if len(s.Runs) != tc.runs || s.Failed != tc.fails || s.Flaky() != tc.flaky {
+				t.Fatalf("runs %d failed %d flaky %v; want %d, %d, %v", len(s.Runs), s.Failed, s.Flaky(), tc.runs, tc.fails, tc.flaky)
+			}
+			if (s.FirstFailure == nil) != (tc.first == "") || s.FirstFailure != nil && s.FirstFailure.Commit != tc.first {
+				t.Errorf("first failure %+v; want commit %q", s.FirstFailure, tc.first)
+			}
+			if tc.runs == 0 {
+				return
+			}
+			if len(s.Legs) != 2 || s.Legs[0].Leg != "burst" || s.Legs[0].Failed != tc.fails || s.Legs[1].Failed != 0 {
+				t.Fatalf("legs %+v; want burst failing %d times, reset never", s.Legs, tc.fails)
+			}
+			if fmt.Sprint(s.Legs[0].Seeds) != fmt.Sprint(tc.burstSeeds) {
+				t.Errorf("burst's failing seeds %v; want %v", s.Legs[0].Seeds, tc.burstSeeds)
+			}
+		})
+	}
+}
+
+func TestSummaryWrite(t *testing.T) {
+	var b bytes.Buffer
+	Summarize(runs(4, 1, 3), "TestC", 0).Write(&b)
+	for _, want := range []string{"failed 2 of the last 4 runs (50%): flaky", "commit c01", "leg burst", "seeds that failed: 101, 103", "trend (oldest first): .F.F"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("summary does not say %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// Concurrent writers never interleave lines, and a line a killed writer
+// left unfinished is skipped.
+func TestFileConcurrentAppend(t *testing.T) {
+	f := NewFile(t.TempDir())
+	const writers, batches = 8, 20
+	batch := runs(3)
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for range batches {
+				if err := f.Append(context.Background(), batch); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	fd, err := os.OpenFile(f.Path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd.WriteString(`{"schema":"contested/outcome@1","run_id":"torn","te`)
+	fd.Close()
+	got, err := f.Read(context.Background())
+	if err != nil || len(got) != writers*batches*len(batch) {
+		t.Fatalf("read %d outcomes, %v; want %d", len(got), err, writers*batches*len(batch))
+	}
+	if s := Summarize(got, "TestC", 0); len(s.Runs) != 3 {
+		t.Errorf("%d runs; want 3", len(s.Runs))
+	}
+}
+
+func TestFileMissingIsEmpty(t *testing.T) {
+	got, err := NewFile(t.TempDir()).Read(context.Background())
+	if got != nil || err != nil {
+		t.Fatalf("%v, %v", got, err)
+	}
+}

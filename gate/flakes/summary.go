@@ -1,0 +1,203 @@
+package flakes
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Summary is one test's trend over the last runs that ran it.
+type Summary struct {
+	Package string `json:"package"`
+	Test    string `json:"test"`
+	// Runs are the runs that ran the test, oldest first, at most the last
+	// asked for.
+	Runs   []Run `json:"runs"`
+	Failed int   `json:"failed"`
+	// FirstFailure is the oldest failing run among them.
+	FirstFailure *Run `json:"first_failure,omitempty"`
+	// Legs are the test's fault legs, each with its own count.
+	Legs []Leg `json:"legs"`
+}
+
+// Run is one run of a test.
+type Run struct {
+	RunID  string    `json:"run_id"`
+	Commit string    `json:"commit,omitempty"`
+	Time   time.Time `json:"time"`
+	Failed bool      `json:"failed"`
+}
+
+// Leg is one fault leg of a test over the runs.
+type Leg struct {
+	Leg    string `json:"leg"`
+	Runs   int    `json:"runs"`
+	Failed int    `json:"failed"`
+	// Seeds are the seeds of its failing runs.
+	Seeds []int64 `json:"failing_seeds"`
+}
+
+// Rate is the share of runs that failed, 0 with no runs.
+func (s Summary) Rate() float64 {
+	if len(s.Runs) == 0 {
+		return 0
+	}
+	return float64(s.Failed) / float64(len(s.Runs))
+}
+
+// Flaky says the test both passed and failed over the runs; Consistent
+// that it failed every run.
+func (s Summary) Flaky() bool      { return s.Failed > 0 && s.Failed < len(s.Runs) }
+func (s Summary) Consistent() bool { return len(s.Runs) > 0 && s.Failed == len(s.Runs) }
+
+// Summarize is the trend of test (TestX, or pkg.TestX with its package)
+// over its last runs (0: all), from outs in the order written. A run
+// failed the test when the test or any of its subtests failed in it.
+func Summarize(outs []Outcome, test string, last int) Summary {
+	pkg, name := splitID(outs, test)
+	name, _, _ = strings.Cut(name, "/") // a leg's subtest is its test's
+	s := Summary{Package: pkg, Test: name, Runs: []Run{}, Legs: []Leg{}}
+	byRun := map[string]*Run{}
+	var order []string
+	type legRun struct {
+		failed bool
+		seeds  []int64
+	}
+	legs := map[string]map[string]*legRun{} // leg → run → outcome
+	for _, o := range outs {
+		top, _, _ := strings.Cut(o.Test, "/")
+		if top != name || (pkg != "" && o.Package != pkg) {
+			continue
+		}
+		r := byRun[o.RunID]
+		if r == nil {
+			r = &Run{RunID: o.RunID, Commit: o.Commit, Time: o.Time}
+			byRun[o.RunID] = r
+			order = append(order, o.RunID)
+		}
+		r.Failed = r.Failed || o.Failed()
+		if o.Leg != "" {
+			if legs[o.Leg] == nil {
+				legs[o.Leg] = map[string]*legRun{}
+			}
+			lr := legs[o.Leg][o.RunID]
+			if lr == nil {
+				lr = &legRun{}
+				legs[o.Leg][o.RunID] = lr
+			}
+			lr.failed = lr.failed || o.Failed()
+			if o.Failed() && o.Seed != 0 && !slices.Contains(lr.seeds, o.Seed) {
+				lr.seeds = append(lr.seeds, o.Seed)
+			}
+		}
+	}
+	if last > 0 && len(order) > last {
+		order = order[len(order)-last:]
+	}
+	kept := map[string]bool{}
+	for _, id := range order {
+		r := *byRun[id]
+		kept[id] = true
+		s.Runs = append(s.Runs, r)
+		if r.Failed {
+			s.Failed++
+			if s.FirstFailure == nil {
+				first := r
+				s.FirstFailure = &first
+			}
+		}
+	}
+	for _, leg := range sortedKeys(legs) {
+		l := Leg{Leg: leg, Seeds: []int64{}}
+		for _, id := range order {
+			lr, ok := legs[leg][id]
+			if !ok {
+				continue
+			}
+			l.Runs++
+			if lr.failed {
+				l.Failed++
+				l.Seeds = append(l.Seeds, lr.seeds...)
+			}
+		}
+		s.Legs = append(s.Legs, l)
+	}
+	return s
+}
+
+// splitID finds the package of a test id "pkg.TestX" among the outcomes'
+// packages; a bare name has none (any package).
+func splitID(outs []Outcome, id string) (pkg, name string) {
+	for _, o := range outs {
+		if p, n, ok := strings.Cut(id, o.Package+"."); ok && p == "" && o.Package != "" {
+			return o.Package, n
+		}
+	}
+	return "", id
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Write prints the summary for people: the rate, the first failing
+// commit, each leg, and one mark per run, oldest first (. passed, F
+// failed).
+func (s Summary) Write(w io.Writer) {
+	if len(s.Runs) == 0 {
+		fmt.Fprintf(w, "history: %s: no run in the history\n", s.Test)
+		return
+	}
+	fmt.Fprintf(w, "history: %s failed %d of the last %d runs (%.0f%%)", s.Test, s.Failed, len(s.Runs), 100*s.Rate())
+	switch {
+	case s.Flaky():
+		fmt.Fprint(w, ": flaky")
+	case s.Consistent():
+		fmt.Fprint(w, ": failed every run")
+	}
+	fmt.Fprintln(w)
+	if f := s.FirstFailure; f != nil {
+		fmt.Fprintf(w, "  first failing run %s on commit %s (%s)\n", f.RunID, orUnknown(short(f.Commit)), f.Time.UTC().Format(time.RFC3339))
+	}
+	for _, l := range s.Legs {
+		fmt.Fprintf(w, "  leg %-17s failed %d of %d runs", l.Leg, l.Failed, l.Runs)
+		if len(l.Seeds) > 0 {
+			seeds := make([]string, len(l.Seeds))
+			for i, x := range l.Seeds {
+				seeds[i] = fmt.Sprint(x)
+			}
+			fmt.Fprintf(w, "; seeds that failed: %s", strings.Join(seeds, ", "))
+		}
+		fmt.Fprintln(w)
+	}
+	var marks strings.Builder
+	for _, r := range s.Runs {
+		if r.Failed {
+			marks.WriteByte('F')
+		} else {
+			marks.WriteByte('.')
+		}
+	}
+	fmt.Fprintf(w, "  trend (oldest first): %s\n", marks.String())
+}
+
+func short(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "(unknown)"
+	}
+	return s
+}
