@@ -81,21 +81,6 @@ func TestAFailedPreflightAlwaysCannotRun(t *testing.T) {
 	}
 }
 
-// TestAPassingPreflightGoesOnToStepThree is the other side of the test
-// above: the same options with a preflight whose checks all passed reach
-// step 3, so step 2 is not simply always taken.
-func TestAPassingPreflightGoesOnToStepThree(t *testing.T) {
-	opts := fixtureOptions(t)
-	opts.Preflight = &faultlayer.Preflight{Checks: []faultlayer.Check{{Name: "toxiproxy /version", OK: true}}}
-	o, err := Walk(context.Background(), "TestStockContract/reset", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.Step != 3 || o.Contract != verdict.Green {
-		t.Fatalf("step %d, contract %s; want step 3 and the given GREEN contract", o.Step, o.Contract)
-	}
-}
-
 func leg(lever string, v verdict.Verdict) contract.LegResult {
 	return contract.LegResult{Lever: lever, Verdict: v, Reason: "because " + lever, FailedRun: 7, Replay: "CONTESTED_SEED=7 go test -run " + lever}
 }

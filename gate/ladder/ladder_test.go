@@ -4,23 +4,31 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/contested/contested/contested/runenv"
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/testlog"
 
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultlayer/faulttest"
-	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/battery"
-	"github.com/contested/contested/internal/capacity"
 	"github.com/contested/contested/registry"
 )
 
-func TestMain(m *testing.M) { faulttest.Main(m) }
+// TestMain runs every contract the tests walk to over one seed (the
+// adopter's budget is more), for the whole process: the tests that walk
+// the adopter fixture run in parallel, where t.Setenv may not be used.
+func TestMain(m *testing.M) {
+	if err := os.Setenv(envvar.Seeds, "1"); err != nil {
+		panic(err)
+	}
+	faulttest.Main(m)
+}
 
 // options returns ladder options over the adopter fixture with a healthy
 // layer; extraEnv is added to what the tests see.
@@ -37,74 +45,8 @@ func options(t *testing.T, extraEnv ...string) Options {
 	}
 	l := faulttest.Layer(t)
 	p := faultlayer.Preflight{Checks: []faultlayer.Check{{Name: "toxiproxy /version", OK: true}}}
-	t.Setenv("CONTESTED_SEEDS", "1")
 	env := runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: t.TempDir()}.Attach(append(l.Env(), extraEnv...), l.RunID)
 	return Options{Env: env, Registry: reg, Preflight: &p, Reruns: 3, Out: testlog.Writer(t)}
-}
-
-func TestAComponentDefectIsTheComponentsWithAReproducibleSeed(t *testing.T) {
-	o, err := Walk(context.Background(), "TestStockContract/burst", options(t, "GOFLAGS=-tags=adopter_defect"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Write(testlog.Writer(t))
-	if o.Step != 3 || o.Contract != verdict.Red || o.Owner != Component || o.OwnerName != "stock-team" {
-		t.Fatalf("ended at step %d, contract %s, owner %s (%s); want step 3, RED, component (stock-team)", o.Step, o.Contract, o.Owner, o.OwnerName)
-	}
-	if o.Verdict != string(verdict.FailReproducible) {
-		t.Errorf("verdict %s, want FAIL-reproducible", o.Verdict)
-	}
-	if !strings.Contains(o.Action, "CONTESTED_SEED=") || !strings.Contains(o.Action, "leg burst") {
-		t.Errorf("action %q lacks the leg and the seed's replay command", o.Action)
-	}
-	if o.Reruns.Class != "consistent" {
-		t.Errorf("the defective test's reruns: %+v, want consistent", o.Reruns)
-	}
-	issue := o.Issue()
-	for _, want := range []string{"fix: adopter.stock:", "component (stock-team)", "FAIL-reproducible", "CONTESTED_SEED="} {
-		if !strings.Contains(issue, want) {
-			t.Errorf("issue body lacks %q:\n%s", want, issue)
-		}
-	}
-}
-
-func TestATestThatFlakesOnItsFixtureIsTheTestAuthors(t *testing.T) {
-	counter := filepath.Join(t.TempDir(), "runs")
-	o, err := Walk(context.Background(), "TestStockReport", options(t, "ADOPTER_FLAKY_FIXTURE="+counter))
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Write(testlog.Writer(t))
-	if o.Step != 3 || o.Contract != verdict.Green || o.Owner != TestAuthor {
-		t.Fatalf("ended at step %d, contract %s, owner %s; want step 3, GREEN, test author", o.Step, o.Contract, o.Owner)
-	}
-	if o.Reruns.Class != "flaky" || !strings.Contains(o.Verdict, "flaky battery") {
-		t.Errorf("reruns %+v, verdict %q; want flaky", o.Reruns, o.Verdict)
-	}
-	if !strings.Contains(o.Action, "without loosening it") {
-		t.Errorf("action %q does not forbid loosening the test", o.Action)
-	}
-}
-
-func TestAGreenContractInASaturatedRunIsCapacityWithEvidence(t *testing.T) {
-	opts := options(t)
-	// The capacity report of a run in which the machine was saturated.
-	var samples []capacity.Sample
-	for range 8 {
-		samples = append(samples, capacity.Sample{CPUs: 2, Load1: 11, MemTotalBytes: 100, MemAvailBytes: 50, DiskTotalBytes: 100 << 30, DiskFreeBytes: 50 << 30})
-	}
-	rep := capacity.Analyze(samples)
-	opts.Capacity = &rep
-	opts.Contracts = map[string]*contract.Result{"adopter.stock": {Surface: "adopter.stock", Contract: verdict.Green}}
-	// It failed in that run (and passes its reruns).
-	opts.Seen = &battery.Result{Tests: []battery.Test{{Package: "example.com/adopter", Name: "TestStockReport", Action: "fail"}}}
-	o, err := Walk(context.Background(), "TestStockReport", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.Owner != Capacity || len(o.Contended) == 0 || !strings.Contains(o.Action, "load: 5.5 per CPU") || !strings.Contains(o.Action, "still fix it") {
-		t.Fatalf("owner %s, contended %v, action %q; want capacity naming the load, and still a fix", o.Owner, o.Contended, o.Action)
-	}
 }
 
 func TestAFaultLayerThatIsDownCannotRun(t *testing.T) {

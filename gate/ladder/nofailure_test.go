@@ -10,64 +10,10 @@ import (
 
 	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultlayer"
-	"github.com/contested/contested/gate/contract"
-	"github.com/contested/contested/gate/verdict"
-	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/testlog"
 	"github.com/contested/contested/internal/testmodule"
 	"github.com/contested/contested/registry"
 )
-
-// TestATestThatDidNotFailHasNothingToArbitrate: a test that passes every
-// rerun and did not fail in the battery it was reported from (or when no
-// battery is known) ends with NO FAILURE, no owner and no contract run;
-// the same reruns with a battery in which it failed go on to judge it.
-func TestATestThatDidNotFailHasNothingToArbitrate(t *testing.T) {
-	passed := &battery.Result{Tests: []battery.Test{
-		{Package: "example.com/adopter", Name: "TestStockReport", Action: "pass"},
-		{Package: "example.com/adopter", Name: "TestStockContract", Action: "fail"},
-	}}
-	failed := &battery.Result{Tests: []battery.Test{{Package: "example.com/adopter", Name: "TestStockReport", Action: "fail"}}}
-	packageFailed := &battery.Result{Packages: []battery.Package{{Name: "example.com/adopter", Action: "fail", Output: "FAIL\texample.com/adopter [build failed]\n"}}}
-	tests := []struct {
-		name      string
-		seen      *battery.Result
-		noFailure bool
-	}{
-		{"passed in the last run", passed, true},
-		{"no last run", nil, true},
-		{"failed in the last run", failed, false},
-		{"its package failed in the last run", packageFailed, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			opts := options(t)
-			opts.Reruns = 1
-			opts.Seen = tt.seen
-			opts.Contracts = map[string]*contract.Result{"adopter.stock": {Surface: "adopter.stock", Contract: verdict.Green}}
-			o, err := Walk(context.Background(), "TestStockReport", opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			o.Write(testlog.Writer(t))
-			if o.Reruns.Class != "passes" {
-				t.Fatalf("reruns %+v; the fixture's TestStockReport should pass", o.Reruns)
-			}
-			if got := o.NoFailure(); got != tt.noFailure {
-				t.Fatalf("NoFailure() = %v (verdict %s, owner %q), want %v", got, o.Verdict, o.Owner, tt.noFailure)
-			}
-			if !tt.noFailure {
-				if o.Owner != TestAuthor || o.Contract != verdict.Green {
-					t.Errorf("owner %q, contract %s; want the test author over a GREEN contract", o.Owner, o.Contract)
-				}
-				return
-			}
-			if o.Owner != "" || o.Contract != "" || len(o.Legs) != 0 || !strings.Contains(o.Action, "nothing to arbitrate") {
-				t.Errorf("owner %q, contract %q, legs %d, action %q; want no owner, no contract, nothing to arbitrate", o.Owner, o.Contract, len(o.Legs), o.Action)
-			}
-		})
-	}
-}
 
 // packageModule writes a module whose contract test lives in a package
 // that fails before its tests run (files["p/p_test.go"]), registered as
