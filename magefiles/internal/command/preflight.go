@@ -53,7 +53,7 @@ func FaultPreflight(ctx context.Context, opts PreflightOptions) error {
 		mode = "required"
 	}
 	if cfg.ToxiproxyURL == "" {
-		fmt.Fprintf(opts.Out, "fault-preflight (%s): no layer named in the environment; bringing one up to check, torn down afterwards\n", mode)
+		fmt.Fprintf(opts.Out, "fault-preflight (%s): no layer named in the environment; the warm layer when one is up (go tool mage layer status), else one brought up to check and torn down afterwards\n", mode)
 	}
 	l, err := faultlayer.Up(ctx, cfg)
 	var pe *faultlayer.PreflightError
