@@ -10,13 +10,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/flock"
 	"github.com/contested/contested/internal/images"
 	"github.com/contested/contested/internal/reap"
 	"github.com/contested/contested/internal/runid"
@@ -119,26 +119,7 @@ func lockWarm(ctx context.Context, path string) (func(), error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); _ = f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, err
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return flock.Lock(ctx, path+".lock", 0o600, 50*time.Millisecond)
 }
 
 // WarmState is what WarmStatus finds.

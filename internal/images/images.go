@@ -16,11 +16,12 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
-	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
+
+	"github.com/contested/contested/internal/flock"
 )
 
 // Docker is the part of the Docker API this package uses.
@@ -188,27 +189,7 @@ func pull(ctx context.Context, d Docker, ref string) error {
 // The kernel drops it when the process dies, so a killed build never wedges
 // the next one.
 func lock(ctx context.Context, name string) (func(), error) {
-	p := filepath.Join(os.TempDir(), "contested-image-"+name+".lock")
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); _ = f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, err
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+	return flock.Lock(ctx, filepath.Join(os.TempDir(), "contested-image-"+name+".lock"), 0o644, 500*time.Millisecond)
 }
 
 // drainJSON reads a Docker JSON message stream (build or import output),

@@ -1,0 +1,38 @@
+// Package flock gives an exclusive, context-bounded lock on a file shared
+// across processes.
+package flock
+
+import (
+	"context"
+	"errors"
+	"os"
+	"syscall"
+	"time"
+)
+
+// Lock takes an exclusive flock on path (created with perm if missing),
+// trying again every poll until ctx ends, and returns the function that
+// releases it. The kernel drops the lock when the process dies, so a killed
+// holder never wedges the next one.
+func Lock(ctx context.Context, path string, perm os.FileMode, poll time.Duration) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, perm)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); _ = f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+}
