@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"fmt"
-	"hash/fnv"
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -106,9 +104,7 @@ func pick(l leg, seed int64, w levers.Window, i, replicas int) int {
 	if c, ok := w.Params.(levers.CrashParams); ok {
 		return c.Victim(replicas)
 	}
-	h := fnv.New64a()
-	fmt.Fprintf(h, "cluster/%s/%d", l.name, i)
-	return rand.New(rand.NewPCG(uint64(seed), h.Sum64())).IntN(replicas)
+	return levers.Stream(l.lever.Name(), seed, fmt.Sprintf("cluster/%s/%d", l.name, i)).IntN(replicas)
 }
 
 // summary describes the plan: the lever and each strike.

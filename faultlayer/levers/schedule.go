@@ -114,7 +114,7 @@ const MaxHold = 5 * time.Second
 func NewSchedule(l Lever, seed int64, p Scope) Schedule {
 	p = p.norm()
 	s := Schedule{Lever: l.Name(), Seed: seed, Level: p.Level, Span: p.Span, Windows: l.Draw(streams(l.Name(), seed), p)}
-	r := stream(l.Name(), seed, "retry")
+	r := Stream(l.Name(), seed, "retry")
 	s.Retry = Retry{Backoff: between(r, 5, 40) * time.Millisecond, Max: between(r, 100, 400) * time.Millisecond}
 	return s
 }
@@ -146,11 +146,12 @@ func (s Streams) Of(k Kind) *rand.Rand {
 }
 
 func streams(lever string, seed int64) Streams {
-	return Streams{stream(lever, seed, "base"), stream(lever, seed, "more"), stream(lever, seed, "recovery")}
+	return Streams{Stream(lever, seed, "base"), Stream(lever, seed, "more"), Stream(lever, seed, "recovery")}
 }
 
-// stream is the random source of one purpose of one lever's schedule.
-func stream(lever string, seed int64, purpose string) *rand.Rand {
+// Stream is the random source of one purpose of one lever's schedule (a
+// rig that draws more of a lever's choices names a purpose of its own).
+func Stream(lever string, seed int64, purpose string) *rand.Rand {
 	h := fnv.New64a()
 	h.Write([]byte(lever + "/" + purpose))
 	return rand.New(rand.NewPCG(uint64(seed), h.Sum64()))
