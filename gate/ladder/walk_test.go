@@ -40,7 +40,11 @@ func TestAPassingPreflightGoesOnToStepThree(t *testing.T) {
 
 func TestAComponentDefectIsTheComponentsWithAReproducibleSeed(t *testing.T) {
 	t.Parallel()
-	o, err := Walk(context.Background(), "TestStockContract/burst", options(t, "GOFLAGS=-tags=adopter_defect"))
+	opts := options(t, "GOFLAGS=-tags=adopter_defect")
+	// One rerun of the test: the seed's reproducibility is the contract's
+	// own reruns, which every failing seed gets.
+	opts.Reruns = 1
+	o, err := Walk(context.Background(), "TestStockContract/burst", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +72,9 @@ func TestAComponentDefectIsTheComponentsWithAReproducibleSeed(t *testing.T) {
 func TestATestThatFlakesOnItsFixtureIsTheTestAuthors(t *testing.T) {
 	t.Parallel()
 	counter := filepath.Join(t.TempDir(), "runs")
-	o, err := Walk(context.Background(), "TestStockReport", options(t, "ADOPTER_FLAKY_FIXTURE="+counter))
+	opts := options(t, "ADOPTER_FLAKY_FIXTURE="+counter)
+	opts.Reruns = 2 // the fixture fails the first, passes the second
+	o, err := Walk(context.Background(), "TestStockReport", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +82,7 @@ func TestATestThatFlakesOnItsFixtureIsTheTestAuthors(t *testing.T) {
 	if o.Step != 3 || o.Contract != verdict.Green || o.Owner != TestAuthor {
 		t.Fatalf("ended at step %d, contract %s, owner %s; want step 3, GREEN, test author", o.Step, o.Contract, o.Owner)
 	}
-	if o.Reruns.Class != "flaky" || !strings.Contains(o.Verdict, "flaky battery") {
+	if o.Reruns.Class != "flaky" || o.Reruns.Failures != 1 || !strings.Contains(o.Verdict, "flaky battery") {
 		t.Errorf("reruns %+v, verdict %q; want flaky", o.Reruns, o.Verdict)
 	}
 	if !strings.Contains(o.Action, "without loosening it") {
@@ -87,6 +93,7 @@ func TestATestThatFlakesOnItsFixtureIsTheTestAuthors(t *testing.T) {
 func TestAGreenContractInASaturatedRunIsCapacityWithEvidence(t *testing.T) {
 	t.Parallel()
 	opts := options(t)
+	opts.Reruns = 1 // it passes; the capacity report decides
 	// The capacity report of a run in which the machine was saturated.
 	var samples []capacity.Sample
 	for range 8 {
