@@ -100,17 +100,18 @@ func TestATestOutsideTheRegistryIsNotAContractTest(t *testing.T) {
 func TestNewPlain(t *testing.T) {
 	tests := []struct {
 		name, pkg, test, output string
-		first, action           string
+		first, action, what     string
 	}{
 		{"a test", "example.com/m/faultlayer", "TestProviders/containers", "=== RUN   TestProviders/containers\n    layer_test.go:42: debootstrap is not installed\n--- FAIL: TestProviders/containers (0.01s)\n",
-			"layer_test.go:42: debootstrap is not installed", "go test example.com/m/faultlayer -run '^TestProviders$/^containers$' -count=1"},
-		{"a package outside any test", "example.com/m/broken", "", "# example.com/m/broken\nundefined: x\nFAIL\n", "undefined: x", "go test example.com/m/broken -count=1"},
+			"layer_test.go:42: debootstrap is not installed", "go test example.com/m/faultlayer -run '^TestProviders$/^containers$' -count=1", ""},
+		// How many of its tests ran is unknown: never "after its tests passed".
+		{"a package outside any test", "example.com/m/broken", "", "# example.com/m/broken\nundefined: x\nFAIL\n", "undefined: x", "go test example.com/m/broken -count=1", ExitedEarly},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := NewPlain(tt.pkg, tt.test, tt.output)
-			if p.FirstLine != tt.first || !strings.Contains(p.Action, tt.action) || p.Owner != PlainOwner {
-				t.Errorf("NewPlain = %+v; want first line %q and an action with %q", p, tt.first, tt.action)
+			if p.FirstLine != tt.first || !strings.Contains(p.Action, tt.action) || p.Owner != PlainOwner || p.What != tt.what {
+				t.Errorf("NewPlain = %+v; want first line %q, an action with %q and what %q", p, tt.first, tt.action, tt.what)
 			}
 		})
 	}
