@@ -201,6 +201,7 @@ func TestSplitID(t *testing.T) {
 		{"github.com/a/b.TestX/reset", "github.com/a/b", "TestX/reset"},
 		{"example.com/adopter.TestStockContract/burst", "example.com/adopter", "TestStockContract/burst"},
 		{"TestX/sub.TestY", "", "TestX/sub.TestY"},
+		{"example.com/m.helper", "", "example.com/m.helper"}, // no test name in it
 	}
 	for _, tt := range tests {
 		pkg, name := SplitID(tt.in)
