@@ -280,3 +280,28 @@ package = "./queue"
 		t.Errorf("reset %s (%s); want NOT-AT-LEVEL: another package's failing TestStock/reset and an unregistered test's record are not its evidence", reset.Verdict, reset.Reason)
 	}
 }
+
+// TestFirstFailureLine: the line that says why a test failed is its first
+// file:line message that is not its leg's own unfired-fault report, else
+// the first line that is not go test's framing; at most 300 bytes.
+func TestFirstFailureLine(t *testing.T) {
+	at300 := "x.go:" + strings.Repeat("a", 295)
+	tests := []struct{ name, out, want string }{
+		{"a file:line message", "=== RUN   TestX\n    x_test.go:12: boom\n--- FAIL: TestX (0.00s)\n", "x_test.go:12: boom"},
+		{"past the leg's unfired fault", "    leg.go:1: contested: leg TestX/burst ARMED BUT DID NOT FIRE\n    x_test.go:9: real\n", "x_test.go:9: real"},
+		{"past another report of the leg's", "    leg.go:3: contested: leg TestX/burst: healed\n    x_test.go:4: real\n", "x_test.go:4: real"},
+		{"past an unfired fault said otherwise", "    ARMED BUT DID NOT FIRE in x.go:3\n    x_test.go:5: real\n", "x_test.go:5: real"},
+		{"no file:line: the first line past the framing", "=== RUN   TestX\n--- FAIL: TestX (0.00s)\n\npanic: boom\nmore\nFAIL\n", "panic: boom"},
+		{"nothing but framing", "=== RUN   TestX\n--- FAIL: TestX (0.00s)\nFAIL\nexit status 1\n", "see the test output"},
+		{"300 bytes are kept whole", at300 + "\n", at300},
+		{"301 are cut to 300", at300 + "b\n", at300 + "…"},
+		{"a long line without file:line is cut too", strings.Repeat("c", 301), strings.Repeat("c", 300) + "…"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := FirstFailureLine(tt.out); got != tt.want {
+				t.Errorf("FirstFailureLine(%q) = %q, want %q", tt.out, got, tt.want)
+			}
+		})
+	}
+}

@@ -2,8 +2,10 @@ package contract
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -96,14 +98,21 @@ package = "./stock"
 	if err := os.MkdirAll(results, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	var out strings.Builder
 	got, err := RerunFailures(context.Background(), Battery{Registry: reg, Module: module, Result: res, Records: recs},
-		RerunOptions{Env: runenv.Env{ModuleRoot: dir}, Root: filepath.Join(results, "reruns"), Out: testlog.Writer(t)})
+		RerunOptions{Env: runenv.Env{ModuleRoot: dir}, Root: filepath.Join(results, "reruns"), Out: io.MultiWriter(&out, testlog.Writer(t))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]bool{pkg + ".TestStock/burst": true, pkg + ".TestStock/reset": false}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("reruns (test id → failed again) (-want +got):\n%s", diff)
+	}
+	// burst fails every rerun, so it gets all of them; reset passes its first.
+	for test, n := range map[string]int{"TestStock/burst": Reruns, "TestStock/reset": 1} {
+		if got := strings.Count(out.String(), "rerunning "+pkg+"."+test+" alone"); got != n {
+			t.Errorf("%s was rerun %d times, want %d:\n%s", test, got, n, out.String())
+		}
 	}
 }
 

@@ -98,3 +98,45 @@ func TestPickSeedsSpreadsTheSchedules(t *testing.T) {
 		}
 	}
 }
+
+// TestPickSeedsDrawsSixteenCandidatesPerSeed: PickSeeds draws 16
+// candidates for each seed it picks, each below 2^53 so that it is exact
+// in a JSON number, and every seed it picks is positive: seed 0 means a run
+// without a seed of its own.
+func TestPickSeedsDrawsSixteenCandidatesPerSeed(t *testing.T) {
+	for n := 1; n <= 3; n++ {
+		r := rand.New(rand.NewPCG(uint64(n), 2))
+		draws := 0
+		seeds := PickSeeds(n, []string{"reset", "disconnect"}, 2, func(bound int64) int64 {
+			draws++
+			if bound != 1<<53-1 {
+				t.Fatalf("drew below %d, want below 2^53-1", bound)
+			}
+			return r.Int64N(bound)
+		})
+		if draws != 16*n {
+			t.Errorf("%d seeds: %d draws, want %d", n, draws, 16*n)
+		}
+		for _, s := range seeds {
+			if s < 1 || s > 1<<53-1 {
+				t.Errorf("%d seeds: picked %d, want 1 to 2^53-1", n, s)
+			}
+		}
+	}
+}
+
+// TestPickSeedsNeverRepeatsASeed: when every candidate repeats a schedule
+// already picked (here no leg, so every seed runs the same), each further
+// seed is a fresh draw, never a candidate picked before.
+func TestPickSeedsNeverRepeatsASeed(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 3))
+	seeds := PickSeeds(3, nil, 1, r.Int64N)
+	if len(seeds) != 3 || seeds[0] == seeds[1] || seeds[1] == seeds[2] || seeds[0] == seeds[2] {
+		t.Errorf("picked %v, want three different seeds", seeds)
+	}
+	// Of candidates that add as many choices (here none), the first drawn wins.
+	next := int64(0)
+	if got := PickSeeds(1, nil, 1, func(int64) int64 { next++; return next }); !slices.Equal(got, []int64{2}) {
+		t.Errorf("picked %v of the candidates 2 to 17, want the first drawn, 2", got)
+	}
+}

@@ -60,6 +60,13 @@ func TestRunCatchesAPlantedDefectReproducibly(t *testing.T) {
 	if res.Contract != verdict.Red {
 		t.Fatalf("contract %s, want RED", res.Contract)
 	}
+	// A reproducible defect fails the seed and every one of its reruns.
+	if len(res.Seeds) != 1 {
+		t.Fatalf("%d seed runs, want the one of seed 15", len(res.Seeds))
+	}
+	if s := res.Seeds[0]; s.Reruns != Reruns || s.Rerun == nil || !*s.Rerun {
+		t.Errorf("seed 15 was rerun %d times (every rerun failed: %v); want %d reruns, every one failing", s.Reruns, s.Rerun != nil && *s.Rerun, Reruns)
+	}
 	burst, _ := res.Leg("burst")
 	if burst.Verdict != verdict.FailReproducible {
 		t.Errorf("burst: %s (%s), want FAIL-reproducible", burst.Verdict, burst.Reason)

@@ -53,3 +53,26 @@ func TestRerunsWeighTheHistory(t *testing.T) {
 		})
 	}
 }
+
+// TestSayNamesTheFirstFailingRun: the flake evidence names the history's
+// first failing run with its commit, without one when the run has none,
+// and no run when the history holds no failure.
+func TestSayNamesTheFirstFailingRun(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		h    History
+		want string
+	}{
+		{"with its commit", History{Runs: 5, Failed: 1, FirstFailingRun: "run-2", FirstFailingCommit: "c2"}, "1 of its last 5 runs in the flake history (first failing run run-2, commit c2) (flaky)"},
+		{"without a commit", History{Runs: 5, Failed: 1, FirstFailingRun: "run-2"}, "1 of its last 5 runs in the flake history (first failing run run-2) (flaky)"},
+		{"no failure", History{Runs: 5}, "0 of its last 5 runs in the flake history (flaky)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.h
+			r := Reruns{Runs: 3, Failures: 1, Class: "flaky", History: &h}
+			if got := r.Say(); got != "the test failed 1 of 3 reruns and "+tc.want {
+				t.Errorf("Say() = %q, want %q", got, "the test failed 1 of 3 reruns and "+tc.want)
+			}
+		})
+	}
+}
