@@ -83,6 +83,21 @@ func TestATestWhosePackageDoesNotRunIsTheTestAuthors(t *testing.T) {
 	}
 }
 
+// TestATestThatNeverRanInAPassingPackageIsNoPackageFailure: a rerun in
+// which the test did not run while its package passed (a TestMain that
+// exits 0 before m.Run) is not a package failure: NotRun counts only the
+// runs its package failed.
+func TestATestThatNeverRanInAPassingPackageIsNoPackageFailure(t *testing.T) {
+	opts := packageModule(t, map[string]string{"p/p_test.go": "package p\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) { os.Exit(0) }\n\nfunc TestPContract(t *testing.T) {}\n"})
+	o, err := Walk(context.Background(), "TestPContract", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Reruns.Runs != 2 || o.Reruns.NotRun != 0 || o.Reruns.Class == PackageFails || o.PackageFailure != nil {
+		t.Fatalf("reruns %+v, package failure %+v; want two runs and no package failure", o.Reruns, o.PackageFailure)
+	}
+}
+
 // TestLocateReadsPastASyntaxError: a test file that does not parse hides
 // no other test; a name that may sit behind the error is refused saying
 // so; a module go cannot list at all is ErrCannotList.
