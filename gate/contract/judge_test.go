@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/contested/contested/contested"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/battery"
@@ -279,6 +280,30 @@ package = "./queue"
 	if reset.Verdict != verdict.NotAtLevel {
 		t.Errorf("reset %s (%s); want NOT-AT-LEVEL: another package's failing TestStock/reset and an unregistered test's record are not its evidence", reset.Verdict, reset.Reason)
 	}
+	// A battery has no seed of its own: the leg's run takes its record's.
+	if len(burst.Runs) != 1 {
+		t.Fatalf("burst has %d runs, want the battery's one", len(burst.Runs))
+	}
+	if seed := burst.Runs[0].Seed; seed != 42 {
+		t.Errorf("burst's run has seed %d, want its record's 42", seed)
+	}
+}
+
+// TestAReplayWithoutAPackageRunsTheModule: a surface that names no
+// package is replayed over the whole module (./...), with the seed of the
+// run that failed.
+func TestAReplayWithoutAPackageRunsTheModule(t *testing.T) {
+	s := surface()
+	s.Package = ""
+	run := runOf([]faultrecord.Record{failedRec("burst")}, map[string]string{"TestStock/burst": "stock_test.go:40: exactly-once violated"}, nil, nil, nil)
+	run.Seed = 9
+	legs, _ := Judge(s, Evidence{Level: 1, Runs: []SeedRun{run}})
+	if len(legs) == 0 {
+		t.Fatal("no leg judged")
+	}
+	if want := contested.ReplayCommandAt(9, 1, "./...", "TestStock/burst"); legs[0].Replay != want {
+		t.Errorf("burst replayed with %q, want %q", legs[0].Replay, want)
+	}
 }
 
 // TestFirstFailureLine: the line that says why a test failed is its first
@@ -301,6 +326,31 @@ func TestFirstFailureLine(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := FirstFailureLine(tt.out); got != tt.want {
 				t.Errorf("FirstFailureLine(%q) = %q, want %q", tt.out, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestANotRunLegSaysWhetherItsTestWasSkipped: a leg declared at this level
+// that no run attempted names its skipped test when there is one, and
+// only then.
+func TestANotRunLegSaysWhetherItsTestWasSkipped(t *testing.T) {
+	const notRun = "declared at level 1, but no run of it was attempted"
+	for _, tc := range []struct {
+		name    string
+		skipped []string
+		want    string
+	}{
+		{"no test of it ran", nil, notRun},
+		{"its test was skipped", []string{"TestStock/burst"}, notRun + ": its test TestStock/burst was skipped (make it run at level 1, or restrict the leg with levels in the registry)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			legs, _ := Judge(surface(), Evidence{Level: 1, Runs: []SeedRun{runOf(nil, nil, nil, tc.skipped, nil)}})
+			if len(legs) == 0 {
+				t.Fatal("no leg judged")
+			}
+			if l := legs[0]; l.Verdict != verdict.NotRun || l.Reason != tc.want {
+				t.Errorf("burst %s: %q; want NOT-RUN: %q", l.Verdict, l.Reason, tc.want)
 			}
 		})
 	}
