@@ -267,6 +267,7 @@ package = "./queue"
 		// An unregistered test's record naming the surface is not its evidence.
 		{Test: "TestPoison", Package: "example.com/m/stock", Surface: "m.stock", Leg: "reset", Armed: true}}
 	recs[0].Package = "example.com/m/stock"
+	recs[0].Replay = "CONTESTED_SEED=42 go test example.com/m/stock -run '^TestStock$/^burst$' -count=1" // as the leg wrote it
 	got := JudgeBattery(Battery{Registry: reg, Module: "example.com/m", Result: res, Records: recs, Level: 1,
 		Reruns: map[string]bool{"example.com/m/stock.TestStock/burst": true}})
 	if len(got) != 1 || got[0].Surface != "m.stock" {
@@ -286,6 +287,9 @@ package = "./queue"
 	}
 	if seed := burst.Runs[0].Seed; seed != 42 {
 		t.Errorf("burst's run has seed %d, want its record's 42", seed)
+	}
+	if burst.Replay != recs[0].Replay {
+		t.Errorf("burst replayed with %q, want its record's %q", burst.Replay, recs[0].Replay)
 	}
 }
 
