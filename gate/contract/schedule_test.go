@@ -130,9 +130,19 @@ func TestPickSeedsDrawsSixteenCandidatesPerSeed(t *testing.T) {
 // seed is a fresh draw, never a candidate picked before.
 func TestPickSeedsNeverRepeatsASeed(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 3))
-	seeds := PickSeeds(3, nil, 1, r.Int64N)
+	seeds := PickSeeds(3, nil, 1, func(bound int64) int64 {
+		if bound != 1<<53-1 {
+			t.Fatalf("drew below %d, want below 2^53-1", bound)
+		}
+		return r.Int64N(bound)
+	})
 	if len(seeds) != 3 || seeds[0] == seeds[1] || seeds[1] == seeds[2] || seeds[0] == seeds[2] {
 		t.Errorf("picked %v, want three different seeds", seeds)
+	}
+	for _, s := range seeds {
+		if s < 1 || s > 1<<53-1 {
+			t.Errorf("picked %d, want 1 to 2^53-1", s)
+		}
 	}
 	// Of candidates that add as many choices (here none), the first drawn wins.
 	next := int64(0)
