@@ -233,7 +233,7 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 	r := &runner{
 		cfg: cfg, front: fr, browser: b, direct: direct, dir: dir, results: opts.ResultsDir, keep: opts.Keep,
 		bound: cfg.Timeout + time.Second + browserSlack,
-		t: &target{tp: tp, proxy: proxy, armer: armer, directDSN: directDSN, admin: lay.DB(), database: victim.Database(), appName: appName, timeout: cfg.Timeout},
+		t:     &target{tp: tp, proxy: proxy, armer: armer, directDSN: directDSN, admin: lay.DB(), database: victim.Database(), appName: appName, timeout: cfg.Timeout},
 	}
 	for i, c := range cells {
 		if ctx.Err() != nil {
@@ -595,4 +595,3 @@ func (r *runner) balance(ctx context.Context, account string) (int64, error) {
 	err := r.direct.QueryRow(ctx, r.cfg.Balance, account).Scan(&b)
 	return b, err
 }
-
