@@ -35,6 +35,10 @@ const DefaultTest = "TestDegradedStage"
 // rendering) beyond the front's promise of an answer within timeout + 1s.
 const browserSlack = 500 * time.Millisecond
 
+// settleWait is how long a cell waits for a pending transfer to be
+// settled by the front once the backend is back.
+const settleWait = 5 * time.Second
+
 // tabTimeout bounds one cell's tab.
 const tabTimeout = 45 * time.Second
 
@@ -464,8 +468,8 @@ func (r *runner) run(ctx context.Context, c Cell, amount int64) CellResult {
 		final = again
 	}
 	if c.Flow != FlowLoad {
-		time.Sleep(r.cfg.Timeout + 250*time.Millisecond) // let a late answer land before the database is read
-		db, dbProblems := r.exactlyOnce(ctx, key, from, before, amount, final.Outcome)
+		pending := first.Outcome == "pending" || final.Outcome == "pending"
+		db, dbProblems := r.exactlyOnce(ctx, key, from, before, amount, final.Outcome, pending)
 		cr.Database = db
 		problems = append(problems, dbProblems...)
 	}
@@ -557,10 +561,26 @@ func (r *runner) outcome(v View, key string) []string {
 // key applied at most once, exactly once when the user was told confirmed,
 // never when told refused, and the source moved by exactly that many
 // amounts (more means money moved under another key).
-func (r *runner) exactlyOnce(ctx context.Context, key, from string, before, amount int64, told string) (string, []string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+//
+// A front may settle a pending transfer in the background once the backend
+// is back: when the user saw pending, the check waits up to settleWait for
+// the key to be applied, then as long again as one backend call may take,
+// so that a stray apply under another key has landed before it reads.
+func (r *runner) exactlyOnce(ctx context.Context, key, from string, before, amount int64, told string, pending bool) (string, []string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleWait+time.Minute)
 	defer cancel()
 	var n int64
+	deadline := time.Now().Add(settleWait)
+	for {
+		if err := r.direct.QueryRow(ctx, r.cfg.Applied, key).Scan(&n); err != nil {
+			return "", []string{"database: count the applies of " + key + ": " + err.Error()}
+		}
+		if !pending || n > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(r.cfg.Timeout + 500*time.Millisecond)
 	if err := r.direct.QueryRow(ctx, r.cfg.Applied, key).Scan(&n); err != nil {
 		return "", []string{"database: count the applies of " + key + ": " + err.Error()}
 	}
