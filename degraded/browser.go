@@ -68,11 +68,17 @@ func startBrowser(ctx context.Context, path, dir string) (*browser, error) {
 
 func (b *browser) close() { b.cancel() }
 
-// tab opens a new tab, bounded by d.
-func (b *browser) tab(d time.Duration) (context.Context, context.CancelFunc) {
+// tab opens a new tab, bounded by d. The tab exists when it returns, so
+// that the time a page takes never counts the tab's creation.
+func (b *browser) tab(d time.Duration) (context.Context, context.CancelFunc, error) {
 	tctx, tcancel := chromedp.NewContext(b.ctx)
 	ctx, cancel := context.WithTimeout(tctx, d)
-	return ctx, func() { cancel(); tcancel() }
+	stop := func() { cancel(); tcancel() }
+	if err := chromedp.Do(ctx); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("open a tab: %w", err)
+	}
+	return ctx, stop, nil
 }
 
 // View is what the user saw on one page: the document's HTTP status, how

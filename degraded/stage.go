@@ -382,9 +382,13 @@ type runner struct {
 // run runs one cell: amount is its transfer's amount, distinct per cell.
 func (r *runner) run(ctx context.Context, c Cell, amount int64) CellResult {
 	cr := CellResult{Cell: c.ID(), Flow: c.Flow, Condition: c.Condition.Name, Leg: c.Condition.Lever}
-	tab, cancel := r.browser.tab(tabTimeout)
-	defer cancel()
 	var problems []string
+	tab, cancel, err := r.browser.tab(tabTimeout)
+	if err != nil {
+		cr.Problems = []string{err.Error()}
+		return cr
+	}
+	defer cancel()
 	fail := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	from, to := r.cfg.Accounts[0], r.cfg.Accounts[1]
 	landed := false
@@ -399,7 +403,6 @@ func (r *runner) run(ctx context.Context, c Cell, amount int64) CellResult {
 			return r.finish(tab, cr, problems, false)
 		}
 		key = v.FormKey
-		var err error
 		if before, err = r.balance(ctx, from); err != nil {
 			fail("database: read the balance of %s before: %v", from, err)
 			return r.finish(tab, cr, problems, false)

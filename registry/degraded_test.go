@@ -13,7 +13,7 @@ func TestDegradedTable(t *testing.T) {
 	const head = "schema = 1\n[[surface]]\nid = \"s\"\nclass = \"ux\"\nowner = \"o\"\nbehavior = \"b\"\noracle = \"o\"\nlegs = [\"reset\"]\ntests = [\"TestX\"]\n"
 	tests := []struct {
 		name, toml, wantErr string
-		check                func(t *testing.T, d Degraded)
+		check               func(t *testing.T, d Degraded)
 	}{
 		{name: "absent takes the defaults", toml: head, check: func(t *testing.T, d Degraded) {
 			if d.Build != "./examples/ledger/cmd/ledger" || d.Timeout != time.Second || d.Line != 0 {

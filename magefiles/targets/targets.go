@@ -506,15 +506,16 @@ func splitList(v string) []string {
 	return out
 }
 
-// Degraded runs the degraded-UX stage: the registry's web front (its
-// [degraded] table; by default the ledger's, go build
-// ./examples/ledger/cmd/ledger, "ledger web") recreated with its database
-// behind a standing Toxiproxy pass-through (contested-degraded-<port>) of
-// the fault layer, and walked by a real headless Chromium (Debian's
-// chromium: apt-get install chromium) through a matrix of flows (load the
-// page, submit a transfer, reload after submitting) under conditions
-// (backend down, latency above the page's timeout, connection reset
-// mid-submit, pool exhausted). Each cell asserts what the user sees (a
+// Degraded runs the degraded-UX stage: a web front walked by headless Chromium under standing faults.
+//
+// The registry's web front (its [degraded] table; by default the ledger's,
+// go build ./examples/ledger/cmd/ledger, "ledger web") is recreated with
+// its database behind a standing Toxiproxy pass-through
+// (contested-degraded-<port>) of the fault layer, and a real headless
+// Chromium (Debian's chromium: apt-get install chromium) walks a matrix of
+// flows (load the page, submit a transfer, reload after submitting) under
+// conditions (backend-down, latency above the page's timeout, reset
+// mid-submit, pool-exhausted). Each cell asserts what the user sees (a
 // banner or an outcome, never a 5xx page, an answer within the front's
 // timeout + 1s) and what the database holds afterwards (a confirmed
 // transfer applied exactly once, a pending one at most once, no money
