@@ -57,12 +57,31 @@ func setupFront(ctx context.Context, bin string, cfg registry.Degraded, directDS
 	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, cfg.Expand(cfg.Setup, directDSN)...)
+	cmd.Env = frontEnv(cfg, directDSN)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("set the front's database up (%s %s): %v\n%s", filepath.Base(bin), cfg.Setup[0], err, secret.ScrubString(string(out)))
 	}
 	return nil
+}
+
+// frontEnv is the front's environment: this process's without the
+// fault layer's coordinates (the front reaches Postgres through the DSN it
+// is given, and nothing else), with the DSN in cfg.DSNEnv when it names one.
+func frontEnv(cfg registry.Degraded, dsn string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "CONTESTED_") || (cfg.DSNEnv != "" && name == cfg.DSNEnv) {
+			continue
+		}
+		env = append(env, kv)
+	}
+	if cfg.DSNEnv != "" {
+		env = append(env, cfg.DSNEnv+"="+dsn)
+	}
+	return env
 }
 
 // front is the running web front.
@@ -82,6 +101,7 @@ func startFront(ctx context.Context, bin string, cfg registry.Degraded, dsn, log
 		return nil, fmt.Errorf("open the front's log: %w", err)
 	}
 	cmd := exec.Command(bin, cfg.Expand(cfg.Run, dsn)...)
+	cmd.Env = frontEnv(cfg, dsn)
 	cmd.Stderr = &scrubbed{w: logf}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -14,11 +15,14 @@ import (
 // default shown, which is this repository's ledger front. Placeholders in
 // setup and run: {dsn} (the front's database: direct for setup, through the
 // stage's proxy for run) and {timeout} (Timeout, as Go writes a duration).
+// DSNEnv, when set, hands the same DSN to both commands in that environment
+// variable instead, so that its password is on no command line.
 //
 //	[degraded]
 //	build = "./examples/ledger/cmd/ledger"   # the Go package of the front's command (go build)
-//	setup = ["migrate", "-dsn", "{dsn}", "-accounts", "2", "-balance", "1000000"]
-//	run = ["web", "-dsn", "{dsn}", "-listen", "127.0.0.1:0", "-timeout", "{timeout}", "-pool", "4"]
+//	dsn_env = "LEDGER_DSN"                    # the variable that hands the front its DSN
+//	setup = ["migrate", "-accounts", "2", "-balance", "1000000"]
+//	run = ["web", "-listen", "127.0.0.1:0", "-timeout", "{timeout}", "-pool", "4"]
 //	timeout = "1s"                            # the front's bound on each backend call
 //	applied = "SELECT count(*) FROM postings WHERE transfer_id = $1"
 //	balance = "SELECT balance FROM accounts WHERE id = $1"
@@ -29,6 +33,7 @@ import (
 // gives (banner, outcome, transfer form).
 type Degraded struct {
 	Build    string
+	DSNEnv   string
 	Setup    []string
 	Run      []string
 	Timeout  time.Duration
@@ -42,8 +47,9 @@ type Degraded struct {
 func DefaultDegraded() Degraded {
 	return Degraded{
 		Build:    "./examples/ledger/cmd/ledger",
-		Setup:    []string{"migrate", "-dsn", "{dsn}", "-accounts", "2", "-balance", "1000000"},
-		Run:      []string{"web", "-dsn", "{dsn}", "-listen", "127.0.0.1:0", "-timeout", "{timeout}", "-pool", "4"},
+		DSNEnv:   "LEDGER_DSN",
+		Setup:    []string{"migrate", "-accounts", "2", "-balance", "1000000"},
+		Run:      []string{"web", "-listen", "127.0.0.1:0", "-timeout", "{timeout}", "-pool", "4"},
 		Timeout:  time.Second,
 		Applied:  "SELECT count(*) FROM postings WHERE transfer_id = $1",
 		Balance:  "SELECT balance FROM accounts WHERE id = $1",
@@ -51,7 +57,7 @@ func DefaultDegraded() Degraded {
 	}
 }
 
-var degradedKeys = []string{"build", "setup", "run", "timeout", "applied", "balance", "accounts"}
+var degradedKeys = []string{"build", "dsn_env", "setup", "run", "timeout", "applied", "balance", "accounts"}
 
 // Bounds of [degraded] timeout: the stage's latency is twice it, and each
 // cell waits a few of it, so a long one makes the matrix crawl.
@@ -78,15 +84,24 @@ func (c *checker) degraded(root *value) Degraded {
 			d.Build = s
 		}
 	}
+	if s, v := c.str(t, "dsn_env", where); v != nil {
+		switch s = strings.TrimSpace(s); {
+		case s == "":
+			d.DSNEnv = "" // the front takes {dsn} on its command line
+		case !envName.MatchString(s):
+			c.errorf(v.valueAt, "%s dsn_env %q is not an environment variable's name (letters, digits, _)", where, s)
+		default:
+			d.DSNEnv = s
+		}
+	}
 	if args, ok := c.args(t, "setup", where); ok {
 		d.Setup = args
 	}
 	if args, ok := c.args(t, "run", where); ok {
-		if !containsArg(args, "{dsn}") {
-			c.errorf(t.fields["run"].valueAt, "%s run must pass {dsn} to the front: the stage routes the front's database through its proxy, and a front that reaches Postgres another way is never degraded", where)
-		} else {
-			d.Run = args
-		}
+		d.Run = args
+	}
+	if d.DSNEnv == "" && !containsArg(d.Run, "{dsn}") {
+		c.errorf(t.at, "%s run must pass {dsn} to the front, or dsn_env must name the variable that does: the stage routes the front's database through its proxy, and a front that reaches Postgres another way is never degraded", where)
 	}
 	if s, v := c.str(t, "timeout", where); v != nil {
 		dur, err := time.ParseDuration(strings.TrimSpace(s))
@@ -123,6 +138,8 @@ func (c *checker) degraded(root *value) Degraded {
 	}
 	return d
 }
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 var degradedQueryMeaning = map[string]string{
 	"applied": "how many times the transfer with id $1 was applied",

@@ -26,7 +26,8 @@ func TestDegradedTable(t *testing.T) {
 			}
 		}},
 		{name: "unknown key", toml: head + "[degraded]\nbiuld = \"x\"\n", wantErr: ":11:"},
-		{name: "run without dsn", toml: head + "[degraded]\nrun = [\"web\"]\n", wantErr: "must pass {dsn}"},
+		{name: "run without dsn", toml: head + "[degraded]\ndsn_env = \"\"\nrun = [\"web\"]\n", wantErr: "must pass {dsn}"},
+		{name: "dsn_env not a name", toml: head + "[degraded]\ndsn_env = \"LEDGER DSN\"\n", wantErr: "not an environment variable"},
 		{name: "timeout not a duration", toml: head + "[degraded]\ntimeout = \"soon\"\n", wantErr: "not a duration"},
 		{name: "timeout out of bounds", toml: head + "[degraded]\ntimeout = \"1m\"\n", wantErr: "outside"},
 		{name: "applied not a select", toml: head + "[degraded]\napplied = \"DELETE FROM postings WHERE id = $1\"\n", wantErr: "one SELECT"},
