@@ -71,7 +71,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		listen := fs.String("listen", "127.0.0.1:8080", "host:port to serve on (port 0: any free port; the address is printed)")
 		timeout := fs.Duration("timeout", time.Second, "bound on every backend call one request makes")
 		poolSize := fs.Int("pool", 4, "most connections to the database")
-		run = func(ctx context.Context) error { return serveWeb(ctx, *dsn, *listen, *timeout, *poolSize, stdout, stderr) }
+		run = func(ctx context.Context) error {
+			return serveWeb(ctx, *dsn, *listen, *timeout, *poolSize, stdout, stderr)
+		}
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

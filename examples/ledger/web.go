@@ -47,7 +47,8 @@ type Web struct {
 
 	mu      sync.Mutex
 	closed  bool
-	stop    chan struct{} // closed by Close: settles give up
+	drain   chan struct{} // closed by Close: settles stop backing off and try at once
+	stop    chan struct{} // closed when Close gives up waiting: settles give up
 	settles sync.WaitGroup
 	active  int // settles running, at most maxSettles
 }
@@ -71,7 +72,7 @@ func WebSettleFor(d time.Duration) WebOption { return func(w *Web) { w.settle = 
 // NewWeb returns the web front over db, typically a *pgxpool.Pool. It makes no connection:
 // it serves its degraded page even when the backend is down from the start.
 func NewWeb(db DB, opts ...WebOption) *Web {
-	w := &Web{db: db, store: NewStore(db), timeout: time.Second, settle: 2 * time.Minute, stop: make(chan struct{})}
+	w := &Web{db: db, store: NewStore(db), timeout: time.Second, settle: 2 * time.Minute, drain: make(chan struct{}), stop: make(chan struct{})}
 	for _, o := range opts {
 		o(w)
 	}
@@ -88,11 +89,14 @@ func (w *Web) ServeHTTP(rw http.ResponseWriter, r *http.Request) { w.mux.ServeHT
 
 // Close stops taking new background settles and waits until the running ones got an answer
 // from the backend or ctx ends; then they give up (their submissions stay pending, safe to
-// submit again). It returns ctx's error when it had to abandon some.
+// submit again). The running ones stop backing off: a caller that healed the backend and
+// then closes the front sees every settle land before Close returns. It returns ctx's error
+// when it had to abandon some.
 func (w *Web) Close(ctx context.Context) error {
 	w.mu.Lock()
 	if !w.closed {
 		w.closed = true
+		close(w.drain)
 	}
 	w.mu.Unlock()
 	done := make(chan struct{})
@@ -295,6 +299,12 @@ func (w *Web) settleLater(t Transfer) {
 			select {
 			case <-w.stop:
 				return
+			case <-w.drain:
+				select {
+				case <-w.stop:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
 			case <-time.After(backoff):
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), w.timeout)

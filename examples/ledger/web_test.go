@@ -82,10 +82,11 @@ func backendDown(t *testing.T, p *toxiproxy.Proxy) func() {
 	}
 }
 
-// toxic arms one toxic downstream (on the answers) and returns what removes it.
-func toxic(typ string, attrs toxiproxy.Attributes) fault {
+// toxic arms one toxic on stream (upstream: the requests; downstream: the answers) and
+// returns what removes it.
+func toxic(typ, stream string, attrs toxiproxy.Attributes) fault {
 	return func(t *testing.T, p *toxiproxy.Proxy) func() {
-		if _, err := p.AddToxic(typ, typ, "downstream", 1, attrs); err != nil {
+		if _, err := p.AddToxic(typ, typ, stream, 1, attrs); err != nil {
 			t.Fatalf("add %s toxic: %v", typ, err)
 		}
 		return func() {
@@ -291,7 +292,7 @@ func TestWebFront(t *testing.T) {
 		},
 		{
 			name:  "backend slower than the timeout: slow banner, a pending submission settled once",
-			fault: toxic("latency", toxiproxy.Attributes{"latency": int(3 * webTimeout / time.Millisecond)}),
+			fault: toxic("latency", "downstream", toxiproxy.Attributes{"latency": int(3 * webTimeout / time.Millisecond)}),
 			flow: func(t *testing.T, c webClient) (string, int64) {
 				c.do("POST", "/transfer", submission("web-slow", "40")).expect(t, "POST /transfer", http.StatusAccepted, "slow", "pending")
 				c.do("GET", "/", nil).expect(t, "GET /", http.StatusOK, "slow", "")
@@ -302,11 +303,23 @@ func TestWebFront(t *testing.T) {
 		},
 		{
 			name:    "the answer reset after the transfer applied: pending, then confirmed once",
-			fault:   toxic("limit_data", toxiproxy.Attributes{"bytes": 1}),
+			fault:   toxic("limit_data", "downstream", toxiproxy.Attributes{"bytes": 1}),
 			settled: "confirmed",
 			flow: func(t *testing.T, c webClient) (string, int64) {
 				c.do("POST", "/transfer", submission("web-reset", "50")).expect(t, "POST /transfer", http.StatusAccepted, "unreachable", "pending")
 				return "web-reset", 50
+			},
+		},
+		{
+			name:    "the request lost on the way: pending, then settled by the front with the same key, confirmed once",
+			fault:   toxic("timeout", "upstream", toxiproxy.Attributes{"timeout": 0}),
+			settled: "confirmed",
+			flow: func(t *testing.T, c webClient) (string, int64) {
+				c.do("POST", "/transfer", submission("web-lost", "60")).expect(t, "POST /transfer", http.StatusAccepted, "slow", "pending")
+				if d := r.decided(t, "web-lost"); d != "" {
+					t.Errorf("the ledger decided web-lost (%s) although its request was dropped", d)
+				}
+				return "web-lost", 60
 			},
 		},
 	}
