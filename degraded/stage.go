@@ -87,6 +87,10 @@ type CellResult struct {
 	// directory ("" when none was kept).
 	Screenshot string `json:"screenshot,omitempty"`
 	Record     string `json:"record,omitempty"`
+	// ArmedAt is when the condition was armed; LandedAt when the user's
+	// page under it answered (zero when it did not).
+	ArmedAt  time.Time `json:"armed_at"`
+	LandedAt time.Time `json:"landed_at,omitzero"`
 }
 
 // Result is a stage's outcome.
@@ -350,11 +354,14 @@ func writeRecord(rec *faultrecord.Recorder, s registry.Surface, test string, c C
 			sees = append(sees, p)
 		}
 	}
-	armedAt := time.Now()
+	armedAt := cr.ArmedAt
+	if armedAt.IsZero() {
+		armedAt = time.Now()
+	}
 	r := faultrecord.Record{
 		Test: test + "/" + c.Flow + "/" + c.Condition.Lever, Surface: s.ID, Class: Class, Leg: c.Condition.Lever,
 		Replay: "go tool mage degraded -cells=" + c.ID(), Armed: true, ArmedAt: armedAt,
-		Fired: cr.Fired, FiredAt: armedAt,
+		Fired: cr.Fired, FiredAt: cr.LandedAt,
 		Evidence:   faultrecord.Evidence{Injector: cr.Injector, Victim: cr.Victim},
 		Oracles:    []faultrecord.OracleRun{oracle("user-sees", sees), oracle("exactly-once", db)},
 		TestFailed: !cr.Passed,
@@ -409,6 +416,7 @@ func (r *runner) run(ctx context.Context, c Cell, amount int64) CellResult {
 		}
 	}
 
+	cr.ArmedAt = time.Now()
 	a, err := r.t.arm(ctx, c.Condition)
 	healed := false
 	heal := func() {
@@ -435,6 +443,7 @@ func (r *runner) run(ctx context.Context, c Cell, amount int64) CellResult {
 		first = submit(tab, from, to, amount)
 	}
 	cr.Views = append(cr.Views, first)
+	landedAt := time.Now()
 	heal()
 	problems = append(problems, r.answered(first)...)
 	switch c.Flow {
@@ -477,6 +486,9 @@ func (r *runner) run(ctx context.Context, c Cell, amount int64) CellResult {
 		problems = append(problems, dbProblems...)
 	}
 	fired := a.in && landed
+	if landed {
+		cr.LandedAt = landedAt
+	}
 	victim := first.String()
 	if c.Flow == FlowReload {
 		victim += "; reload: " + final.String()
