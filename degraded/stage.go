@@ -433,6 +433,7 @@ func (r *runner) run(ctx context.Context, c Cell, amount int64) CellResult {
 	}
 	if err != nil {
 		fail("arm %s: %v", c.Condition.Name, err)
+		heal()
 		return r.finish(tab, cr, problems, false)
 	}
 
