@@ -98,7 +98,11 @@ func Degraded(ctx context.Context, opts DegradedOptions) error {
 		}
 		return fmt.Errorf("%w: the degraded stage is RED: %d of %d cells failed", ErrRed, len(failed), len(res.Cells))
 	}
-	fmt.Fprintf(out, "\ndegraded: %s (%d cells in %s)\n", color.GreenString("GREEN"), len(res.Cells), res.Duration)
+	noun := "cells"
+	if len(res.Cells) == 1 {
+		noun = "cell"
+	}
+	fmt.Fprintf(out, "\ndegraded: %s (%d %s in %s)\n", color.GreenString("GREEN"), len(res.Cells), noun, res.Duration)
 	return nil
 }
 
