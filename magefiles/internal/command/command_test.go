@@ -164,7 +164,6 @@ func TestJudgeGoals(t *testing.T) {
 		{"sub-benchmark with its GOMAXPROCS suffix", "BenchmarkLegOverhead/pool-exhaustion p50-ms", true, true, false},
 		{"not run", "BenchmarkWarmAttach warm/cold", false, false, false},
 		{"lower bound missed by less than twice the standard error", "BenchmarkProxiedVsDirect proxied/bare", true, true, true},
-		{"no noise metric: missed is missed", "BenchmarkProxiedVsDirect proxied/direct", true, false, false},
 		{"a warm goal is not judged on a cold run", "BenchmarkAdopterValidate validate/go-test-warm", false, false, false},
 	}
 	for _, tt := range tests {
