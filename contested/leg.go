@@ -78,8 +78,10 @@ type options struct {
 	span int
 }
 
-// Hold sets how many connections a pool-exhaustion leg holds, instead of
-// the count its schedule draws from the seed.
+// Hold has a pool-exhaustion leg's armer open and hold n connections of its
+// own, counted in the limit it sets, besides the backends the victim
+// database has; by default it holds none and the limit alone keeps the
+// database full.
 func Hold(n int) Option { return func(o *options) { o.hold = n } }
 
 // Span says how many steps (Step, Progress) the test's workload takes, so

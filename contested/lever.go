@@ -28,8 +28,8 @@ const (
 	// Burst floods a consumer with a seeded permutation of duplicate,
 	// shuffled and out-of-order deliveries.
 	Burst Lever = levers.NameBurst
-	// PoolExhaustion has PgFaultArmer hold the victim database's
-	// connections up to its connection limit, so the victim's pool cannot
+	// PoolExhaustion has PgFaultArmer set the victim database's
+	// connection limit to the backends it has, so the victim's pool cannot
 	// grow.
 	PoolExhaustion Lever = levers.NamePoolExhaustion
 	// CrashAndResume kills a worker process with SIGKILL mid-work and

@@ -266,6 +266,12 @@ func WarmUp(ctx context.Context, cfg Config) (rec WarmRecord, reused bool, err e
 	if err != nil {
 		return rec, false, err
 	}
+	// A recreation tears the current layer down: never under a degraded stage.
+	unstage, err := HoldStage(ctx, "layer up", cfg.Log)
+	if err != nil {
+		return rec, false, fmt.Errorf("%w: %v", ErrCannotRun, err)
+	}
+	defer unstage()
 	unlock, err := lockWarm(ctx, path)
 	if err != nil {
 		return rec, false, fmt.Errorf("%w: lock the warm layer: %v", ErrCannotRun, err)
@@ -327,12 +333,20 @@ func warmUpLocked(ctx context.Context, cli *testcontainers.DockerClient, cfg Con
 }
 
 // WarmDown removes the warm layer: its containers and network, whatever
-// else carries the warm label and no record holds, and the record.
+// else carries the warm label and no record holds, and the record. It
+// waits first for a degraded stage that holds the stage lock (HoldStage).
 func WarmDown(ctx context.Context, w io.Writer) (reap.Swept, error) {
 	path, err := WarmRecordPath()
 	if err != nil {
 		return reap.Swept{}, err
 	}
+	// Waits for a degraded stage running on the layer: it never loses its
+	// stack mid-run.
+	unstage, err := HoldStage(ctx, "layer down", w)
+	if err != nil {
+		return reap.Swept{}, err
+	}
+	defer unstage()
 	unlock, err := lockWarm(ctx, path)
 	if err != nil {
 		return reap.Swept{}, fmt.Errorf("lock the warm layer: %w", err)

@@ -14,7 +14,7 @@ import (
 // ("legz") would otherwise be ignored and the surface would silently lose
 // what the author meant to declare.
 var (
-	topKeys     = []string{"schema", "gate", "guard", "surface", "cluster", "mutants"}
+	topKeys     = []string{"schema", "gate", "guard", "surface", "cluster", "mutants", "degraded"}
 	gateKeys    = []string{"recording_classes", "self_tests"}
 	guardKeys   = []string{"canonical_databases"}
 	surfaceKeys = []string{"id", "class", "owner", "behavior", "oracle", "package", "legs", "tests", "budget", "levels"}
@@ -68,6 +68,7 @@ func (c *checker) registry(root *value) *Registry {
 	c.recordingClasses(r)
 	r.Cluster = c.cluster(root)
 	r.Mutants = c.mutants(root)
+	r.Degraded = c.degraded(root)
 	return r
 }
 

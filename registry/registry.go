@@ -25,6 +25,9 @@ type Registry struct {
 	Cluster *Cluster
 	// Mutants is the optional [mutants] table (`mage mutants`).
 	Mutants Mutants
+	// Degraded is the [degraded] table (`mage degraded`), its defaults when
+	// the file has none.
+	Degraded Degraded
 }
 
 // Gate is the [gate] table: what program-gate insists on beyond "every

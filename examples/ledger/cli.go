@@ -21,6 +21,7 @@ commands:
   produce   enqueue generated transfers, retrying each until it is acknowledged
   work      run consumers that apply the queue exactly once
   status    print pending rows, applied transfers and the sum of balances
+  web       serve the web front: balances, recent transfers, a transfer form, /readyz
 
 Every command takes -dsn (default $LEDGER_DSN). Run "ledger <command> -h" for its flags.
 `
@@ -66,6 +67,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		run = func(ctx context.Context) error { return work(ctx, *dsn, *health, w, stderr) }
 	case "status":
 		run = func(ctx context.Context) error { return status(ctx, *dsn, stdout) }
+	case "web":
+		listen := fs.String("listen", "127.0.0.1:8080", "host:port to serve on (port 0: any free port; the address is printed)")
+		timeout := fs.Duration("timeout", time.Second, "bound on every backend call one request makes")
+		poolSize := fs.Int("pool", 4, "most connections to the database")
+		run = func(ctx context.Context) error {
+			return serveWeb(ctx, *dsn, *listen, *timeout, *poolSize, stdout, stderr)
+		}
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -483,7 +483,7 @@ func (r *rig) settle(ctx context.Context, t *testing.T, want int) (release func(
 }
 
 // poolExhaustion arms the schedule's windows itself, one load cycle each: with the database
-// settled, it arms the exhaustion (holding as many connections as the window draws), then
+// settled, it arms the exhaustion (its connection limit set to the backends it has), then
 // starts fresh pools, so every connection they need is opened with the database already
 // full; the leg holds the fault as the window says and heals it, and the cycle's load
 // finishes, draining the queue.

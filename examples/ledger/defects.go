@@ -34,4 +34,13 @@ var (
 	// clock when the process starts, never by the seed (contested_defect_flaky): a truly
 	// nondeterministic defect, which a rerun with the same seed reproduces only by chance.
 	flaky bool
+	// webNewKey makes the web front, on a submission whose outcome is unknown, also retry the
+	// transfer once with a NEW idempotency key, repeated until the backend answers
+	// (contested_defect_webnewkey): when the first attempt had landed, the money moves twice.
+	// The web tests' reset and slow submissions must go RED.
+	webNewKey bool
+	// webErrorPage makes the web front answer a 500 error page when the backend times out on
+	// GET / (contested_defect_weberror), instead of the page with the slow banner. The web
+	// tests' slow page must go RED.
+	webErrorPage bool
 )

@@ -160,6 +160,54 @@ func TestPlantedDefectsAreCaught(t *testing.T) {
 	}
 }
 
+// TestPlantedWebDefectsAreCaught proves the web front's tests have teeth: each defect planted
+// in the front behind a test-only build tag must turn TestWebFront RED in the case meant to
+// catch it, saying why. The front has no oracle of its own: its tests read the ledger directly
+// after each case, and the failure they print is the evidence.
+func TestPlantedWebDefectsAreCaught(t *testing.T) {
+	tests := []struct {
+		name string
+		tag  string
+		run  string // -run pattern of the case that must fail
+		want string // in its failure
+	}{
+		{
+			name: "a retry with a new idempotency key moves the money twice after a reset answer",
+			tag:  "contested_defect_webnewkey", run: "^TestWebFront$/^the_answer_reset",
+			want: "want exactly 50 moved (once)",
+		},
+		{
+			name: "a retry with a new idempotency key moves the money twice after a slow answer",
+			tag:  "contested_defect_webnewkey", run: "^TestWebFront$/^backend_slower",
+			want: "want exactly 40 moved (once)",
+		},
+		{
+			name: "an error page on a backend timeout instead of the slow banner",
+			tag:  "contested_defect_weberror", run: "^TestWebFront$/^backend_slower",
+			want: `GET /: status 500, banner "", outcome ""; want 200, "slow", ""`,
+		},
+	}
+	layer := faulttest.Layer(t)
+	root := moduleRoot(t)
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command to build the defective variants: %v", err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			out, err := defective(ctx, goBin, root, tt.tag, "./examples/ledger", tt.run, 424242, append(layer.Env(), envvar.ResultsDir+"="+t.TempDir()))
+			if err == nil {
+				t.Fatalf("TestWebFront stayed GREEN with the planted defect %s:\n%s", tt.tag, tail(out))
+			}
+			if !bytes.Contains(out, []byte(tt.want)) {
+				t.Fatalf("TestWebFront went RED with %s, but not because %q:\n%s", tt.tag, tt.want, tail(out))
+			}
+		})
+	}
+}
+
 // TestTheRetryDefectHidesFromAnUpstreamReset: the retry planted inside Store.Transfer fails
 // only on some schedules. On a seed whose reset schedule resets only upstream, every transfer
 // a reset failed never reached the server, the retry decides it truly, and the contract stays

@@ -50,5 +50,7 @@
 // # The command
 //
 // cmd/ledger runs the same code as separate processes (migrate, produce, work); see [Main].
+// `ledger web` serves [Web], a server-rendered front whose submissions use the same retry
+// protocol: the form's idempotency key is the transfer id.
 // It needs no files at run time and builds with CGO_ENABLED=0.
 package ledger

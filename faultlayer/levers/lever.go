@@ -96,8 +96,9 @@ type Target struct {
 	// of the victim's connections (nil, or -1, when unknown).
 	Backends func(ctx context.Context) int
 
-	// Armer holds Hold connections to the victim database of DSN (direct,
-	// not through the proxy).
+	// Armer puts the victim database of DSN (direct, not through the
+	// proxy) at its connection limit, holding Hold connections of its own
+	// (none when 0).
 	Armer *PgFaultArmer
 	DSN   string
 	Hold  int

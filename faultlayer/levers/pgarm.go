@@ -207,25 +207,34 @@ func (a *PgFaultArmer) Guard(ctx context.Context, database string) error {
 	return nil
 }
 
-// Exhaustion is an armed pool-exhaustion fault: connections held up to the
-// database's connection limit.
+// Exhaustion is an armed pool-exhaustion fault: the database at its
+// connection limit, which is the client backends it has plus any the armer
+// holds.
 type Exhaustion struct {
 	Database string
 	Limit    int // the connection limit set on the database
-	Held     int // connections the armer holds
+	Held     int // connections the armer holds (0 unless asked to hold some)
 	Observed int // backends of the database seen in pg_stat_activity when armed
 	conns    []*pgx.Conn
 	db       string // the guarded name Release acts on, whatever Database says by then
 	armer    *PgFaultArmer
 }
 
-// Exhaust sets the connection limit of the database in dsn to its current
-// client backends plus hold, then opens connections with dsn's credentials
-// until the database is at its limit, so that no new connection to it
-// succeeds (SQLSTATE 53300). A backend that exits between the count and
-// the holds (a closing pool, a failed connect) is made up for by holding
-// one more: the armer fills the limit it set. It refuses canonical
-// databases before touching anything.
+// exhaustRounds bounds how often Exhaust lowers the limit to the backends
+// it counts: each round follows a backend that exited meanwhile.
+const exhaustRounds = 5
+
+// Exhaust puts the database in dsn at its connection limit, so that no new
+// connection to it succeeds (SQLSTATE 53300) while the ones it has go on
+// working. The limit is the database's client backends, counted when
+// armed, plus hold connections the armer opens with dsn's credentials (all
+// at once) and holds; with hold 0 it opens none: the limit alone fills the
+// database, and arming costs a few statements instead of a connection
+// storm. A backend that exits between the count and the limit (a closing
+// pool, a failed connect) leaves a free slot: the armer counts again and
+// lowers the limit to what it sees, until the database is full or
+// exhaustRounds have passed (then Full reports false). It refuses
+// canonical databases before touching anything.
 func (a *PgFaultArmer) Exhaust(ctx context.Context, dsn string, hold int) (*Exhaustion, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
@@ -235,38 +244,70 @@ func (a *PgFaultArmer) Exhaust(ctx context.Context, dsn string, hold int) (*Exha
 	if err := a.Guard(ctx, db); err != nil {
 		return nil, err
 	}
-	if hold < 1 {
-		hold = 1
-	}
+	hold = max(hold, 0)
 	current, err := a.clientBackends(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("exhaust: count backends: %w", err)
 	}
 	e := &Exhaustion{Database: db, Limit: current + hold, db: db, armer: a}
-	// ALTER DATABASE takes no bind parameters; the limit is an int.
-	if _, err := a.admin.Exec(ctx, `ALTER DATABASE `+pgx.Identifier{db}.Sanitize()+` CONNECTION LIMIT `+strconv.Itoa(e.Limit)); err != nil {
+	if err := e.setLimit(ctx, e.Limit); err != nil {
 		return nil, fmt.Errorf("exhaust: set connection limit: %w", err)
 	}
-	for attempt := 0; attempt < e.Limit+hold; attempt++ {
+	if err := e.hold(ctx, cfg, hold); err != nil {
+		e.Release(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("exhaust: hold a connection: %w", err)
+	}
+	for round := 0; ; round++ {
 		if e.Observed, err = a.clientBackends(ctx, db); err != nil {
 			e.Release(context.WithoutCancel(ctx))
 			return nil, fmt.Errorf("exhaust: count backends: %w", err)
 		}
-		if e.Observed >= e.Limit {
+		if e.Observed >= e.Limit || round == exhaustRounds {
 			break
 		}
-		c, err := pgx.ConnectConfig(ctx, cfg.Copy())
-		if err != nil {
-			if Classify(err) == SigTooMany {
-				continue // someone else took the last slot: full all the same
-			}
+		if err := e.setLimit(ctx, e.Observed); err != nil {
 			e.Release(context.WithoutCancel(ctx))
-			return nil, fmt.Errorf("exhaust: hold a connection: %w", err)
+			return nil, fmt.Errorf("exhaust: lower connection limit: %w", err)
 		}
-		e.conns = append(e.conns, c)
+		e.Limit = e.Observed
+	}
+	return e, nil
+}
+
+// setLimit sets the database's connection limit. ALTER DATABASE takes no
+// bind parameters; the limit is an int and the name passed Guard.
+func (e *Exhaustion) setLimit(ctx context.Context, limit int) error {
+	_, err := e.armer.admin.Exec(ctx, `ALTER DATABASE `+pgx.Identifier{e.db}.Sanitize()+` CONNECTION LIMIT `+strconv.Itoa(limit))
+	return err
+}
+
+// hold opens n connections at once and keeps those that got in. One
+// refused with 53300 lost its slot to another client: the database is full
+// all the same, and the count that follows sees it.
+func (e *Exhaustion) hold(ctx context.Context, cfg *pgx.ConnConfig, n int) error {
+	type result struct {
+		c   *pgx.Conn
+		err error
+	}
+	results := make(chan result, n)
+	for range n {
+		go func() {
+			c, err := pgx.ConnectConfig(ctx, cfg.Copy())
+			results <- result{c, err}
+		}()
+	}
+	var errs []error
+	for range n {
+		r := <-results
+		switch {
+		case r.err == nil:
+			e.conns = append(e.conns, r.c)
+		case Classify(r.err) != SigTooMany:
+			errs = append(errs, r.err)
+		}
 	}
 	e.Held = len(e.conns)
-	return e, nil
+	return errors.Join(errs...)
 }
 
 // clientBackends counts the connections of clients to a database: the ones

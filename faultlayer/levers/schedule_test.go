@@ -107,12 +107,6 @@ func TestLeversDrawTheirParameters(t *testing.T) {
 			t.Errorf("reset delay %v out of 0-20ms", p.Delay)
 		}
 	}
-	for _, w := range NewSchedule(PoolExhaustion, 5, Scope{Level: 3}).Windows {
-		n := w.Params.(ExhaustParams).Conns
-		if n < 1 || n > 4 {
-			t.Errorf("pool-exhaustion holds %d connections", n)
-		}
-	}
 	bs := NewSchedule(Burst, 5, Scope{Level: 1}).Windows
 	if bs[0].Params.(BurstParams).Seed == bs[1].Params.(BurstParams).Seed {
 		t.Errorf("two bursts of one schedule share a permutation: %v", bs)
@@ -227,11 +221,6 @@ func checkTableParams(t *testing.T, lever string, seed int64, w Window) {
 		if p.Delay < 0 || p.Delay > 20*time.Millisecond {
 			t.Errorf("seed %d: reset delay %v outside 0-20ms", seed, p.Delay)
 		}
-	case ExhaustParams:
-		r := map[Kind][2]int{Base: {1, 2}, More: {2, 4}, Recovery: {1, 1}}[w.Kind]
-		if p.Conns < r[0] || p.Conns > r[1] {
-			t.Errorf("seed %d: %s pool-exhaustion window holds %d connections, want %d-%d", seed, w.Kind, p.Conns, r[0], r[1])
-		}
 	case BurstParams:
 		r := map[Kind][3]float64{Base: {0.20, 0.35, 4}, More: {0.40, 0.60, 8}, Recovery: {0.60, 0.80, 16}}[w.Kind]
 		if p.Plan.DuplicateRate < r[0] || p.Plan.DuplicateRate > r[1] || p.Plan.Window < int(r[2]) || p.Plan.Window > 2*int(r[2]) {
@@ -242,7 +231,7 @@ func checkTableParams(t *testing.T, lever string, seed int64, w Window) {
 			t.Errorf("seed %d: crash window %s does not restart 0-150ms later", seed, w)
 		}
 	case nil:
-		if slices.Contains([]string{NameReset, NamePoolExhaustion, NameBurst, NameCrashAndResume}, lever) {
+		if slices.Contains([]string{NameReset, NameBurst, NameCrashAndResume}, lever) {
 			t.Errorf("seed %d: %s window %s has no parameters", seed, lever, w)
 		}
 	default:

@@ -58,6 +58,9 @@ type Page struct {
 	// as the trend of every test that failed in its last runs (see
 	// Trends); nil draws none.
 	History []flakes.Outcome
+	// Degraded is the last degraded-UX stage's cells, with links to their
+	// screenshots (see Degraded); nil shows none.
+	Degraded *DegradedStage
 }
 
 // TrendRuns is how many of each test's last runs the report's trends show.

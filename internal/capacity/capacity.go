@@ -85,12 +85,14 @@ type Sampler struct {
 	samples []Sample
 	stop    chan struct{}
 	done    chan struct{}
+	cancel  context.CancelFunc
 }
 
 // Start begins sampling dir's filesystem and, when d is not nil, the
 // project's containers.
 func Start(ctx context.Context, dir string, d Stats, every time.Duration) *Sampler {
-	s := &Sampler{stop: make(chan struct{}), done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &Sampler{stop: make(chan struct{}), done: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(every)
@@ -112,9 +114,13 @@ func Start(ctx context.Context, dir string, d Stats, every time.Duration) *Sampl
 	return s
 }
 
-// Stop ends sampling and returns the report.
+// Stop ends sampling and returns the report. A sample in progress is cut
+// short, not waited for: reading every container's stats from a busy Docker
+// engine can take seconds, which a run would otherwise spend after its
+// battery ended. What it had read by then is kept.
 func (s *Sampler) Stop() Report {
 	close(s.stop)
+	s.cancel()
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()

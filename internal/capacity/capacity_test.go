@@ -2,10 +2,14 @@ package capacity
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
 )
 
 func TestAnalyze(t *testing.T) {
@@ -68,3 +72,39 @@ func TestSamplerReadsThisMachine(t *testing.T) {
 		t.Errorf("sample did not read the machine: %+v", got)
 	}
 }
+
+// TestStopCutsASampleShort: Stop does not wait for a container's stats that
+// the engine is slow to give; it cancels the request (the sample's own
+// five-second limit is not what ends it).
+func TestStopCutsASampleShort(t *testing.T) {
+	d := &slowStats{asked: make(chan struct{}), ended: make(chan error, 1)}
+	s := Start(context.Background(), os.TempDir(), d, time.Hour)
+	<-d.asked
+	r := s.Stop()
+	if err := <-d.ended; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the stats request ended with %v, want it cancelled by Stop", err)
+	}
+	if len(r.Samples) != 1 || r.Samples[0].CPUs == 0 {
+		t.Errorf("the sample cut short was not kept with what it had read: %+v", r.Samples)
+	}
+}
+
+// slowStats lists one container and answers its stats only when the
+// request's context ends, saying how it ended.
+type slowStats struct {
+	asked chan struct{}
+	ended chan error
+}
+
+func (d *slowStats) ContainerList(context.Context, client.ContainerListOptions) (client.ContainerListResult, error) {
+	return client.ContainerListResult{Items: []container.Summary{{ID: "0123456789abcdef", Names: []string{"/slow"}}}}, nil
+}
+
+func (d *slowStats) ContainerStats(ctx context.Context, _ string, _ client.ContainerStatsOptions) (client.ContainerStatsResult, error) {
+	close(d.asked)
+	<-ctx.Done()
+	d.ended <- ctx.Err()
+	return client.ContainerStatsResult{}, ctx.Err()
+}
+
+var _ Stats = (*slowStats)(nil)

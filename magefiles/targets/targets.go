@@ -118,6 +118,19 @@ var workers = map[string]command.Target{
 			return command.Mutants(ctx, command.MutantsOptions{Patterns: args, Out: out})
 		})
 	},
+	"degraded": func(ctx context.Context, args []string) error {
+		fs := flag.NewFlagSet("degraded", flag.ContinueOnError)
+		keep := fs.Bool("keep", false, "")
+		cells := fs.String("cells", "", "")
+		if err := fs.Parse(args); err != nil {
+			return fmt.Errorf("%w: %v", command.ErrUsage, err)
+		}
+		if fs.NArg() > 0 {
+			return fmt.Errorf("%w: degraded takes no arguments, only -keep and -cells=PATTERN[,PATTERN] (got %q)", command.ErrUsage, fs.Args())
+		}
+		opts := command.DegradedOptions{Keep: *keep, Cells: splitList(*cells)}
+		return run(func(out io.Writer) error { opts.Out = out; return command.Degraded(ctx, opts) })
+	},
 	// The warm layer of the pre-push loop.
 	"layer": func(ctx context.Context, args []string) error {
 		return run(func(out io.Writer) error {
@@ -390,13 +403,19 @@ func Sweep(ctx context.Context) error {
 
 // Bench runs the project's benchmarks and writes a table and
 // test-results/bench/bench.json: bring-up per provider (cold image builds
-// and warm), per-leg overhead (p50, p99), proxied against direct
-// throughput, gate verification at 10k and 100k records, lease throughput
-// with 16 clients, porcupine check time for a few thousand operations.
-// Figures are ratios measured in the same run, not absolute promises.
+// and warm), per-leg overhead (p50, p99), proxied against direct and
+// against a bare Toxiproxy binary in front of the same Postgres, gate
+// verification at 10k and 100k records, lease throughput with 16 clients,
+// porcupine check time for a few thousand operations; then, when -filter
+// selects AdopterValidate, it times `go tool mage validate` against `go
+// test -count=1 ./...` in a copy of testdata/adopter (warm when a warm
+// layer is up). Figures are ratios measured in the same run, each goal
+// beside its figure, not absolute promises. Exit 0 when every benchmark
+// ran (goals missed included), 1 when one failed.
 //
 //	go tool mage bench
 //	go tool mage bench -benchtime=10x -filter=Verify
+//	go tool mage bench -filter=AdopterValidate
 func Bench(ctx context.Context, benchtime *string, filter *string) error {
 	var args []string
 	if benchtime != nil {
@@ -480,4 +499,51 @@ func History(ctx context.Context, test *string, last *int) error {
 //	go tool mage layer down
 func Layer(ctx context.Context, action string) error {
 	return command.Supervise(ctx, "layer", action)
+}
+
+// splitList is a comma-separated option's non-empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Degraded runs the degraded-UX stage: a web front walked by headless Chromium under standing faults.
+//
+// The registry's web front (its [degraded] table; by default the ledger's,
+// go build ./examples/ledger/cmd/ledger, "ledger web") is recreated with
+// its database behind a standing Toxiproxy pass-through
+// (contested-degraded-<port>) of the fault layer, and a real headless
+// Chromium (Debian's chromium: apt-get install chromium) walks a matrix of
+// flows (load the page, submit a transfer, reload after submitting) under
+// conditions (backend-down, latency above the page's timeout, reset
+// mid-submit, pool-exhausted). Each cell asserts what the user sees (a
+// banner or an outcome, never a 5xx page, an answer within the front's
+// timeout + 1s) and what the database holds afterwards (a confirmed
+// transfer applied exactly once, a pending one at most once, no money
+// moved under another key), and writes one fault record of class ux
+// (injector: the proxy or toxic read back; victim: what the browser saw).
+//
+// It holds the stage lock: layer down, layer up and validate wait for it.
+// A crashed stage's overlay (marker test-results/degraded/overlay.json) is
+// restored by the next stage or validate; a failed restore keeps the
+// marker and prints how to escape by hand. Screenshots of failing cells
+// (of every cell with -keep) go to test-results/degraded/, linked from
+// test-results/fault/degraded-report.html. Exit 0 every cell passed; 1 a
+// cell failed or its fault did not fire; 2 bad options or registry; 3 the
+// fault layer, Chromium or a restore cannot run.
+//
+//	go tool mage degraded
+//	go tool mage degraded -keep
+//	go tool mage degraded -cells='submit/*,load/latency'
+func Degraded(ctx context.Context, keep *bool, cells *string) error {
+	args := []string{boolArg("keep", keep)}
+	if cells != nil {
+		args = append(args, "-cells="+*cells)
+	}
+	return command.Supervise(ctx, "degraded", args...)
 }

@@ -144,6 +144,8 @@ func TestJudgeGoals(t *testing.T) {
 		{Name: "BenchmarkBringUp-2", Metrics: map[string]float64{"containers/embedded": 2.5, "containers-s/op": 5}},
 		{Name: "BenchmarkLeaseThroughput-2", Metrics: map[string]float64{"pairs/s-16-clients": 1566}},
 		{Name: "BenchmarkLegOverhead/pool-exhaustion-2", Metrics: map[string]float64{"p50-ms": 9}},
+		{Name: "BenchmarkProxiedVsDirect-2", Metrics: map[string]float64{"proxied/direct": 0.5, "proxied/bare": 0.95, "proxied/bare-se": 0.03}},
+		{Name: "BenchmarkAdopterValidate", Metrics: map[string]float64{"validate/go-test-cold": 0.4, "validate-cold-s": 4}},
 	}
 	goals := judgeGoals(results)
 	byFigure := map[string]BenchGoal{}
@@ -151,15 +153,18 @@ func TestJudgeGoals(t *testing.T) {
 		byFigure[g.Benchmark+" "+g.Metric] = g
 	}
 	tests := []struct {
-		name, key string
-		measured  bool
-		met       bool
+		name, key   string
+		measured    bool
+		met         bool
+		withinNoise bool
 	}{
-		{"upper bound met", "BenchmarkBringUp containers/embedded", true, true},
-		{"upper bound missed", "BenchmarkBringUp containers-s/op", true, false},
-		{"lower bound missed", "BenchmarkLeaseThroughput pairs/s-16-clients", true, false},
-		{"sub-benchmark with its GOMAXPROCS suffix", "BenchmarkLegOverhead/pool-exhaustion p50-ms", true, true},
-		{"not run", "BenchmarkWarmAttach warm/cold", false, false},
+		{"upper bound met", "BenchmarkBringUp containers/embedded", true, true, false},
+		{"upper bound missed", "BenchmarkBringUp containers-s/op", true, false, false},
+		{"lower bound missed", "BenchmarkLeaseThroughput pairs/s-16-clients", true, false, false},
+		{"sub-benchmark with its GOMAXPROCS suffix", "BenchmarkLegOverhead/pool-exhaustion p50-ms", true, true, false},
+		{"not run", "BenchmarkWarmAttach warm/cold", false, false, false},
+		{"lower bound missed by less than twice the standard error", "BenchmarkProxiedVsDirect proxied/bare", true, true, true},
+		{"a warm goal is not judged on a cold run", "BenchmarkAdopterValidate validate/go-test-warm", false, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -173,6 +178,40 @@ func TestJudgeGoals(t *testing.T) {
 			if tt.measured && *g.Met != tt.met {
 				t.Errorf("%s = %v against %s: met = %v, want %v", tt.key, *g.Value, g.Goal, *g.Met, tt.met)
 			}
+			if g.WithinNoise != tt.withinNoise {
+				t.Errorf("%s against %s: within noise = %v, want %v", tt.key, g.Goal, g.WithinNoise, tt.withinNoise)
+			}
 		})
+	}
+}
+
+func TestBenchAdopterSelection(t *testing.T) {
+	for _, tt := range []struct {
+		filter string
+		want   bool
+	}{
+		{".", true},
+		{"AdopterValidate", true},
+		{"Adopter|Lease", true},
+		{"LegOverhead/reset", false},
+		{"Verify", false},
+	} {
+		if got := wantsAdopter(tt.filter); got != tt.want {
+			t.Errorf("wantsAdopter(%q) = %v, want %v", tt.filter, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		benchtime string
+		want      int
+	}{{"3x", 3}, {"10x", 10}, {"2s", 3}} {
+		if got := benchRounds(tt.benchtime); got != tt.want {
+			t.Errorf("benchRounds(%q) = %d, want %d", tt.benchtime, got, tt.want)
+		}
+	}
+	if got := median([]float64{3, 1, 2}); got != 2 {
+		t.Errorf("median of 3 1 2 = %v", got)
+	}
+	if got := median([]float64{4, 1, 3, 2}); got != 2.5 {
+		t.Errorf("median of 4 1 3 2 = %v", got)
 	}
 }

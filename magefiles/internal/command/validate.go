@@ -16,6 +16,7 @@ import (
 	"github.com/fatih/color"
 
 	"github.com/contested/contested/contested/runenv"
+	"github.com/contested/contested/degraded"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate"
@@ -139,6 +140,11 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	fmt.Fprintf(v.out, "%s run %s in %s\n", bold("validate:"), ws.env.RunID, ws.env.ModuleRoot)
 	hintIgnore(ctx, ws.env.ModuleRoot, ws.env.ResultsDir, v.out)
 
+	// Never a battery on a stack a degraded stage is rerouting: wait for
+	// one that runs, and restore what a crashed one left.
+	if err := degraded.Await(ctx, ws.env.ResultsDir, "validate", v.out); err != nil {
+		return interrupted(stageError(err))
+	}
 	l, err := v.layerUp(ctx, cfg)
 	if err != nil {
 		return err
@@ -809,6 +815,9 @@ func writeLadderSummary(out io.Writer, rep *ValidateReport) {
 // saved and, apart, what it could not save.
 func writeReports(root string, p report.Page, out io.Writer) {
 	p.Visualizations = report.Visualizations(root)
+	if p.Degraded == nil {
+		p.Degraded = report.Degraded(root)
+	}
 	var html strings.Builder
 	if err := report.WriteHTML(&html, p); err != nil {
 		fmt.Fprintf(out, "report: %v\n", err)

@@ -1,0 +1,205 @@
+package command
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/interrupt"
+	"github.com/contested/contested/internal/secret"
+)
+
+// adopterBench is the name bench.json gives the timing of the adopter
+// fixture's validate against its go test: it is no Go benchmark (it runs
+// go tool mage validate and go test as a user types them), so Bench times
+// it itself, in the same run, after the benchmarks.
+const adopterBench = "BenchmarkAdopterValidate"
+
+// adopterFixture is the module the e2e tests adopt contested in, relative
+// to the module Bench runs in.
+const adopterFixture = "testdata/adopter"
+
+// wantsAdopter reports whether filter, go test -bench's pattern, selects
+// adopterBench (its first level, as go test matches a top-level name).
+func wantsAdopter(filter string) bool {
+	re, err := regexp.Compile(strings.Split(filter, "/")[0])
+	return err == nil && re.MatchString(adopterBench)
+}
+
+// benchRounds is how many timed rounds a -benchtime asks for: its count,
+// or 3 for a duration.
+func benchRounds(benchtime string) int {
+	if n, ok := strings.CutSuffix(benchtime, "x"); ok {
+		if c, err := strconv.Atoi(n); err == nil && c > 0 {
+			return c
+		}
+	}
+	return 3
+}
+
+// benchAdopter times `go tool mage validate` against `go test -count=1
+// ./...` in a copy of the adopter fixture (its replace directive pointed at
+// dir), in turns, rounds times each after one untimed run of each that
+// builds what they need (the magefile, the test binaries). Both run with
+// the caller's environment, so both attach to the warm layer when one is up
+// ("The pre-push loop"), or both bring up a layer of their own. The figures
+// are medians; their metric names say which case was measured (-warm- or
+// -cold-), so the warm goals are judged only on a run that had the warm
+// layer. It returns ok false, and says why on out, when dir has no fixture;
+// an error when a run failed (a validate that is not GREEN is no figure).
+func benchAdopter(ctx context.Context, dir string, rounds int, out, raw io.Writer) (BenchResult, bool, error) {
+	src := filepath.Join(dir, adopterFixture)
+	if _, err := os.Stat(filepath.Join(src, "go.mod")); err != nil {
+		fmt.Fprintf(out, "bench: %s: no %s here, not timed\n", adopterBench, adopterFixture)
+		return BenchResult{}, false, nil
+	}
+	tmp, err := os.MkdirTemp("", "contested-bench-adopter-")
+	if err != nil {
+		return BenchResult{}, false, err
+	}
+	defer os.RemoveAll(tmp)
+	work := filepath.Join(tmp, "adopter")
+	if err := copyFixture(src, work, dir); err != nil {
+		return BenchResult{}, false, fmt.Errorf("copy %s: %w", adopterFixture, err)
+	}
+	fmt.Fprintf(out, "bench: %s: %s copied to %s; one untimed run of each, then %d timed rounds\n", adopterBench, adopterFixture, work, rounds)
+	runs := map[string][]string{
+		"validate": {"go", "tool", "mage", "validate"},
+		"go-test":  {"go", "test", "-count=1", "./..."},
+	}
+	warm := false
+	took := map[string][]float64{}
+	for round := 0; round <= rounds; round++ {
+		order := []string{"validate", "go-test"}
+		if round%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, name := range order {
+			d, output, err := timeRun(ctx, work, runs[name], raw)
+			if err != nil {
+				return BenchResult{}, false, fmt.Errorf("%s in %s: %w", strings.Join(runs[name], " "), adopterFixture, err)
+			}
+			if name == "validate" && strings.Contains(output, "attached to the warm layer") {
+				warm = true
+			}
+			if round > 0 {
+				took[name] = append(took[name], d.Seconds())
+			}
+		}
+	}
+	kind := "cold"
+	if warm {
+		kind = "warm"
+	}
+	v, g := median(took["validate"]), median(took["go-test"])
+	r := BenchResult{Package: "example.com/adopter (" + adopterFixture + ")", Name: adopterBench, Iterations: rounds, Metrics: map[string]float64{
+		"validate-" + kind + "-s":        v,
+		"go-test-" + kind + "-s":         g,
+		"validate/go-test-" + kind:       v / g,
+		"validate-" + kind + "-s-spread": slices.Max(took["validate"]) - slices.Min(took["validate"]),
+		"go-test-" + kind + "-s-spread":  slices.Max(took["go-test"]) - slices.Min(took["go-test"]),
+		"warm-layer":                     map[bool]float64{true: 1}[warm],
+	}}
+	fmt.Fprintf(raw, "%s\t%d\t%s\n", adopterBench, rounds, formatMetrics(r.Metrics))
+	return r, true, nil
+}
+
+// timeRun runs argv in dir as a user would (NO_COLOR, no results
+// directory or surfaces of the caller's), its output scrubbed into raw, and
+// returns how long it took and its output. A non-zero exit is an error.
+func timeRun(ctx context.Context, dir string, argv []string, raw io.Writer) (time.Duration, string, error) {
+	cmd := interrupt.Command(ctx, battery.StopAfter, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "CONTESTED_RESULTS_DIR=", "CONTESTED_SURFACES=")
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	start := time.Now()
+	untrack, err := interrupt.Start(cmd)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	untrack()
+	d := time.Since(start)
+	output := secret.ScrubString(buf.String())
+	fmt.Fprintf(raw, "# %s (%s): %s\n%s", strings.Join(argv, " "), d.Round(time.Millisecond), errString(err), output)
+	if err != nil {
+		tail := output
+		if len(tail) > 2000 {
+			tail = tail[len(tail)-2000:]
+			if i := strings.IndexByte(tail, '\n'); i >= 0 {
+				tail = tail[i+1:]
+			}
+		}
+		return d, output, fmt.Errorf("%w\n%s", err, tail)
+	}
+	return d, output, nil
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "exit 0"
+	}
+	return err.Error()
+}
+
+// copyFixture copies the fixture module src to dst, skipping its results
+// directory, with its replace directive pointed at root.
+func copyFixture(src, dst, root string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			if d.Name() == "test-results" {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if rel == "go.mod" {
+			b = bytes.Replace(b, []byte("=> ../.."), []byte("=> "+root), 1)
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+}
+
+// median is the median of xs (the mean of the middle two for an even
+// count); xs is left unsorted.
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// formatMetrics renders metrics as go test -bench does ("1.5 unit ..."),
+// in a stable order.
+func formatMetrics(m map[string]float64) string {
+	var units []string
+	for u := range m {
+		units = append(units, u)
+	}
+	slices.Sort(units)
+	var parts []string
+	for _, u := range units {
+		parts = append(parts, strconv.FormatFloat(m[u], 'g', 6, 64)+" "+u)
+	}
+	return strings.Join(parts, "\t")
+}
