@@ -37,6 +37,7 @@ func TestRerunsWeighTheHistory(t *testing.T) {
 		{"failing reruns, a history that always failed", Reruns{Runs: 3, Failures: 3, Class: "consistent"}, history(4, 0, 1, 2, 3), "consistent", "4 of its last 4 runs"},
 		{"only the last 20 runs", Reruns{Runs: 3, Class: "passes"}, history(30, 0, 1, 2), "passes", "0 of its last 20 runs"},
 		{"a package that does not run", Reruns{Runs: 3, Failures: 3, NotRun: 3, Class: PackageFails}, history(5, 1), PackageFails, "(package fails)"},
+		{"a test that never runs", Reruns{Runs: 3, Absent: 3, Class: NeverRuns}, history(5, 1), NeverRuns, "ran in none of 3 reruns, which its package passed (never runs)"},
 		{"another package's test", Reruns{Runs: 3, Failures: 3, Class: "consistent"}, func() []flakes.Outcome {
 			h := history(5, 1)
 			for i := range h {

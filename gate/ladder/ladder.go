@@ -76,8 +76,12 @@ type Reruns struct {
 	Failures int `json:"failures"`
 	// NotRun counts the failed runs in which the test never ran: its
 	// package failed first (does not build, TestMain exited).
-	NotRun int    `json:"not_run,omitempty"`
-	Class  string `json:"class"` // consistent, flaky, passes, not rerun, package fails
+	NotRun int `json:"not_run,omitempty"`
+	// Absent counts the passing runs in which the test never ran: its
+	// package passed without it (a TestMain that returns before m.Run, a
+	// build constraint that leaves the file out).
+	Absent int    `json:"absent,omitempty"`
+	Class  string `json:"class"` // consistent, flaky, passes, not rerun, package fails, never runs
 	// History is the test's last runs in the flake history, when it has
 	// any: the class then judges the reruns and those runs together.
 	History *History `json:"history,omitempty"`
@@ -96,6 +100,11 @@ type History struct {
 // PackageFails is the rerun class of a test whose package failed before
 // the test ran, in every rerun.
 const PackageFails = "package fails"
+
+// NeverRuns is the rerun class of a test that never ran in any rerun
+// while its package passed: nothing was exercised, so "passes" would be a
+// pass no test earned.
+const NeverRuns = "never runs"
 
 // Outcome is where the ladder ended.
 type Outcome struct {
@@ -195,6 +204,10 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 		packageDoesNotRun(o, s)
 		return o, nil
 	}
+	if o.Reruns.Class == NeverRuns {
+		neverRuns(o, s, runPkg)
+		return o, nil
+	}
 	if o.Reruns.Class == "passes" && !failedIn(opts.Seen, opts, pkg, name) {
 		noFailure(o, opts.Seen)
 		return o, nil
@@ -229,6 +242,17 @@ func packageDoesNotRun(o *Outcome, s registry.Surface) {
 	o.Step, o.Owner, o.Verdict = 3, TestAuthor, "package "+pf.What
 	o.Action = fmt.Sprintf("%s: %s; the test never ran, so neither it nor %s's contract can be judged until its package runs its tests", pf.Package, pf.Action, s.ID)
 	o.Evidence = append(o.Evidence, pf.FirstLine)
+}
+
+// neverRuns ends the ladder for a test its package passed without running,
+// in every rerun: the test author owns it, and the contract cannot be
+// judged until the test runs.
+func neverRuns(o *Outcome, s registry.Surface, pkg string) {
+	o.Step, o.Owner, o.Verdict = 3, TestAuthor, "test never runs"
+	if pkg == "" {
+		pkg = "./..."
+	}
+	o.Action = fmt.Sprintf("%s passed all %d reruns without running %s: a TestMain that returns before m.Run, or a build constraint that leaves its file out; make the test run (go test %s -run '%s' -v lists what ran), then walk the ladder again; %s's contract cannot be judged until it does", pkg, o.Reruns.Runs, o.Test, pkg, contested.RunPattern(o.Test), s.ID)
 }
 
 // failedIn reports whether the test failed in the battery b: the test or
@@ -373,12 +397,16 @@ func rerun(ctx context.Context, name, pkg string, opts Options) (Reruns, *Plain,
 			r.NotRun++
 			p := PackageFailure(failed[0].Name, failed[0].Output, 0)
 			pf = &p
+		} else if res.OK() && !ran(res, top) {
+			r.Absent++
 		}
 	}
 	switch {
 	case r.Runs == 0:
 	case r.NotRun == r.Runs:
 		r.Class = PackageFails
+	case r.Absent == r.Runs:
+		r.Class = NeverRuns
 	case r.Failures == r.Runs:
 		r.Class = "consistent"
 	case r.Failures == 0:
@@ -467,7 +495,7 @@ func FileName(test string) string { return faultrecord.SafeFileName(test) }
 // whose package does not run keeps its class; no runs in the history
 // leave r as it is.
 func withHistory(r Reruns, outs []flakes.Outcome, pkg, name string) Reruns {
-	if len(outs) == 0 || r.Class == PackageFails {
+	if len(outs) == 0 || r.Class == PackageFails || r.Class == NeverRuns {
 		return r
 	}
 	id := name
@@ -502,6 +530,9 @@ const historyRuns = 20
 // when it held any.
 func (r Reruns) Say() string {
 	s := fmt.Sprintf("the test failed %d of %d reruns", r.Failures, r.Runs)
+	if r.Class == NeverRuns {
+		s = fmt.Sprintf("the test ran in none of %d reruns, which its package passed", r.Runs)
+	}
 	if h := r.History; h != nil {
 		s += fmt.Sprintf(" and %d of its last %d runs in the flake history", h.Failed, h.Runs)
 		if h.FirstFailingCommit != "" {

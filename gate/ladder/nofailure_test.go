@@ -85,16 +85,43 @@ func TestATestWhosePackageDoesNotRunIsTheTestAuthors(t *testing.T) {
 
 // TestATestThatNeverRanInAPassingPackageIsNoPackageFailure: a rerun in
 // which the test did not run while its package passed (a TestMain that
-// exits 0 before m.Run) is not a package failure: NotRun counts only the
-// runs its package failed.
+// exits 0 before m.Run, a build constraint that leaves the file out) is
+// not a package failure: NotRun counts only the runs its package failed.
+// Nor is it a pass: a test that never ran in any rerun is the test
+// author's, "test never runs", never NO FAILURE.
 func TestATestThatNeverRanInAPassingPackageIsNoPackageFailure(t *testing.T) {
-	opts := packageModule(t, map[string]string{"p/p_test.go": "package p\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) { os.Exit(0) }\n\nfunc TestPContract(t *testing.T) {}\n"})
-	o, err := Walk(context.Background(), "TestPContract", opts)
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name, body string
+		unknown    bool // go does not list the test: Locate refuses it before any rerun
+	}{
+		{"a TestMain that exits 0", "package p\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) { os.Exit(0) }\n\nfunc TestPContract(t *testing.T) {}\n", false},
+		{"a build constraint", "//go:build never\n\npackage p\n\nimport \"testing\"\n\nfunc TestPContract(t *testing.T) {}\n", true},
 	}
-	if o.Reruns.Runs != 2 || o.Reruns.NotRun != 0 || o.Reruns.Class == PackageFails || o.PackageFailure != nil {
-		t.Fatalf("reruns %+v, package failure %+v; want two runs and no package failure", o.Reruns, o.PackageFailure)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			files := map[string]string{"p/p_test.go": tt.body}
+			if tt.unknown {
+				files["p/other_test.go"] = "package p\n\nimport \"testing\"\n\nfunc TestOther(t *testing.T) {}\n"
+			}
+			opts := packageModule(t, files)
+			o, err := Walk(context.Background(), "TestPContract", opts)
+			if tt.unknown {
+				if !errors.Is(err, ErrUnknownTest) {
+					t.Fatalf("Walk = %v, %v; want ErrUnknownTest for a test go does not list", o, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Reruns.Runs != 2 || o.Reruns.NotRun != 0 || o.Reruns.Class == PackageFails || o.PackageFailure != nil {
+				t.Fatalf("reruns %+v, package failure %+v; want two runs and no package failure", o.Reruns, o.PackageFailure)
+			}
+			if o.Reruns.Class != NeverRuns || o.Reruns.Absent != 2 || o.Verdict == NoFailure || o.Owner != TestAuthor || !strings.Contains(o.Action, "without running TestPContract") {
+				t.Errorf("reruns %+v, verdict %q, owner %q, action %q; want %q, the test author's, saying the test never ran", o.Reruns, o.Verdict, o.Owner, o.Action, NeverRuns)
+			}
+		})
 	}
 }
 
