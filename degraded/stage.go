@@ -42,6 +42,10 @@ const settleWait = 5 * time.Second
 // tabTimeout bounds one cell's tab.
 const tabTimeout = 45 * time.Second
 
+// victimHolder prefixes the run id as the holder of the front's database
+// in the harness table, so a later stage knows a killed stage's database.
+const victimHolder = "degraded-"
+
 // Options configure Run.
 type Options struct {
 	// Layer is the fault layer the stage runs on; the caller brought it up
@@ -162,7 +166,17 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 	if err != nil {
 		return res, fmt.Errorf("%w: %v", faultlayer.ErrCannotRun, err)
 	}
-	victim, err := armer.CreateVictim(ctx, "degraded-"+opts.RunID)
+	// The stage lock makes this the only stage: a victim another stage
+	// holds is one a killed stage left behind.
+	holder := victimHolder + opts.RunID
+	if gone, err := armer.DropVictimsHeldBy(ctx, func(h string) bool { return strings.HasPrefix(h, victimHolder) && h != holder }); len(gone) > 0 || err != nil {
+		fmt.Fprintf(out, "degraded: dropped %d database(s) a killed stage left: %s", len(gone), strings.Join(gone, ", "))
+		if err != nil {
+			fmt.Fprintf(out, " (not all: %v)", err)
+		}
+		fmt.Fprintln(out)
+	}
+	victim, err := armer.CreateVictim(ctx, holder)
 	if err != nil {
 		return res, fmt.Errorf("%w: create the front's database: %v", faultlayer.ErrCannotRun, err)
 	}

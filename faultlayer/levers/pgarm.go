@@ -165,6 +165,44 @@ func (a *PgFaultArmer) DropVictim(ctx context.Context, v *Victim) error {
 	return errors.Join(errs...)
 }
 
+// DropVictimsHeldBy drops the victims the harness table registered for a
+// holder that left reports true for: those of an earlier run that was
+// killed before it dropped its own (a degraded stage's, say), which
+// nothing else reaps while a warm layer lives. Each goes through the same
+// guards as DropVictim; a name the table lists that is not of a victim's
+// shape is left alone. It returns the databases it dropped.
+func (a *PgFaultArmer) DropVictimsHeldBy(ctx context.Context, left func(holder string) bool) ([]string, error) {
+	rows, err := a.admin.Query(ctx, `SELECT name, role, coalesce(holder, '') FROM `+pgx.Identifier{harnessTable}.Sanitize()+` ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list victims: %w", err)
+	}
+	var stale []*Victim
+	for rows.Next() {
+		var name, role, holder string
+		if err := rows.Scan(&name, &role, &holder); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("list victims: %w", err)
+		}
+		if left(holder) && victimName.MatchString(name) {
+			stale = append(stale, &Victim{database: name, role: role, armer: a})
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list victims: %w", err)
+	}
+	var dropped []string
+	var errs []error
+	for _, v := range stale {
+		if err := a.DropVictim(ctx, v); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		dropped = append(dropped, v.database)
+	}
+	return dropped, errors.Join(errs...)
+}
+
 // guardRole returns nil only when role is the one the harness table
 // registered for database, is not the admin's own role and is no
 // superuser.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -263,5 +264,66 @@ func TestArmerQuotesIdentifiers(t *testing.T) {
 	forged := &Exhaustion{Database: "ledger"}
 	if err := forged.Release(ctx); !errors.Is(err, ErrNotVictim) {
 		t.Errorf("Release of a forged Exhaustion: %v, want ErrNotVictim", err)
+	}
+}
+
+// TestDropVictimsHeldByReapsWhatAKilledRunLeft: the victims another
+// process's armer created for holders the caller names are dropped,
+// database and role, with the same guards as DropVictim; a victim of
+// another holder stays, and so does a victim-shaped canonical database a
+// matching holder is entered for (the guard refuses it, and says so).
+func TestDropVictimsHeldByReapsWhatAKilledRunLeft(t *testing.T) {
+	l := faulttest.Layer(t)
+	ctx := context.Background()
+	admin := l.DB()
+	a, err := NewPgFaultArmer(ctx, admin, []string{"cv_00000000cb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another process's armer, as a killed run's was.
+	killed, err := NewPgFaultArmer(ctx, admin, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := fmt.Sprintf("stale-%d-", rand.Uint32())
+	var left []*Victim
+	for i := range 2 {
+		v, err := killed.CreateVictim(ctx, fmt.Sprintf("%s%d", prefix, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { killed.DropVictim(context.Background(), v) })
+		left = append(left, v)
+	}
+	live, err := killed.CreateVictim(ctx, "live-"+prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { killed.DropVictim(context.Background(), live) })
+	scratchDatabase(t, admin, "cv_00000000cb")
+	harnessRow(t, admin, "cv_00000000cb", "cv_00000000cb")
+	if _, err := admin.Exec(ctx, `UPDATE `+pgx.Identifier{harnessTable}.Sanitize()+` SET holder = $1 WHERE name = 'cv_00000000cb'`, prefix+"canonical"); err != nil {
+		t.Fatal(err)
+	}
+
+	dropped, err := a.DropVictimsHeldBy(ctx, func(h string) bool { return strings.HasPrefix(h, prefix) })
+	if !errors.Is(err, ErrCanonicalDB) {
+		t.Errorf("DropVictimsHeldBy: err = %v, want the guard's refusal of the canonical cv_00000000cb", err)
+	}
+	want := []string{left[0].Database(), left[1].Database()}
+	slices.Sort(want)
+	if !slices.Equal(dropped, want) {
+		t.Errorf("dropped %v, want %v", dropped, want)
+	}
+	for _, v := range left {
+		if databaseExists(t, admin, v.Database()) || roleExists(t, admin, v.Role()) {
+			t.Errorf("victim %s of a killed run still exists", v.Database())
+		}
+	}
+	if !databaseExists(t, admin, live.Database()) || !roleExists(t, admin, live.Role()) {
+		t.Errorf("victim %s of another holder was dropped", live.Database())
+	}
+	if !databaseExists(t, admin, "cv_00000000cb") {
+		t.Error("the canonical cv_00000000cb was dropped")
 	}
 }
