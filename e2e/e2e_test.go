@@ -1,13 +1,11 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +21,7 @@ import (
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate"
 	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/internal/fixture"
 )
 
 // parallel is how many of these tests run at once unless go test's
@@ -63,7 +62,7 @@ func repoRoot(t testing.TB) string {
 func adopter(t *testing.T, edits map[string]string) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "adopter")
-	if err := copyAdopter(repoRoot(t), dst); err != nil {
+	if err := fixture.Copy(filepath.Join(repoRoot(t), "testdata", "adopter"), dst, repoRoot(t)); err != nil {
 		t.Fatal(err)
 	}
 	for name, body := range edits {
@@ -77,32 +76,6 @@ func adopter(t *testing.T, edits map[string]string) string {
 		}
 	}
 	return dst
-}
-
-// copyAdopter copies root's testdata/adopter to dst, its replace
-// directive pointed at root.
-func copyAdopter(root, dst string) error {
-	src := filepath.Join(root, "testdata", "adopter")
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			if d.Name() == "test-results" {
-				return filepath.SkipDir
-			}
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if rel == "go.mod" {
-			b = bytes.Replace(b, []byte("=> ../.."), []byte("=> "+root), 1)
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
 }
 
 // compiled is the adopter's magefile compiled once for the package by go
@@ -127,7 +100,7 @@ func targets(t *testing.T) string {
 			return
 		}
 		src := filepath.Join(compiled.dir, "adopter")
-		if compiled.err = copyAdopter(root, src); compiled.err != nil {
+		if compiled.err = fixture.Copy(filepath.Join(root, "testdata", "adopter"), src, root); compiled.err != nil {
 			return
 		}
 		bin := filepath.Join(compiled.dir, "targets")

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/fixture"
 	"github.com/contested/contested/internal/interrupt"
 	"github.com/contested/contested/internal/secret"
 )
@@ -69,7 +69,7 @@ func benchAdopter(ctx context.Context, dir string, rounds int, out, raw io.Write
 	}
 	defer os.RemoveAll(tmp)
 	work := filepath.Join(tmp, "adopter")
-	if err := copyFixture(src, work, dir); err != nil {
+	if err := fixture.Copy(src, work, dir); err != nil {
 		return BenchResult{}, false, fmt.Errorf("copy %s: %w", adopterFixture, err)
 	}
 	fmt.Fprintf(out, "bench: %s: %s copied to %s; one untimed run of each, then %d timed rounds\n", adopterBench, adopterFixture, work, rounds)
@@ -150,31 +150,6 @@ func errString(err error) string {
 		return "exit 0"
 	}
 	return err.Error()
-}
-
-// copyFixture copies the fixture module src to dst, skipping its results
-// directory, with its replace directive pointed at root.
-func copyFixture(src, dst, root string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			if d.Name() == "test-results" {
-				return filepath.SkipDir
-			}
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if rel == "go.mod" {
-			b = bytes.Replace(b, []byte("=> ../.."), []byte("=> "+root), 1)
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
 }
 
 // median is the median of xs (the mean of the middle two for an even
