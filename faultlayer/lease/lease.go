@@ -252,9 +252,9 @@ func (t *Table) tryAcquire(ctx context.Context, holder string) (Lease, bool, err
 		// listening: give back whatever this attempt took.
 		uerr := t.undo(context.WithoutCancel(ctx), token)
 		if ctx.Err() != nil {
-			return Lease{}, false, errors.Join(t.exhausted(ctx.Err()), uerr)
+			return Lease{}, false, withUndo(t.exhausted(ctx.Err()), uerr)
 		}
-		return Lease{}, false, errors.Join(classify("acquire a proxy port", err), uerr)
+		return Lease{}, false, withUndo(classify("acquire a proxy port", err), uerr)
 	}
 	if prev != nil {
 		l.Reclaimed = *prev
@@ -449,11 +449,19 @@ func (t *Table) reclaimOne(ctx context.Context, h Lease, goneOnly bool) (bool, e
 }
 
 // undo gives back the lease an attempt took, if it took one. The network
-// that lost the attempt's answer may still be failing, so it tries a few
-// times, each on a fresh statement, for up to ten seconds.
+// that lost the attempt's answer may still be failing, so it tries
+// undoAttempts times, each on a fresh statement bounded to a second, backing
+// off between them.
 func (t *Table) undo(ctx context.Context, token string) error {
 	var err error
-	for range 10 {
+	backoff := 25 * time.Millisecond
+	for attempt := range undoAttempts {
+		if attempt > 0 {
+			// The fault that lost the acquire's answer is likely still
+			// there: ten tries at once would all meet it.
+			time.Sleep(backoff)
+			backoff = min(backoff*2, 500*time.Millisecond)
+		}
 		actx, cancel := context.WithTimeout(ctx, time.Second)
 		_, err = t.db.Exec(actx, `UPDATE fault_port_leases
 			SET holder = NULL, owner = NULL, run_id = NULL, expires_at = NULL, token = NULL, released_at = clock_timestamp()
@@ -464,6 +472,22 @@ func (t *Table) undo(ctx context.Context, token string) error {
 		}
 	}
 	return fmt.Errorf("give back an interrupted acquire (token %s): %w; the port is freed when its lease expires", token, err)
+}
+
+// undoAttempts bounds the give-back of an interrupted acquire: with its
+// backoff, about three seconds of sleeps besides the attempts themselves.
+const undoAttempts = 10
+
+// withUndo adds a failed give-back to the acquire's error as text only. The
+// give-back's own error (a refused connection, a statement never sent)
+// must not decide how a caller classifies the acquire, whose statement may
+// have committed: wrapped, errors.As would find it and read the whole
+// outcome as definite.
+func withUndo(err, uerr error) error {
+	if uerr == nil {
+		return err
+	}
+	return fmt.Errorf("%w; %v", err, uerr)
 }
 
 func newToken() string {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contested/contested/faultlayer"
@@ -480,5 +481,99 @@ func TestReclaimTakesOnlyLeasesOfProvablyGoneOwnersOrExpiredOnes(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), fmt.Sprintf("left port %d", ports[2])) || !strings.Contains(log.String(), "another PID namespace") {
 		t.Errorf("the reclaim must say it left the foreign owner's lease to its expiry; log:\n%s", log.String())
+	}
+}
+
+// TestAnAcquireCutOffAfterItCommittedIsNeverReportedDefinite: the acquire
+// reaches Postgres and commits, its answer is held back, then the proxy
+// goes down, cutting the connection and refusing the give-back's. The port
+// stays leased (the give-back could not run), so the error Acquire returns
+// must not read as "nothing happened" to a caller that classifies it with
+// errors.As: no ConnectError, nothing safe to retry, though every give-back
+// attempt failed with exactly those.
+func TestAnAcquireCutOffAfterItCommittedIsNeverReportedDefinite(t *testing.T) {
+	l := faulttest.Layer(t)
+	ctx := context.Background()
+	port := privatePorts(t, 41115)
+	pp := l.Ports[len(l.Ports)-1]
+	if _, err := l.Leases().Acquire(bounded(t), "reserve-the-proxy-port"); err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := l.Toxiproxy().CreateProxy("lease-cut-off", pp.Listen, l.PostgresUpstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Delete()
+	cfg, err := pgxpool.ParseConfig(l.PostgresDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, p, _ := net.SplitHostPort(pp.Dial)
+	cfg.ConnConfig.Host = host
+	n, _ := strconv.Atoi(p)
+	cfg.ConnConfig.Port = uint16(n)
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	tbl := lease.New(pool, port, nil, lease.WithoutReclaimOnWait())
+	warm, err := tbl.Acquire(bounded(t), "TestCutOff-warm-up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.Release(ctx, warm); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := proxy.AddToxic("hold-answers", "timeout", "downstream", 1, map[string]any{"timeout": 0}); err != nil {
+		t.Fatal(err)
+	}
+	const holder = "TestCutOff"
+	done := make(chan error, 1)
+	go func() {
+		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		_, err := tbl.Acquire(actx, holder)
+		done <- err
+	}()
+	// Wait until the acquire has committed, then cut the proxy.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var h *string
+		if err := l.DB().QueryRow(ctx, "SELECT holder FROM "+lease.TableName+" WHERE port = $1", port[0]).Scan(&h); err != nil {
+			t.Fatal(err)
+		}
+		if h != nil && *h == holder {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the acquire never committed through the proxy")
+		}
+	}
+	proxy.Enabled = false
+	if err := proxy.Save(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		proxy.Enabled = true
+		proxy.Save()
+	}()
+	err = <-done
+	if err == nil {
+		t.Fatal("Acquire through a proxy cut off before its answer: no error")
+	}
+	var connect *pgconn.ConnectError
+	if errors.As(err, &connect) || pgconn.SafeToRetry(err) {
+		t.Errorf("Acquire's error reads as definite (ConnectError %v, safe to retry %v): %v", connect != nil, pgconn.SafeToRetry(err), err)
+	}
+	if !strings.Contains(err.Error(), "give back an interrupted acquire") {
+		t.Errorf("Acquire's error does not say the give-back failed: %v", err)
+	}
+	var h *string
+	if err := l.DB().QueryRow(ctx, "SELECT holder FROM "+lease.TableName+" WHERE port = $1", port[0]).Scan(&h); err != nil {
+		t.Fatal(err)
+	}
+	if h == nil || *h != holder {
+		t.Fatalf("port %d holder = %v; the cut-off acquire should still hold it (its give-back could not run)", port[0], h)
 	}
 }
