@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -110,6 +111,11 @@ func Postgres() Image {
 	return im
 }
 
+// substituted holds the substitutions Ensure has announced: a run checks
+// the images before it brings a layer up and again as it does, and the
+// same line twice says nothing new.
+var substituted sync.Map
+
 // Ensure returns a reference to an image equivalent to want that is present
 // in the engine, in this order: want itself when present; the locally built
 // equivalent when want is this image's upstream or local reference and the
@@ -125,7 +131,9 @@ func (im Image) Ensure(ctx context.Context, d Docker, want string, log io.Writer
 	}
 	known := want == im.Upstream || want == im.Local
 	if known && present(ctx, d, im.Local) {
-		fmt.Fprintf(log, "images: %s is not present; using the locally built %s\n", want, im.Local)
+		if _, said := substituted.LoadOrStore(want+" "+im.Local, true); !said {
+			fmt.Fprintf(log, "images: %s is not present; using the locally built %s\n", want, im.Local)
+		}
 		return im.Local, nil
 	}
 	if want != im.Local {

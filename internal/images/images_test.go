@@ -92,6 +92,31 @@ func TestEnsureBuildsWhatCannotBePulled(t *testing.T) {
 	}
 }
 
+// TestEnsureSaysASubstitutionOnce: a run ensures its images before it
+// brings a layer up and again as it does; the substitution of the locally
+// built image for the upstream one is said once, not each time.
+func TestEnsureSaysASubstitutionOnce(t *testing.T) {
+	cli := dockerenv.Require(t)
+	ctx := context.Background()
+	im := Toxiproxy()
+	if _, err := im.Ensure(ctx, cli, "", io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if Present(ctx, cli, im.Upstream) {
+		t.Skipf("%s is in the engine: nothing is substituted for it", im.Upstream)
+	}
+	substituted.Clear()
+	var log strings.Builder
+	for range 2 {
+		if _, err := im.Ensure(ctx, cli, "", &log); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := strings.Count(log.String(), "is not present; using the locally built"); n != 1 {
+		t.Errorf("two Ensures said the substitution %d times, want once:\n%s", n, log.String())
+	}
+}
+
 func TestEnsureRefusesAnUnknownImageItCannotPull(t *testing.T) {
 	cli := dockerenv.Require(t)
 	_, err := Toxiproxy().Ensure(context.Background(), cli, "registry.invalid/nothing:here", os.Stderr)
