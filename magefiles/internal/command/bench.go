@@ -85,7 +85,7 @@ var benchGoals = []struct {
 	{"leg overhead p50, pool-exhaustion, ms", "BenchmarkLegOverhead/pool-exhaustion", "p50-ms", true, 10, ""},
 	{"lease acquire+release pairs/s, 16 clients", "BenchmarkLeaseThroughput", "pairs/s-16-clients", false, 3000, ""},
 	{"proxied through the layer over a bare Toxiproxy binary, same Postgres", "BenchmarkProxiedVsDirect", "proxied/bare", false, 1, "proxied/bare-se"},
-	{"validate of the adopter fixture over its go test -count=1 ./..., warm layer", adopterBench, "validate/go-test-warm", true, 0.5, ""},
+	{"validate of the adopter fixture with the warm layer over its go test -count=1 ./... bringing up its own layer", adopterBench, "validate-warm/go-test-own-layer", true, 0.5, ""},
 	{"validate of the adopter fixture, warm layer, seconds", adopterBench, "validate-warm-s", true, 5, ""},
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -52,7 +53,10 @@ func benchRounds(benchtime string) int {
 // dir), in turns, rounds times each after one untimed run of each that
 // builds what they need (the magefile, the test binaries). Both run with
 // the caller's environment, so both attach to the warm layer when one is up
-// ("The pre-push loop"), or both bring up a layer of their own. The figures
+// ("The pre-push loop"), or both bring up a layer of their own; with a warm
+// layer up, go test also runs a third way, with a cache directory of its
+// own, so that it brings up its own layer as it would for a developer who
+// keeps none (go-test-own-layer). The figures
 // are medians; their metric names say which case was measured (-warm- or
 // -cold-), so the warm goals are judged only on a run that had the warm
 // layer. It returns ok false, and says why on out, when dir has no fixture;
@@ -74,23 +78,37 @@ func benchAdopter(ctx context.Context, dir string, rounds int, out, raw io.Write
 	}
 	fmt.Fprintf(out, "bench: %s: %s copied to %s; one untimed run of each, then %d timed rounds\n", adopterBench, adopterFixture, work, rounds)
 	runs := map[string][]string{
-		"validate": {"go", "tool", "mage", "validate"},
-		"go-test":  {"go", "test", "-count=1", "./..."},
+		"validate":          {"go", "tool", "mage", "validate"},
+		"go-test":           {"go", "test", "-count=1", "./..."},
+		"go-test-own-layer": {"go", "test", "-count=1", "./..."},
 	}
-	warm := false
+	// The warm layer's record lives in the user's cache directory: a go
+	// test given another one finds no warm layer and brings up a layer of
+	// its own, as it does for a developer who keeps none.
+	gocache, err := goEnv(ctx, "GOCACHE")
+	if err != nil {
+		return BenchResult{}, false, err
+	}
+	env := map[string][]string{"go-test-own-layer": {"XDG_CACHE_HOME=" + filepath.Join(tmp, "cache"), "GOCACHE=" + gocache}}
+	_, output, err := timeRun(ctx, work, runs["validate"], nil, raw)
+	if err != nil {
+		return BenchResult{}, false, fmt.Errorf("%s in %s: %w", strings.Join(runs["validate"], " "), adopterFixture, err)
+	}
+	warm := strings.Contains(output, "attached to the warm layer")
+	names := []string{"validate", "go-test"}
+	if warm {
+		names = append(names, "go-test-own-layer")
+	}
 	took := map[string][]float64{}
 	for round := 0; round <= rounds; round++ {
-		order := []string{"validate", "go-test"}
+		order := slices.Clone(names)
 		if round%2 == 1 {
 			slices.Reverse(order)
 		}
 		for _, name := range order {
-			d, output, err := timeRun(ctx, work, runs[name], raw)
+			d, _, err := timeRun(ctx, work, runs[name], env[name], raw)
 			if err != nil {
 				return BenchResult{}, false, fmt.Errorf("%s in %s: %w", strings.Join(runs[name], " "), adopterFixture, err)
-			}
-			if name == "validate" && strings.Contains(output, "attached to the warm layer") {
-				warm = true
 			}
 			if round > 0 {
 				took[name] = append(took[name], d.Seconds())
@@ -110,6 +128,11 @@ func benchAdopter(ctx context.Context, dir string, rounds int, out, raw io.Write
 		"go-test-" + kind + "-s-spread":  slices.Max(took["go-test"]) - slices.Min(took["go-test"]),
 		"warm-layer":                     map[bool]float64{true: 1}[warm],
 	}}
+	if warm {
+		o := median(took["go-test-own-layer"])
+		r.Metrics["go-test-own-layer-s"] = o
+		r.Metrics["validate-warm/go-test-own-layer"] = v / o
+	}
 	fmt.Fprintf(raw, "%s\t%d\t%s\n", adopterBench, rounds, formatMetrics(r.Metrics))
 	return r, true, nil
 }
@@ -117,10 +140,10 @@ func benchAdopter(ctx context.Context, dir string, rounds int, out, raw io.Write
 // timeRun runs argv in dir as a user would (NO_COLOR, no results
 // directory or surfaces of the caller's), its output scrubbed into raw, and
 // returns how long it took and its output. A non-zero exit is an error.
-func timeRun(ctx context.Context, dir string, argv []string, raw io.Writer) (time.Duration, string, error) {
+func timeRun(ctx context.Context, dir string, argv, env []string, raw io.Writer) (time.Duration, string, error) {
 	cmd := interrupt.Command(ctx, battery.StopAfter, argv[0], argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "CONTESTED_RESULTS_DIR=", "CONTESTED_SURFACES=")
+	cmd.Env = append(append(os.Environ(), "NO_COLOR=1", "CONTESTED_RESULTS_DIR=", "CONTESTED_SURFACES="), env...)
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	start := time.Now()
@@ -143,6 +166,15 @@ func timeRun(ctx context.Context, dir string, argv []string, raw io.Writer) (tim
 		return d, output, fmt.Errorf("%w\n%s", err, tail)
 	}
 	return d, output, nil
+}
+
+// goEnv is one variable as the go command resolves it.
+func goEnv(ctx context.Context, name string) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", name).Output()
+	if err != nil {
+		return "", fmt.Errorf("go env %s: %w", name, err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 func errString(err error) string {
