@@ -38,7 +38,7 @@ type Condition struct {
 // Conditions are the matrix's conditions, in the order they run.
 var Conditions = []Condition{
 	{Name: "backend-down", Lever: levers.NameDisconnect, Meaning: "the proxy is disabled: connections refused, live ones dropped", Banners: []string{"unreachable"}},
-	{Name: "latency", Lever: levers.NameConfirmTimeout, Meaning: "answers from the database are delayed by twice the page's timeout: the write commits, its answer comes too late", Banners: []string{"slow"}},
+	{Name: "latency", Lever: levers.NameConfirmTimeout, Meaning: "answers from the database are delayed by 1.5 to 2.5 times the page's timeout, as the seed's plan says: the write commits, its answer comes too late", Banners: []string{"slow"}},
 	{Name: "reset", Lever: levers.NameReset, Meaning: "connections are reset as the database answers (mid-submit)", Banners: []string{"unreachable", "slow"}},
 	{Name: "pool-exhausted", Lever: levers.NamePoolExhaustion, Meaning: "the front's connections are dropped and the database is held at its connection limit", Banners: []string{"unreachable", "slow"}},
 }
@@ -55,15 +55,21 @@ func (c Cell) ID() string { return c.Flow + "/" + c.Condition.Name }
 // ErrNoCells reports cell patterns that select no cell.
 var ErrNoCells = errors.New("no cell matches")
 
-// Select returns the cells the patterns select (path.Match on flow/condition;
-// none selects all), in matrix order.
-func Select(patterns []string) ([]Cell, error) {
+// Matrix is every cell, flows × conditions, in matrix order.
+func Matrix() []Cell {
 	var all []Cell
 	for _, f := range Flows {
 		for _, c := range Conditions {
 			all = append(all, Cell{Flow: f, Condition: c})
 		}
 	}
+	return all
+}
+
+// Select returns the cells the patterns select (path.Match on flow/condition;
+// none selects all), in matrix order.
+func Select(patterns []string) ([]Cell, error) {
+	all := Matrix()
 	if len(patterns) == 0 {
 		return all, nil
 	}
@@ -118,6 +124,7 @@ type target struct {
 	database  string
 	appName   string // the front's application_name: its backends
 	timeout   time.Duration
+	latency   time.Duration // what the latency condition holds: the plan's, per cell
 }
 
 // arm puts the condition in place and reads it back.
@@ -136,7 +143,7 @@ func (t *target) arm(ctx context.Context, c Condition) (*armed, error) {
 		a.what = fmt.Sprintf("proxy %s read back enabled=%v (listen %s)", back.Name, back.Enabled, back.Listen)
 		return a, nil
 	case "latency":
-		ms := (2 * t.timeout).Milliseconds()
+		ms := t.latency.Milliseconds()
 		return t.toxic(ctx, "degraded-latency", "latency", toxiproxy.Attributes{"latency": ms})
 	case "reset":
 		return t.toxic(ctx, "degraded-reset", "reset_peer", toxiproxy.Attributes{"timeout": 0})

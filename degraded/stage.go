@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
@@ -67,6 +68,9 @@ type Options struct {
 	Tags string
 	// Browser is the Chromium to drive ("" finds one: FindBrowser).
 	Browser string
+	// Seed decides the plan (amounts, latencies: see Plan); 0 draws one,
+	// which the stage prints with its replay.
+	Seed int64
 	// Out receives progress lines; nil discards them.
 	Out io.Writer
 }
@@ -103,6 +107,8 @@ type Result struct {
 	Front    string       `json:"front"`
 	Timeout  string       `json:"timeout"`
 	Bound    string       `json:"bound"`
+	Seed     int64        `json:"seed"`
+	Schedule string       `json:"schedule"` // the plan's digest
 	Cells    []CellResult `json:"cells"`
 	Duration string       `json:"duration"`
 }
@@ -257,18 +263,26 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 		bound: cfg.Timeout + time.Second + browserSlack,
 		t:     &target{tp: tp, proxy: proxy, armer: armer, directDSN: directDSN, admin: lay.DB(), database: victim.Database(), appName: appName, timeout: cfg.Timeout},
 	}
+	seed := opts.Seed
+	if seed == 0 {
+		seed = 1 + rand.Int64N(1<<53-1)
+	}
+	plan := newPlan(seed, cells, cfg.Timeout)
+	res.Seed, res.Schedule = seed, plan.Digest
+	fmt.Fprintf(out, "degraded: seed %d, plan %s (replay: CONTESTED_SEED=%d go tool mage degraded)\n", seed, plan.Digest, seed)
 	for i, c := range cells {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
+		r.t.latency = plan.Latency(c)
 		if !fr.alive() {
 			return res, fmt.Errorf("the web front exited mid-matrix (%v); its log: %s", fr.err, filepath.Join(dir, "front.log"))
 		}
-		cr := r.run(ctx, c, int64(10+i))
+		cr := r.run(ctx, c, plan.Amount(c))
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		cr.Record, err = writeRecord(rec, surface, test, c, cr)
+		cr.Record, err = writeRecord(rec, surface, test, c, cr, plan, i+1)
 		if err != nil {
 			return res, err
 		}
@@ -352,7 +366,7 @@ func modulePath(root string) string {
 }
 
 // writeRecord writes the cell's fault record.
-func writeRecord(rec *faultrecord.Recorder, s registry.Surface, test string, c Cell, cr CellResult) (string, error) {
+func writeRecord(rec *faultrecord.Recorder, s registry.Surface, test string, c Cell, cr CellResult, plan Plan, window int) (string, error) {
 	oracle := func(name string, problems []string) faultrecord.OracleRun {
 		o := faultrecord.OracleRun{Name: name, OpsProduced: 1, OpsChecked: 1, Result: "held"}
 		if len(problems) > 0 {
@@ -374,8 +388,9 @@ func writeRecord(rec *faultrecord.Recorder, s registry.Surface, test string, c C
 	}
 	r := faultrecord.Record{
 		Test: test + "/" + c.Flow + "/" + c.Condition.Lever, Surface: s.ID, Class: Class, Leg: c.Condition.Lever,
-		Replay: "go tool mage degraded -cells=" + c.ID(), Armed: true, ArmedAt: armedAt,
-		Fired: cr.Fired, FiredAt: cr.LandedAt,
+		Seed: plan.Seed, Replay: fmt.Sprintf("CONTESTED_SEED=%d go tool mage degraded -cells=%s", plan.Seed, c.ID()), Armed: true, ArmedAt: armedAt,
+		Schedule: &faultrecord.Schedule{Digest: plan.Digest, Summary: plan.Summary, Window: window, Timing: "test"},
+		Fired:    cr.Fired, FiredAt: cr.LandedAt,
 		Evidence:   faultrecord.Evidence{Injector: cr.Injector, Victim: cr.Victim},
 		Oracles:    []faultrecord.OracleRun{oracle("user-sees", sees), oracle("exactly-once", db)},
 		TestFailed: !cr.Passed,

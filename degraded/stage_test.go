@@ -43,7 +43,13 @@ func stage(t *testing.T, results, tags string, cells ...string) Result {
 		t.Fatal(err)
 	}
 	defer lock.Release()
-	res, err := Run(ctx, Options{Layer: lay, Registry: reg, ModuleRoot: env.ModuleRoot, ResultsDir: results, RunID: lay.RunID, Cells: cells, Tags: tags, Out: &log})
+	// The seed a contested run hands each of its seeds (CONTESTED_SEED),
+	// else a fresh one: N seeds run N plans.
+	seed, err := runenv.SeedOrNew()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(ctx, Options{Layer: lay, Registry: reg, ModuleRoot: env.ModuleRoot, ResultsDir: results, RunID: lay.RunID, Cells: cells, Tags: tags, Seed: seed, Out: &log})
 	if err != nil {
 		t.Fatalf("the stage could not run: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fatih/color"
 
+	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/degraded"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate/report"
@@ -45,6 +46,11 @@ func Degraded(ctx context.Context, opts DegradedOptions) error {
 	if _, err := degraded.Select(opts.Cells); err != nil {
 		return fmt.Errorf("%w: -cells: %v", ErrUsage, err)
 	}
+	// CONTESTED_SEED replays a stage's plan; without it the stage draws one.
+	seed, _, err := runenv.Seed()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
 	ws, err := openWorkspace(opts.Dir)
 	if err != nil {
 		return err
@@ -70,7 +76,7 @@ func Degraded(ctx context.Context, opts DegradedOptions) error {
 	defer l.Close(context.WithoutCancel(ctx))
 	res, err := degraded.Run(ctx, degraded.Options{
 		Layer: l, Registry: ws.reg, ModuleRoot: env.ModuleRoot, ResultsDir: env.ResultsDir, RunID: env.RunID,
-		Cells: opts.Cells, Keep: opts.Keep, Tags: opts.Tags, Out: out,
+		Cells: opts.Cells, Keep: opts.Keep, Tags: opts.Tags, Seed: seed, Out: out,
 	})
 	if err != nil {
 		return interrupted(stageError(err))
@@ -94,7 +100,7 @@ func Degraded(ctx context.Context, opts DegradedOptions) error {
 			if c.Screenshot != "" {
 				shot = "; screenshot " + filepath.Join(env.ResultsDir, c.Screenshot)
 			}
-			fmt.Fprintf(out, "  %s %s: %s%s\n      replay: go tool mage degraded -cells=%s\n", color.RedString("FAIL"), c.Cell, strings.Join(c.Problems, "; "), shot, c.Cell)
+			fmt.Fprintf(out, "  %s %s: %s%s\n      replay: CONTESTED_SEED=%d go tool mage degraded -cells=%s\n", color.RedString("FAIL"), c.Cell, strings.Join(c.Problems, "; "), shot, res.Seed, c.Cell)
 		}
 		return fmt.Errorf("%w: the degraded stage is RED: %d of %d cells failed", ErrRed, len(failed), len(res.Cells))
 	}
