@@ -57,6 +57,9 @@ CREATE INDEX IF NOT EXISTS contested_outcomes_test ON ` + table + ` (package, te
 // migrationLock is the advisory lock key of the migration.
 const migrationLock = 0x636f6e7465737465 // "conteste"
 
+// appendLock is the advisory lock key that makes appends one at a time.
+const appendLock = 0x636f6e7465737466
+
 // OpenPostgres connects to the history database dsn and migrates its
 // schema. A database named in canonical (the registry's [guard]
 // canonical_databases) is refused with [ErrGuard] before any connection;
@@ -101,7 +104,8 @@ func (p *Postgres) migrate(ctx context.Context) error {
 	return nil
 }
 
-// Append inserts outs in one transaction: all or none.
+// Append inserts outs in one transaction: all or none, contiguous in the
+// order Read returns, whatever other appends run at the same time.
 func (p *Postgres) Append(ctx context.Context, outs []Outcome) error {
 	if len(outs) == 0 {
 		return nil
@@ -111,6 +115,12 @@ func (p *Postgres) Append(ctx context.Context, outs []Outcome) error {
 		rows[i] = []any{o.Time, o.RunID, o.Shard, o.Commit, o.Command, o.Package, o.Test, o.Surface, o.Leg, o.Seed, o.Verdict, int64(o.Duration)}
 	}
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		// One append at a time: ids are drawn as rows are copied, so two
+		// concurrent appends would interleave, and Read, which orders by
+		// id, would return neither batch in one piece.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(appendLock)); err != nil {
+			return err
+		}
 		_, err := tx.CopyFrom(ctx, pgx.Identifier{table},
 			[]string{"time", "run_id", "shard", "commit", "command", "package", "test", "surface", "leg", "seed", "verdict", "duration_ns"},
 			pgx.CopyFromRows(rows))
