@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -357,43 +358,7 @@ func TestAnAcquireWhoseAnswerIsLostGivesItsPortBack(t *testing.T) {
 	l := faulttest.Layer(t)
 	ctx := context.Background()
 	port := privatePorts(t, 41114)
-	pp := l.Ports[len(l.Ports)-1]
-	if _, err := l.Leases().Acquire(bounded(t), "reserve-the-proxy-port"); err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := l.Toxiproxy().CreateProxy("lease-lost-answer", pp.Listen, l.PostgresUpstream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Delete()
-	cfg, err := pgxpool.ParseConfig(l.PostgresDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, p, _ := net.SplitHostPort(pp.Dial)
-	cfg.ConnConfig.Host = host
-	n, _ := strconv.Atoi(p)
-	cfg.ConnConfig.Port = uint16(n)
-	// One connection whose statements are already prepared: the acquire
-	// then goes out in one round trip, and commits before its answer is
-	// dropped.
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := pool.Ping(ctx); err != nil {
-		t.Fatal(err)
-	}
-	tbl := lease.New(pool, port, nil, lease.WithoutReclaimOnWait())
-	warm, err := tbl.Acquire(bounded(t), "TestLostAnswer-warm-up")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tbl.Release(ctx, warm); err != nil {
-		t.Fatal(err)
-	}
+	tbl, proxy := proxiedTable(t, l, "lease-lost-answer", port)
 	if _, err := proxy.AddToxic("drop-answers", "timeout", "downstream", 1, map[string]any{"timeout": 0}); err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +367,7 @@ func TestAnAcquireWhoseAnswerIsLostGivesItsPortBack(t *testing.T) {
 		proxy.RemoveToxic("drop-answers")
 	}()
 	actx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	_, err = tbl.Acquire(actx, "TestLostAnswer")
+	_, err := tbl.Acquire(actx, "TestLostAnswer")
 	cancel()
 	if !errors.Is(err, lease.ErrExhausted) && !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire through a proxy that drops answers: err = %v, want the deadline", err)
@@ -495,37 +460,7 @@ func TestAnAcquireCutOffAfterItCommittedIsNeverReportedDefinite(t *testing.T) {
 	l := faulttest.Layer(t)
 	ctx := context.Background()
 	port := privatePorts(t, 41115)
-	pp := l.Ports[len(l.Ports)-1]
-	if _, err := l.Leases().Acquire(bounded(t), "reserve-the-proxy-port"); err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := l.Toxiproxy().CreateProxy("lease-cut-off", pp.Listen, l.PostgresUpstream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Delete()
-	cfg, err := pgxpool.ParseConfig(l.PostgresDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, p, _ := net.SplitHostPort(pp.Dial)
-	cfg.ConnConfig.Host = host
-	n, _ := strconv.Atoi(p)
-	cfg.ConnConfig.Port = uint16(n)
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	tbl := lease.New(pool, port, nil, lease.WithoutReclaimOnWait())
-	warm, err := tbl.Acquire(bounded(t), "TestCutOff-warm-up")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tbl.Release(ctx, warm); err != nil {
-		t.Fatal(err)
-	}
+	tbl, proxy := proxiedTable(t, l, "lease-cut-off", port)
 	if _, err := proxy.AddToxic("hold-answers", "timeout", "downstream", 1, map[string]any{"timeout": 0}); err != nil {
 		t.Fatal(err)
 	}
@@ -558,7 +493,7 @@ func TestAnAcquireCutOffAfterItCommittedIsNeverReportedDefinite(t *testing.T) {
 		proxy.Enabled = true
 		proxy.Save()
 	}()
-	err = <-done
+	err := <-done
 	if err == nil {
 		t.Fatal("Acquire through a proxy cut off before its answer: no error")
 	}
@@ -576,4 +511,46 @@ func TestAnAcquireCutOffAfterItCommittedIsNeverReportedDefinite(t *testing.T) {
 	if h == nil || *h != holder {
 		t.Fatalf("port %d holder = %v; the cut-off acquire should still hold it (its give-back could not run)", port[0], h)
 	}
+}
+
+// proxiedTable returns a lease table over ports whose one connection goes
+// through a fresh Toxiproxy proxy (named name, on the layer's last proxy
+// port), deleted when the test ends. The connection's statements are
+// already prepared (a warm-up acquire and release): an acquire then goes
+// out in one round trip and commits before a toxic holds its answer.
+func proxiedTable(t *testing.T, l *faultlayer.Layer, name string, ports []int) (*lease.Table, *toxiproxy.Proxy) {
+	t.Helper()
+	ctx := context.Background()
+	pp := l.Ports[len(l.Ports)-1]
+	if _, err := l.Leases().Acquire(bounded(t), "reserve-the-proxy-port"); err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := l.Toxiproxy().CreateProxy(name, pp.Listen, l.PostgresUpstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Delete() })
+	cfg, err := pgxpool.ParseConfig(l.PostgresDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, p, _ := net.SplitHostPort(pp.Dial)
+	cfg.ConnConfig.Host = host
+	n, _ := strconv.Atoi(p)
+	cfg.ConnConfig.Port = uint16(n)
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	tbl := lease.New(pool, ports, nil, lease.WithoutReclaimOnWait())
+	warm, err := tbl.Acquire(bounded(t), t.Name()+"-warm-up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.Release(ctx, warm); err != nil {
+		t.Fatal(err)
+	}
+	return tbl, proxy
 }
