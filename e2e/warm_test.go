@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/fixture"
 	"github.com/contested/contested/internal/reap"
 )
 
@@ -22,10 +23,14 @@ func TestValidateAttachesToTheWarmLayer(t *testing.T) {
 	cli := dockerenv.Require(t)
 	dir := adopter(t, nil)
 	cache := t.TempDir()
+	private, err := fixture.PrivateCache(context.Background(), cache)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Not the shared external layer runTarget hands over: auto, so that the
 	// warm layer is found.
-	env := []string{"XDG_CACHE_HOME=" + cache, "CONTESTED_LAYER=", "CONTESTED_TOXIPROXY_URL=", "CONTESTED_PG_DSN=",
-		"CONTESTED_PROXY_PORTS=", "CONTESTED_PROXY_LISTEN_HOST=", "CONTESTED_PG_UPSTREAM=", "CONTESTED_RUN_ID=warm-e2e-" + strconv.Itoa(os.Getpid())}
+	env := append(private, "CONTESTED_LAYER=", "CONTESTED_TOXIPROXY_URL=", "CONTESTED_PG_DSN=",
+		"CONTESTED_PROXY_PORTS=", "CONTESTED_PROXY_LISTEN_HOST=", "CONTESTED_PG_UPSTREAM=", "CONTESTED_RUN_ID=warm-e2e-"+strconv.Itoa(os.Getpid()))
 	warm := func(labels map[string]string) (bool, string) {
 		return strings.HasPrefix(labels[reap.LabelWarm], cache), ""
 	}

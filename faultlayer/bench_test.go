@@ -55,7 +55,7 @@ func BenchmarkBringUp(b *testing.B) {
 // cache directory of the benchmark's own, so nothing else attaches to it.
 func BenchmarkWarmAttach(b *testing.B) {
 	requireContainers(b)
-	b.Setenv("XDG_CACHE_HOME", b.TempDir())
+	isolatedCache(b)
 	ctx := context.Background()
 	if _, _, err := WarmUp(ctx, ConfigFor(Auto)); err != nil {
 		b.Fatal(err)

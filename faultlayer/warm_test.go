@@ -16,6 +16,7 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 
 	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/fixture"
 	"github.com/contested/contested/internal/reap"
 )
 
@@ -39,10 +40,17 @@ func warmUpHelper() int {
 // isolatedCache points the user cache directory, where the warm layer's
 // record lives, at a directory of the test's own, so that no other process
 // on this machine attaches to the layers these tests start.
-func isolatedCache(t *testing.T) string {
+func isolatedCache(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
-	t.Setenv("XDG_CACHE_HOME", dir)
+	env, err := fixture.PrivateCache(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
 	return dir
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -85,11 +84,11 @@ func benchAdopter(ctx context.Context, dir string, rounds int, out, raw io.Write
 	// The warm layer's record lives in the user's cache directory: a go
 	// test given another one finds no warm layer and brings up a layer of
 	// its own, as it does for a developer who keeps none.
-	gocache, err := goEnv(ctx, "GOCACHE")
+	private, err := fixture.PrivateCache(ctx, filepath.Join(tmp, "cache"))
 	if err != nil {
 		return BenchResult{}, false, err
 	}
-	env := map[string][]string{"go-test-own-layer": {"XDG_CACHE_HOME=" + filepath.Join(tmp, "cache"), "GOCACHE=" + gocache}}
+	env := map[string][]string{"go-test-own-layer": private}
 	_, output, err := timeRun(ctx, work, runs["validate"], nil, raw)
 	if err != nil {
 		return BenchResult{}, false, fmt.Errorf("%s in %s: %w", strings.Join(runs["validate"], " "), adopterFixture, err)
@@ -166,15 +165,6 @@ func timeRun(ctx context.Context, dir string, argv, env []string, raw io.Writer)
 		return d, output, fmt.Errorf("%w\n%s", err, tail)
 	}
 	return d, output, nil
-}
-
-// goEnv is one variable as the go command resolves it.
-func goEnv(ctx context.Context, name string) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", name).Output()
-	if err != nil {
-		return "", fmt.Errorf("go env %s: %w", name, err)
-	}
-	return strings.TrimSpace(string(out)), nil
 }
 
 func errString(err error) string {
