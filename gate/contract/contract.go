@@ -69,6 +69,9 @@ type SeedRun struct {
 	// Tests is every test outcome of the run and of its reruns, in the
 	// order they ran, for the flake history.
 	Tests []battery.Test `json:"-"`
+	// failing lists the surface's tests whose go test failed, in order:
+	// what a rerun runs again.
+	failing []string
 }
 
 // LegResult is the verdict of one leg over all seeds.
@@ -228,7 +231,7 @@ func Run(ctx context.Context, s registry.Surface, opts Options) (*Result, error)
 				return nil, err
 			}
 			fmt.Fprintf(opts.Out, "contested: %s seed %d/%d (%s=%d)\n", s.ID, i+1, len(opts.Seeds), envvar.Seed, seed)
-			run, err := runSeed(ctx, s, seed, opts, "")
+			run, err := runSeed(ctx, s, s.Tests, seed, opts, "")
 			if err != nil {
 				return nil, err
 			}
@@ -246,12 +249,16 @@ func Run(ctx context.Context, s registry.Surface, opts Options) (*Result, error)
 }
 
 // rerun reruns a failed seed up to Reruns times with the same seed, until
-// a rerun passes, and says on run whether every rerun failed.
+// a rerun passes, and says on run whether every rerun failed. Only the
+// tests that failed are rerun: whether the failure reproduces is a
+// question about them, and a test that passed and fails on a rerun would
+// answer it wrongly (as well as costing a go test each time).
 func rerun(ctx context.Context, s registry.Surface, run *SeedRun, opts Options) error {
 	failed := true
 	for i := 1; i <= Reruns && failed; i++ {
-		fmt.Fprintf(opts.Out, "contested: %s seed %d failed; rerun %d of %d with the same seed, to see whether it reproduces\n", s.ID, run.Seed, i, Reruns)
-		again, err := runSeed(ctx, s, run.Seed, opts, fmt.Sprintf("rerun-%d", i))
+		fmt.Fprintf(opts.Out, "contested: %s seed %d failed; rerun %d of %d of %s with the same seed, to see whether it reproduces\n",
+			s.ID, run.Seed, i, Reruns, strings.Join(run.failing, ", "))
+		again, err := runSeed(ctx, s, run.failing, run.Seed, opts, fmt.Sprintf("rerun-%d", i))
 		if err != nil {
 			return err
 		}
@@ -263,9 +270,10 @@ func rerun(ctx context.Context, s registry.Surface, run *SeedRun, opts Options) 
 	return nil
 }
 
-// runSeed runs the surface's tests once with one seed in a fresh results
-// directory of its own, and reads back the records they wrote.
-func runSeed(ctx context.Context, s registry.Surface, seed int64, opts Options, suffix string) (*SeedRun, error) {
+// runSeed runs tests, each in a go test of its own, once with one seed in
+// a fresh results directory of its own, and reads back the records they
+// wrote.
+func runSeed(ctx context.Context, s registry.Surface, tests []string, seed int64, opts Options, suffix string) (*SeedRun, error) {
 	name := fmt.Sprintf("seed-%d", seed)
 	if suffix != "" {
 		name += "-" + suffix
@@ -282,7 +290,7 @@ func runSeed(ctx context.Context, s registry.Surface, seed int64, opts Options, 
 	env := opts.Env.WithSeed(seed).WithResultsDir(dir).Environ()
 	run := &SeedRun{Seed: seed, Dir: dir, Passed: true, Failures: map[string]string{}}
 	start := time.Now()
-	for _, test := range s.Tests {
+	for _, test := range tests {
 		res, err := battery.Run(ctx, battery.Options{
 			Dir: opts.Env.ModuleRoot, Patterns: []string{pkg}, Args: []string{"-run", contested.RunPattern(test)},
 			Env: env, Out: indent{opts.Out, "  "},
@@ -292,6 +300,7 @@ func runSeed(ctx context.Context, s registry.Surface, seed int64, opts Options, 
 		}
 		if !res.OK() {
 			run.Passed = false
+			run.failing = append(run.failing, test)
 		}
 		addOutcomes(run, res.Tests, func(battery.Test) bool { return true })
 		run.Tests = append(run.Tests, res.Tests...)

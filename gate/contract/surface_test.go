@@ -67,6 +67,16 @@ func TestRunCatchesAPlantedDefectReproducibly(t *testing.T) {
 	if s := res.Seeds[0]; s.Reruns != Reruns || s.Rerun == nil || !*s.Rerun {
 		t.Errorf("seed 15 was rerun %d times (every rerun failed: %v); want %d reruns, every one failing", s.Reruns, s.Rerun != nil && *s.Rerun, Reruns)
 	}
+	// Only the failing test is rerun: TestStockReport passed, and runs once.
+	var report int
+	for _, tt := range res.Seeds[0].Tests {
+		if tt.Name == "TestStockReport" {
+			report++
+		}
+	}
+	if report != 1 {
+		t.Errorf("TestStockReport ran %d times over the seed and its reruns; it passed, so want 1", report)
+	}
 	burst, _ := res.Leg("burst")
 	if burst.Verdict != verdict.FailReproducible {
 		t.Errorf("burst: %s (%s), want FAIL-reproducible", burst.Verdict, burst.Reason)
