@@ -50,12 +50,15 @@ var builtinCanonical = []string{"postgres", "template0", "template1"}
 type PgFaultArmer struct {
 	admin     *pgxpool.Pool
 	canonical map[string]bool
+	// sparePrefix names the spares this armer makes and takes (see
+	// MakeSpares); a test gives its armers one of their own.
+	sparePrefix string
 }
 
 // NewPgFaultArmer returns an armer over the test-plane admin pool and makes
 // sure its harness table exists.
 func NewPgFaultArmer(ctx context.Context, admin *pgxpool.Pool, canonical []string) (*PgFaultArmer, error) {
-	a := &PgFaultArmer{admin: admin, canonical: map[string]bool{}}
+	a := &PgFaultArmer{admin: admin, canonical: map[string]bool{}, sparePrefix: sparePrefix}
 	for _, n := range append(append([]string(nil), builtinCanonical...), canonical...) {
 		a.canonical[n] = true
 	}
@@ -97,7 +100,8 @@ func (v *Victim) DSN(hostport string) string {
 }
 
 // CreateVictim creates a fresh database owned by a fresh role and enters it
-// in the harness table.
+// in the harness table. The database is a spare when one is there (see
+// MakeSpares), else made now.
 func (a *PgFaultArmer) CreateVictim(ctx context.Context, holder string) (*Victim, error) {
 	var b [5]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -122,7 +126,12 @@ func (a *PgFaultArmer) CreateVictim(ctx context.Context, holder string) (*Victim
 	if _, err := a.admin.Exec(ctx, `CREATE ROLE `+name+` LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD `+password); err != nil {
 		return nil, fmt.Errorf("create victim role: %w", err)
 	}
-	if _, err := a.admin.Exec(ctx, `CREATE DATABASE `+name+` OWNER `+name); err != nil {
+	// A spare that cannot be taken is no reason to fail: make one instead.
+	var err error
+	if took, _ := a.takeSpare(ctx, id); !took {
+		_, err = a.admin.Exec(ctx, `CREATE DATABASE `+name+` OWNER `+name)
+	}
+	if err != nil {
 		a.admin.Exec(context.WithoutCancel(ctx), `DROP ROLE IF EXISTS `+name)
 		return nil, fmt.Errorf("create victim database: %w", err)
 	}

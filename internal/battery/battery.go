@@ -208,15 +208,24 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		opts.Heartbeat = 30 * time.Second
 	}
 	env := append(os.Environ(), opts.Env...)
-	total, err := countPackages(ctx, opts.Dir, env, opts.Patterns)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotRun, err)
-	}
 	args, err := goTestArgs(opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotRun, err)
 	}
-	cmd := interrupt.Command(ctx, StopAfter, "go", args...)
+	// The packages are counted (for the progress lines) while go test
+	// starts building, not before it.
+	type count struct {
+		n   int
+		err error
+	}
+	counted := make(chan count, 1)
+	go func() {
+		n, err := countPackages(ctx, opts.Dir, env, opts.Patterns)
+		counted <- count{n, err}
+	}()
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	cmd := interrupt.Command(runCtx, StopAfter, "go", args...)
 	cmd.Dir = opts.Dir
 	cmd.Env = env
 	stdout, err := cmd.StdoutPipe()
@@ -227,13 +236,20 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	cmd.Stderr = &stderr
 
 	res := &Result{Started: time.Now()}
-	f := newFollower(opts.Out, total)
-	fmt.Fprintf(opts.Out, "battery: go %s (%d packages)\n", strings.Join(args, " "), total)
 	untrack, err := interrupt.Start(cmd)
 	if err != nil {
+		<-counted
 		return nil, fmt.Errorf("%w: start go test: %v", ErrNotRun, err)
 	}
 	defer untrack()
+	c := <-counted
+	if c.err != nil {
+		cancelRun()
+		cmd.Wait()
+		return nil, fmt.Errorf("%w: %v", ErrNotRun, c.err)
+	}
+	f := newFollower(opts.Out, c.n)
+	fmt.Fprintf(opts.Out, "battery: go %s (%d packages)\n", strings.Join(args, " "), c.n)
 	stop := f.heartbeat(opts.Heartbeat)
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)

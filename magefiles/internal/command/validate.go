@@ -153,7 +153,12 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	if err := v.stamp(); err != nil {
 		return err
 	}
+	stopSpares := makeSpares(ctx, l, v.reg, max(v.env.Level, 1), v.out)
+	// The inventory phase 6 reads is listed while go test builds, not after.
+	v.inventory = cachedInventory(v.env.ModuleRoot)
+	go v.inventory(ctx)
 	res, err := v.runBattery(ctx, opts.Patterns, opts.Args)
+	stopSpares()
 	if err != nil {
 		return err
 	}
@@ -187,6 +192,8 @@ type validation struct {
 	// preflight and capacity are the evidence the ladder reads.
 	preflight faultlayer.Preflight
 	capacity  capacity.Report
+	// inventory lists the module's tests, once (cachedInventory).
+	inventory func(context.Context) ([]string, error)
 }
 
 // faultDir is the run's fault directory.
@@ -258,7 +265,7 @@ func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*
 // verify runs the six phases, paired (consuming the stamp only on
 // success), and checks that the tests the registry names exist.
 func (v *validation) verify(ctx context.Context, res *battery.Result) (*gate.Report, error) {
-	inv := cachedInventory(v.env.ModuleRoot)
+	inv := v.inventory
 	verified, err := gate.Verify(ctx, gate.Options{
 		Dir:              v.faultDir(),
 		Mode:             gate.Paired,
