@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -120,13 +121,23 @@ func BenchmarkLeaseThroughput(b *testing.B) {
 		wg.Wait()
 		return float64(clients*pairs) / time.Since(start).Seconds()
 	}
+	// Every lease's server-side span, [acquired, released], by port: two
+	// spans of one port that overlap are a double grant.
+	var mu sync.Mutex
+	spans := map[int][][2]time.Time{}
 	lease := func(holder string) error {
 		ls, err := l.Leases().Acquire(ctx, holder)
 		if err != nil {
 			return err
 		}
-		_, err = l.Leases().Release(ctx, ls)
-		return err
+		released, err := l.Leases().Release(ctx, ls)
+		if err != nil {
+			return err // a fenced release is a double grant the table caught
+		}
+		mu.Lock()
+		spans[ls.Port] = append(spans[ls.Port], [2]time.Time{ls.LeasedAt, released})
+		mu.Unlock()
+		return nil
 	}
 	roundTrips := func(string) error {
 		var n int
@@ -147,6 +158,19 @@ func BenchmarkLeaseThroughput(b *testing.B) {
 	b.ReportMetric(floor/float64(b.N), "round-trip-pairs/s-16-clients")
 	b.ReportMetric(sixteen/one, "16/1")
 	b.ReportMetric(sixteen/floor, "lease/round-trips")
+	doubles := 0
+	for _, ss := range spans {
+		sort.Slice(ss, func(i, j int) bool { return ss[i][0].Before(ss[j][0]) })
+		for i := 1; i < len(ss); i++ {
+			if !ss[i][0].After(ss[i-1][1]) {
+				doubles++
+			}
+		}
+	}
+	b.ReportMetric(float64(doubles), "double-grants")
+	if doubles > 0 {
+		b.Errorf("%d leases began before the previous lease of their port was released", doubles)
+	}
 }
 
 // BenchmarkPreflight measures one preflight of a running layer, and reports

@@ -212,6 +212,11 @@ func startPostgres(ctx context.Context, l *Layer, cli *testcontainers.DockerClie
 		return fmt.Errorf("%w: Postgres port: %v", ErrCannotRun, err)
 	}
 	l.PostgresDSN = dsn(testPlaneUser, password, "127.0.0.1", int(pgPort.Num()), testPlaneDB)
+	if insp, err := pg.Inspect(ctx); err == nil {
+		if n, ok := insp.NetworkSettings.Networks[l.Network]; ok && n.IPAddress.IsValid() {
+			l.PostgresDirect = net.JoinHostPort(n.IPAddress.String(), "5432")
+		}
+	}
 	return nil
 }
 

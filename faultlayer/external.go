@@ -49,6 +49,7 @@ func upExternal(_ context.Context, cfg Config) (*Layer, error) {
 		ToxiproxyURL:     base.String(),
 		PostgresDSN:      cfg.PostgresDSN,
 		PostgresUpstream: upstream,
+		PostgresDirect:   cfg.PostgresDirect,
 		ProxyListenHost:  listenHost,
 		Ports:            ports,
 	}

@@ -59,6 +59,7 @@ type Config struct {
 	ProxyPorts       string
 	ProxyListenHost  string
 	PostgresUpstream string
+	PostgresDirect   string
 	PostgresImage    string
 	ToxiproxyImage   string
 	PostgresBin      string
@@ -93,6 +94,7 @@ func ConfigFromEnv() (Config, error) {
 		ProxyPorts:       strings.TrimSpace(os.Getenv(envvar.ProxyPorts)),
 		ProxyListenHost:  strings.TrimSpace(os.Getenv(envvar.ProxyListenHost)),
 		PostgresUpstream: strings.TrimSpace(os.Getenv(envvar.PostgresUpstream)),
+		PostgresDirect:   strings.TrimSpace(os.Getenv(envvar.PostgresDirect)),
 		PostgresImage:    strings.TrimSpace(os.Getenv(envvar.PostgresImage)),
 		ToxiproxyImage:   strings.TrimSpace(os.Getenv(envvar.ToxiproxyImage)),
 		PostgresBin:      strings.TrimSpace(os.Getenv(envvar.PostgresBin)),
@@ -128,6 +130,11 @@ func (c *Config) validate() error {
 		if _, err := pgxpool.ParseConfig(c.PostgresDSN); err != nil {
 			// pgx echoes the string it could not parse; its own masking is best effort.
 			return fmt.Errorf("%w: %s does not parse: %s", ErrConfig, envvar.PostgresDSN, secret.ScrubString(err.Error()))
+		}
+	}
+	if c.PostgresDirect != "" {
+		if err := checkDirect(c.PostgresDirect); err != nil {
+			return fmt.Errorf("%w: %s=%q: %v", ErrConfig, envvar.PostgresDirect, c.PostgresDirect, err)
 		}
 	}
 	if c.ProxyPorts != "" {
@@ -188,11 +195,14 @@ type Layer struct {
 	Reason string // why this provider was chosen
 	RunID  string
 
-	ToxiproxyURL     string      // control API, as the host reaches it
-	PostgresDSN      string      // the test-plane database, as the host reaches it
-	PostgresUpstream string      // Postgres as Toxiproxy reaches it
-	ProxyListenHost  string      // host part of proxy listen addresses
-	Ports            []ProxyPort // leasable proxy ports
+	ToxiproxyURL     string // control API, as the host reaches it
+	PostgresDSN      string // the test-plane database, as the host reaches it
+	PostgresUpstream string // Postgres as Toxiproxy reaches it
+	// PostgresDirect is the test-plane Postgres on the layer's private
+	// network (ip:port), "" when unknown; see direct.go.
+	PostgresDirect  string
+	ProxyListenHost string      // host part of proxy listen addresses
+	Ports           []ProxyPort // leasable proxy ports
 
 	// ToxiproxyContainer is the container we started for Toxiproxy, if any;
 	// preflight inspects its published bindings.
@@ -207,6 +217,7 @@ type Layer struct {
 	Warm *WarmRecord
 
 	log     io.Writer
+	direct  bool // the pool reaches Postgres at PostgresDirect
 	kept    bool // a warm layer handed to its record: teardown leaves it
 	pool    *pgxpool.Pool
 	leases  *lease.Table
@@ -410,6 +421,7 @@ func (l *Layer) open() error {
 	}
 	cfg.MaxConns = 8
 	cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	l.direct = directRoute(&cfg.ConnConfig.Config, l.PostgresDirect)
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return fmt.Errorf("%w: connect to the test-plane Postgres: %s", ErrCannotRun, secret.ScrubString(err.Error()))
@@ -505,6 +517,7 @@ func (l *Layer) Env() []string {
 		envvar.ProxyPorts + "=" + FormatProxyPorts(l.Ports),
 		envvar.ProxyListenHost + "=" + l.ProxyListenHost,
 		envvar.PostgresUpstream + "=" + l.PostgresUpstream,
+		envvar.PostgresDirect + "=" + l.PostgresDirect,
 		envvar.RunID + "=" + l.RunID,
 	}
 }

@@ -475,6 +475,9 @@ func checkPostgres(ctx context.Context, l *Layer) Check {
 	}
 	c.OK = true
 	c.Detail = fmt.Sprintf("Postgres %s answers", version)
+	if l.direct {
+		c.Detail += fmt.Sprintf(" (on the layer's network at %s, not through the published port)", l.PostgresDirect)
+	}
 	return c
 }
 

@@ -47,6 +47,7 @@ type WarmRecord struct {
 	ToxiproxyURL       string      `json:"toxiproxy_url"`
 	PostgresDSN        string      `json:"postgres_dsn"`
 	PostgresUpstream   string      `json:"postgres_upstream"`
+	PostgresDirect     string      `json:"postgres_direct,omitempty"`
 	ProxyListenHost    string      `json:"proxy_listen_host"`
 	Ports              []ProxyPort `json:"ports"`
 	Network            string      `json:"network"`
@@ -317,7 +318,7 @@ func warmUpLocked(ctx context.Context, cli *testcontainers.DockerClient, cfg Con
 	rec := WarmRecord{
 		Schema: WarmSchema, RunID: l.RunID, Created: time.Now().UTC(), UID: os.Getuid(),
 		ToxiproxyURL: l.ToxiproxyURL, PostgresDSN: l.PostgresDSN, PostgresUpstream: l.PostgresUpstream,
-		ProxyListenHost: l.ProxyListenHost, Ports: l.Ports, Network: l.Network, ToxiproxyContainer: l.ToxiproxyContainer,
+		PostgresDirect: l.PostgresDirect, ProxyListenHost: l.ProxyListenHost, Ports: l.Ports, Network: l.Network, ToxiproxyContainer: l.ToxiproxyContainer,
 		PostgresImage: pg, PostgresImageID: imageID(ctx, cli, pg), ToxiproxyImage: tp, ToxiproxyImageID: imageID(ctx, cli, tp),
 	}
 	if err := ctx.Err(); err != nil {
@@ -442,6 +443,7 @@ func attachWarm(ctx context.Context, cfg Config) (*Layer, error) {
 		ToxiproxyURL:       rec.ToxiproxyURL,
 		PostgresDSN:        rec.PostgresDSN,
 		PostgresUpstream:   rec.PostgresUpstream,
+		PostgresDirect:     rec.PostgresDirect,
 		ProxyListenHost:    rec.ProxyListenHost,
 		Ports:              rec.Ports,
 		ToxiproxyContainer: rec.ToxiproxyContainer,

@@ -52,6 +52,10 @@ const (
 	ProxyListenHost = "CONTESTED_PROXY_LISTEN_HOST"
 	// PostgresUpstream is Postgres as Toxiproxy reaches it, host:port.
 	PostgresUpstream = "CONTESTED_PG_UPSTREAM"
+	// PostgresDirect is the test-plane Postgres on a containers layer's
+	// private network, ip:port, which the layer's own connections use
+	// instead of the published port when this host reaches it there.
+	PostgresDirect = "CONTESTED_PG_DIRECT"
 	// PostgresBin is a directory holding initdb and postgres, for the
 	// embedded layer and the Postgres image.
 	PostgresBin = "CONTESTED_PG_BIN"
