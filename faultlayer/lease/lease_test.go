@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -521,10 +522,19 @@ func TestAnAcquireCutOffAfterItCommittedIsNeverReportedDefinite(t *testing.T) {
 func proxiedTable(t *testing.T, l *faultlayer.Layer, name string, ports []int) (*lease.Table, *toxiproxy.Proxy) {
 	t.Helper()
 	ctx := context.Background()
-	pp := l.Ports[len(l.Ports)-1]
-	if _, err := l.Leases().Acquire(bounded(t), "reserve-the-proxy-port"); err != nil {
+	// The proxy's port is leased like any leg's, and the proxy goes on the
+	// port the lease handed out: the layer is shared with other packages'
+	// legs, which may hold any other port.
+	held, err := l.Leases().Acquire(bounded(t), "reserve-the-proxy-port")
+	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { l.Leases().Release(context.Background(), held) })
+	i := slices.IndexFunc(l.Ports, func(p faultlayer.ProxyPort) bool { return p.Port == held.Port })
+	if i < 0 {
+		t.Fatalf("the layer leased port %d, which is not one of its proxy ports %v", held.Port, l.Ports)
+	}
+	pp := l.Ports[i]
 	proxy, err := l.Toxiproxy().CreateProxy(name, pp.Listen, l.PostgresUpstream)
 	if err != nil {
 		t.Fatal(err)
@@ -545,6 +555,12 @@ func proxiedTable(t *testing.T, l *faultlayer.Layer, name string, ports []int) (
 	}
 	t.Cleanup(pool.Close)
 	tbl := lease.New(pool, ports, nil, lease.WithoutReclaimOnWait())
+	// A run of this test before may have left its private ports held on
+	// purpose (a lease whose give-back could not reach the table): its
+	// process is gone, so Reclaim frees them.
+	if _, err := tbl.Reclaim(bounded(t)); err != nil {
+		t.Fatal(err)
+	}
 	warm, err := tbl.Acquire(bounded(t), t.Name()+"-warm-up")
 	if err != nil {
 		t.Fatal(err)
