@@ -31,23 +31,24 @@ const directProbe = 250 * time.Millisecond
 // Docker network's) or loopback: the test plane's password goes there.
 var errNotPrivate = errors.New("not an ip:port on a private network or loopback")
 
-// checkDirect validates a direct address.
-func checkDirect(addr string) error {
+// parseDirect parses and checks a direct address.
+func parseDirect(addr string) (netip.AddrPort, error) {
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
-		return err
+		return ap, err
 	}
 	if a := ap.Addr(); !a.IsPrivate() && !a.IsLoopback() {
-		return errNotPrivate
+		return ap, errNotPrivate
 	}
-	return nil
+	return ap, nil
 }
 
 // directRoute points cfg at the direct address when it is valid and
 // answers a TCP dial within directProbe, keeping cfg's own host and port
 // as a fallback, and reports whether it did.
 func directRoute(cfg *pgconn.Config, addr string) bool {
-	if addr == "" || checkDirect(addr) != nil {
+	ap, err := parseDirect(addr)
+	if err != nil {
 		return false
 	}
 	c, err := net.DialTimeout("tcp", addr, directProbe)
@@ -55,7 +56,6 @@ func directRoute(cfg *pgconn.Config, addr string) bool {
 		return false
 	}
 	c.Close()
-	ap := netip.MustParseAddrPort(addr)
 	fallback := &pgconn.FallbackConfig{Host: cfg.Host, Port: cfg.Port, TLSConfig: cfg.TLSConfig}
 	cfg.Fallbacks = append([]*pgconn.FallbackConfig{fallback}, cfg.Fallbacks...)
 	cfg.Host, cfg.Port = ap.Addr().String(), ap.Port()

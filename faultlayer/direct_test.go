@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-func TestCheckDirect(t *testing.T) {
+func TestParseDirect(t *testing.T) {
 	tests := []struct {
 		name, addr string
 		ok         bool
@@ -24,8 +24,8 @@ func TestCheckDirect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := checkDirect(tt.addr); (err == nil) != tt.ok {
-				t.Errorf("checkDirect(%q) = %v, want ok %v", tt.addr, err, tt.ok)
+			if _, err := parseDirect(tt.addr); (err == nil) != tt.ok {
+				t.Errorf("parseDirect(%q) = %v, want ok %v", tt.addr, err, tt.ok)
 			}
 		})
 	}

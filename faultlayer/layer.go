@@ -133,7 +133,7 @@ func (c *Config) validate() error {
 		}
 	}
 	if c.PostgresDirect != "" {
-		if err := checkDirect(c.PostgresDirect); err != nil {
+		if _, err := parseDirect(c.PostgresDirect); err != nil {
 			return fmt.Errorf("%w: %s=%q: %v", ErrConfig, envvar.PostgresDirect, c.PostgresDirect, err)
 		}
 	}

@@ -50,15 +50,23 @@ var builtinCanonical = []string{"postgres", "template0", "template1"}
 type PgFaultArmer struct {
 	admin     *pgxpool.Pool
 	canonical map[string]bool
-	// sparePrefix names the spares this armer makes and takes (see
-	// MakeSpares); a test gives its armers one of their own.
-	sparePrefix string
+	// spares names the spares this armer makes and takes (see MakeSpares);
+	// a test gives its armers names of their own.
+	spares spareNames
+}
+
+// randomHex is n random bytes in hex, for generated names and passwords
+// (crypto/rand.Read does not fail: it ends the program instead).
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // NewPgFaultArmer returns an armer over the test-plane admin pool and makes
 // sure its harness table exists.
 func NewPgFaultArmer(ctx context.Context, admin *pgxpool.Pool, canonical []string) (*PgFaultArmer, error) {
-	a := &PgFaultArmer{admin: admin, canonical: map[string]bool{}, sparePrefix: sparePrefix}
+	a := &PgFaultArmer{admin: admin, canonical: map[string]bool{}, spares: newSpareNames(sparePrefix)}
 	for _, n := range append(append([]string(nil), builtinCanonical...), canonical...) {
 		a.canonical[n] = true
 	}
@@ -103,16 +111,8 @@ func (v *Victim) DSN(hostport string) string {
 // in the harness table. The database is a spare when one is there (see
 // MakeSpares), else made now.
 func (a *PgFaultArmer) CreateVictim(ctx context.Context, holder string) (*Victim, error) {
-	var b [5]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return nil, fmt.Errorf("create victim: %w", err)
-	}
-	id := "cv_" + hex.EncodeToString(b[:])
-	var pw [16]byte
-	if _, err := rand.Read(pw[:]); err != nil {
-		return nil, fmt.Errorf("create victim: %w", err)
-	}
-	v := &Victim{database: id, role: id, password: hex.EncodeToString(pw[:]), armer: a}
+	id := "cv_" + randomHex(5)
+	v := &Victim{database: id, role: id, password: randomHex(16), armer: a}
 	secret.Add(v.password)
 	if !victimName.MatchString(id) || a.canonical[id] {
 		return nil, fmt.Errorf("%w: generated name %q", ErrCanonicalDB, id)

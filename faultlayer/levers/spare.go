@@ -2,8 +2,6 @@ package levers
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
@@ -26,9 +24,15 @@ import (
 // sparePrefix begins every spare's name, which ends in ten hex digits.
 const sparePrefix = "cvspare_"
 
-// spareShape is the shape of the names of spares made with prefix.
-func spareShape(prefix string) *regexp.Regexp {
-	return regexp.MustCompile(`^` + regexp.QuoteMeta(prefix) + `[0-9a-f]{10}$`)
+// spareNames is how an armer names its spares: a prefix and ten hex
+// digits, which shape matches.
+type spareNames struct {
+	prefix string
+	shape  *regexp.Regexp
+}
+
+func newSpareNames(prefix string) spareNames {
+	return spareNames{prefix: prefix, shape: regexp.MustCompile(`^` + regexp.QuoteMeta(prefix) + `[0-9a-f]{10}$`)}
 }
 
 // spareCap bounds how many spares MakeSpares keeps, whatever it is asked.
@@ -38,18 +42,14 @@ const spareCap = 16
 // spareCap) and returns how many it made. It stops at ctx's end: a CREATE
 // DATABASE cut off is rolled back by the server and leaves nothing.
 func (a *PgFaultArmer) MakeSpares(ctx context.Context, n int) (int, error) {
-	shape := spareShape(a.sparePrefix)
+	shape := a.spares.shape
 	var have int
 	if err := a.admin.QueryRow(ctx, `SELECT count(*) FROM pg_database WHERE datname ~ $1`, shape.String()).Scan(&have); err != nil {
 		return 0, fmt.Errorf("count spare victim databases: %w", err)
 	}
 	made := 0
 	for ; have+made < min(n, spareCap); made++ {
-		var b [5]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return made, fmt.Errorf("make a spare victim database: %w", err)
-		}
-		name := a.sparePrefix + hex.EncodeToString(b[:])
+		name := a.spares.prefix + randomHex(5)
 		if !shape.MatchString(name) || a.canonical[name] {
 			return made, fmt.Errorf("%w: generated spare name %q", ErrCanonicalDB, name)
 		}
@@ -64,7 +64,7 @@ func (a *PgFaultArmer) MakeSpares(ctx context.Context, n int) (int, error) {
 // the role id. It reports false, with nothing changed, when no spare could
 // be taken: none left, or each one it tried taken by another leg first.
 func (a *PgFaultArmer) takeSpare(ctx context.Context, id string) (bool, error) {
-	shape := spareShape(a.sparePrefix)
+	shape := a.spares.shape
 	rows, err := a.admin.Query(ctx, `SELECT datname FROM pg_database WHERE datname ~ $1 ORDER BY random() LIMIT 4`, shape.String())
 	if err != nil {
 		return false, fmt.Errorf("list spare victim databases: %w", err)

@@ -14,9 +14,9 @@ import (
 )
 
 // spares lists the databases named with prefix.
-func spares(t *testing.T, admin *pgxpool.Pool, prefix string) []string {
+func spares(t *testing.T, admin *pgxpool.Pool, sn spareNames) []string {
 	t.Helper()
-	rows, err := admin.Query(context.Background(), `SELECT datname FROM pg_database WHERE datname ~ $1 ORDER BY datname`, spareShape(prefix).String())
+	rows, err := admin.Query(context.Background(), `SELECT datname FROM pg_database WHERE datname ~ $1 ORDER BY datname`, sn.shape.String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,9 +40,9 @@ func TestSparesAreTakenAsVictims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.sparePrefix = fmt.Sprintf("cvsparet%04x_", rand.Uint32()&0xffff)
+	a.spares = newSpareNames(fmt.Sprintf("cvsparet%04x_", rand.Uint32()&0xffff))
 	t.Cleanup(func() {
-		for _, s := range spares(t, admin, a.sparePrefix) {
+		for _, s := range spares(t, admin, a.spares) {
 			admin.Exec(context.Background(), `DROP DATABASE IF EXISTS `+pgx.Identifier{s}.Sanitize())
 		}
 	})
@@ -53,7 +53,7 @@ func TestSparesAreTakenAsVictims(t *testing.T) {
 	if made, err := a.MakeSpares(ctx, 2); err != nil || made != 0 {
 		t.Fatalf("MakeSpares(2) with 2: made %d, %v; want 0 (it tops up, it does not add)", made, err)
 	}
-	before := spares(t, admin, a.sparePrefix)
+	before := spares(t, admin, a.spares)
 	if len(before) != 2 {
 		t.Fatalf("spares %v, want 2", before)
 	}
@@ -67,7 +67,7 @@ func TestSparesAreTakenAsVictims(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { a.DropVictim(context.Background(), v) })
-		if got := spares(t, admin, a.sparePrefix); len(got) != want {
+		if got := spares(t, admin, a.spares); len(got) != want {
 			t.Errorf("victim %d: %d spares left (%v), want %d", i, len(got), got, want)
 		}
 		var owner string
