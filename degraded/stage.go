@@ -1,7 +1,6 @@
 package degraded
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultlayer/levers"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/secret"
 	"github.com/contested/contested/registry"
@@ -339,7 +339,7 @@ func recorder(opts Options) (*faultrecord.Recorder, registry.Surface, string, er
 	if len(s.Tests) > 0 {
 		test = s.Tests[0]
 	}
-	pkg := modulePath(opts.ModuleRoot)
+	pkg, _ := contract.ModulePath(opts.ModuleRoot) // "" without one
 	if rel := strings.TrimPrefix(s.Package, "./"); s.Package != "" && strings.HasPrefix(s.Package, ".") && rel != "." {
 		pkg += "/" + rel
 	} else if s.Package != "" && !strings.HasPrefix(s.Package, ".") {
@@ -347,22 +347,6 @@ func recorder(opts Options) (*faultrecord.Recorder, registry.Surface, string, er
 	}
 	rec, err := faultrecord.NewRecorder(pkg, faultrecord.WithResultsDir(opts.ResultsDir), faultrecord.WithRunID(opts.RunID), faultrecord.WithModuleRoot(opts.ModuleRoot))
 	return rec, s, test, err
-}
-
-// modulePath is the module path go.mod in root declares ("" when none).
-func modulePath(root string) string {
-	f, err := os.Open(filepath.Join(root, "go.mod"))
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "module "); ok {
-			return strings.Trim(strings.TrimSpace(rest), `"`)
-		}
-	}
-	return ""
 }
 
 // writeRecord writes the cell's fault record.
