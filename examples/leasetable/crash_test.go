@@ -277,9 +277,8 @@ func leaseCrash(t *testing.T, level int) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	lo := monoNow()
 	rec := history.NewRecorder(time.Now())
-	clock := crossClock{lo: lo, hi: monoNow()}
+	clock := newCrossClock(rec.Now, monoNow)
 	logPath := filepath.Join(t.TempDir(), "holder.jsonl")
 
 	runCtx, stop := context.WithCancel(ctx)
