@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/moby/moby/client"
 
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/reap"
@@ -71,6 +72,33 @@ func proxiedQuery(t *testing.T, ctx context.Context, l *Layer) {
 // query through a proxy. The external case reaches a layer this test brings
 // up with whichever provider can come up here, so it runs on a machine
 // where containers cannot; the containers case skips there (fails in CI).
+// dataOnTmpfs checks that a containers layer's Postgres keeps its data
+// directory on the tmpfs the layer mounts, not on the container's overlay:
+// the container is configured so, and the server says it runs there.
+func dataOnTmpfs(t *testing.T, ctx context.Context, l *Layer) {
+	t.Helper()
+	cli := dockerenv.Require(t)
+	r, err := cli.ContainerInspect(ctx, "contested-"+l.RunID+"-postgres", client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts, ok := r.Container.HostConfig.Tmpfs[pgDataDir]; !ok || opts != pgDataTmpfs {
+		t.Errorf("the Postgres container's tmpfs mounts are %v, want %s on %s", r.Container.HostConfig.Tmpfs, pgDataTmpfs, pgDataDir)
+	}
+	conn, err := pgx.Connect(ctx, l.PostgresDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var dir string
+	if err := conn.QueryRow(ctx, "SELECT current_setting('data_directory')").Scan(&dir); err != nil {
+		t.Fatal(err)
+	}
+	if dir != pgDataDir {
+		t.Errorf("Postgres runs in %s, want %s (the tmpfs)", dir, pgDataDir)
+	}
+}
+
 func TestProvidersBringUpAProxiedPostgres(t *testing.T) {
 	tests := []struct {
 		name string
@@ -124,6 +152,9 @@ func TestProvidersBringUpAProxiedPostgres(t *testing.T) {
 				t.Errorf("Kind = %s, want %s", l.Kind, tt.kind)
 			}
 			proxiedQuery(t, ctx, l)
+			if tt.kind == Containers {
+				dataOnTmpfs(t, ctx, l)
+			}
 
 			p := RunPreflight(ctx, l)
 			if !p.OK() {

@@ -266,10 +266,14 @@ func TestHostRecipeTagFollowsVersionAndRecipe(t *testing.T) {
 	}
 }
 
+// seededLine is pgentry's SeededLine.
+const seededLine = "contested-postgres: data directory copied from the image's seed"
+
 // TestPostgresImageHonoursItsVariables starts the locally built image the
 // way a user of the upstream image would: another superuser, a password
-// with a quote in it, a database of its own, and an empty volume over the
-// data directory (initialised at start), then restarts it.
+// with a quote in it, a database of its own, with the image's empty data
+// directory or a tmpfs over it (both filled from the image's seed at
+// start), then restarts it.
 func TestPostgresImageHonoursItsVariables(t *testing.T) {
 	cli := dockerenv.Require(t)
 	ctx := context.Background()
@@ -282,8 +286,8 @@ func TestPostgresImageHonoursItsVariables(t *testing.T) {
 		name  string
 		tmpfs bool
 	}{
-		{"data initialised in the image", false},
-		{"empty volume initialised at start", true},
+		{"the seed copied into the container's file system", false},
+		{"the seed copied into a tmpfs", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -338,6 +342,9 @@ func TestPostgresImageHonoursItsVariables(t *testing.T) {
 			if got := waitFor(); got != "alice/shop/50" {
 				t.Errorf("connected as %q, want alice/shop/50", got)
 			}
+			if logs, _ := exec.Command("docker", "logs", id).CombinedOutput(); !strings.Contains(string(logs), seededLine) {
+				t.Errorf("the data directory was not copied from the image's seed (no %q):\n%s", seededLine, logs)
+			}
 			if err := exec.Command("docker", "restart", id).Run(); err != nil {
 				t.Fatal(err)
 			}
@@ -370,6 +377,9 @@ func TestPostgresAnnouncesReadyOnlyOnceConfigured(t *testing.T) {
 	}
 	if !strings.Contains(string(pgentrySource), `ReadyLine = "`+PostgresReadyLine+`"`) {
 		t.Fatalf("the entrypoint does not print %q", PostgresReadyLine)
+	}
+	if !strings.Contains(string(pgentrySource), `SeededLine = "`+seededLine+`"`) {
+		t.Fatalf("the entrypoint does not print %q", seededLine)
 	}
 	password := "fresh-" + fmt.Sprint(time.Now().UnixNano())
 	out, err := exec.Command("docker", "run", "-d", "--label", "dev.contested.managed=true", "-e", "POSTGRES_PASSWORD="+password,

@@ -124,7 +124,7 @@ var pgentrySource []byte
 
 // hostRecipeVersion changes whenever what the host recipe puts in the
 // image changes, so that a cached image of an older recipe is not reused.
-const hostRecipeVersion = "host-3"
+const hostRecipeVersion = "host-4"
 
 // PostgresDatabase is the database the fault layer asks for; the locally
 // built image holds it ready (created at build), so a start does not pay
@@ -170,7 +170,7 @@ type hostRecipe struct{ in Installation }
 // database created at build.
 const hostDockerfile = `FROM scratch
 ADD rootfs.tar /
-ENV PGBIN=%[1]s PGDATA=/var/lib/postgresql/data PATH=%[1]s:/bin LD_LIBRARY_PATH=%[2]s TZ=UTC
+ENV PGBIN=%[1]s PGDATA=/var/lib/postgresql/data PGSEED=/var/lib/postgresql/seed PATH=%[1]s:/bin LD_LIBRARY_PATH=%[2]s TZ=UTC
 RUN ["/contested-postgres", "init", "%[5]s"]
 USER %[3]d:%[4]d
 EXPOSE 5432

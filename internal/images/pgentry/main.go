@@ -3,8 +3,9 @@
 // shell, so this small static program does what the upstream image's shell
 // script does:
 //
-//	pgentry init [db…]    initialise $PGDATA and create the databases named
-//	                      (at image build time, as root)
+//	pgentry init [db…]    initialise the seed ($PGSEED, else $PGDATA) and
+//	                      create the databases named (at image build time,
+//	                      as root)
 //	pgentry [postgres] …  start postgres with the remaining arguments; once
 //	                      it accepts connections, set the superuser's
 //	                      password, role and database from POSTGRES_USER,
@@ -13,8 +14,12 @@
 //
 // The data directory is initialised when the image is built, and the
 // databases the fault layer asks for are created then too, so a start
-// costs one server start and a few statements over the local socket: no
-// initdb, no single-user pass. Until the password is set, the superuser
+// costs a copy of that seed into $PGDATA, one server start and a few
+// statements over the local socket: no initdb, no single-user pass. The
+// seed is copied rather than used in place because the fault layer mounts a
+// tmpfs over $PGDATA: the container's own file system is an overlay, on
+// some engines a FUSE one, and every write Postgres makes there (WAL, the
+// files CREATE DATABASE copies) would cross it. Until the password is set, the superuser
 // carries a random one no one knows, so no remote client gets in before
 // the container says it is ready; no secret is baked into the image.
 //
@@ -34,6 +39,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -82,7 +88,11 @@ func run(args []string) (int, error) {
 	if bin == "" || data == "" {
 		return 1, errors.New("PGBIN and PGDATA must be set in the image")
 	}
+	seed := os.Getenv("PGSEED")
 	if len(args) > 0 && args[0] == "init" {
+		if seed != "" {
+			data = seed
+		}
 		if err := initdb(bin, data); err != nil {
 			return 1, err
 		}
@@ -96,8 +106,9 @@ func run(args []string) (int, error) {
 		return 1, err
 	}
 	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); err != nil {
-		// An empty volume over the data directory: initialise it now.
-		if err := initdb(bin, data); err != nil {
+		// An empty data directory (the image's own, or a tmpfs or volume
+		// over it): the seed's copy, or a new cluster when there is none.
+		if err := prepare(bin, data, seed); err != nil {
 			return 1, err
 		}
 	}
@@ -282,6 +293,72 @@ func initdb(bin, data string) error {
 	defer f.Close()
 	_, err = f.WriteString("host all all all scram-sha-256\n")
 	return err
+}
+
+// prepare fills the empty data directory: a copy of seed when the image
+// holds one (a cluster initialised at build), else a new cluster.
+func prepare(bin, data, seed string) error {
+	if seed == "" {
+		return initdb(bin, data)
+	}
+	if _, err := os.Stat(filepath.Join(seed, "PG_VERSION")); err != nil {
+		return initdb(bin, data)
+	}
+	start := time.Now()
+	if err := copyTree(seed, data); err != nil {
+		return fmt.Errorf("copy the seed %s into %s: %w", seed, data, err)
+	}
+	fmt.Fprintf(os.Stderr, "%s: %s\n", SeededLine, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// SeededLine is what pgentry prints once it filled an empty data directory
+// with the image's seed.
+const SeededLine = "contested-postgres: data directory copied from the image's seed"
+
+// copyTree copies the regular files and directories under src into dst,
+// with their modes; dst may exist (a mount point). Postgres refuses a data
+// directory others can read, so dst itself gets src's mode too.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			if err := os.MkdirAll(target, info.Mode().Perm()); err != nil {
+				return err
+			}
+			return os.Chmod(target, info.Mode().Perm())
+		case info.Mode().IsRegular():
+			return copyFile(p, target, info.Mode().Perm())
+		default:
+			return fmt.Errorf("%s: not a regular file or directory", p)
+		}
+	})
+}
+
+func copyFile(src, dst string, mode fs.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // asPostgres runs cmd as the postgres user when this process is root
