@@ -172,6 +172,8 @@ type RerunOptions struct {
 	// records never mix with the battery's.
 	Root string
 	Out  io.Writer
+	// Binaries, when set, are the command's test binaries (battery.Binaries).
+	Binaries *battery.Binaries
 }
 
 // RerunFailures reruns alone, up to Reruns times until a rerun passes, each
@@ -218,7 +220,7 @@ func RerunFailures(ctx context.Context, b Battery, opts RerunOptions) (map[strin
 		for i := 1; i <= Reruns && failed; i++ {
 			fmt.Fprintf(w, "verdict: rerunning %s alone %s (%d of at most %d), to tell reproducible from not\n", t.ID(), how, i, Reruns)
 			res, err := battery.Run(ctx, battery.Options{Dir: opts.Env.ModuleRoot, Patterns: []string{t.Package},
-				Args: []string{"-run", contested.RunPattern(t.Name)}, Env: env.Environ()})
+				Args: []string{"-run", contested.RunPattern(t.Name)}, Env: env.Environ(), Binaries: opts.Binaries})
 			if err != nil {
 				return out, fmt.Errorf("rerun %s: %w", t.ID(), err)
 			}

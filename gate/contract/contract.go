@@ -45,6 +45,9 @@ type Options struct {
 	// EnvMissing, when set, says the fault layer cannot run: every leg is
 	// INCONCLUSIVE-env and nothing is run.
 	EnvMissing string
+	// Binaries, when set, are the command's test binaries: each package is
+	// built once for all the seeds and reruns (battery.Binaries).
+	Binaries *battery.Binaries
 }
 
 // SeedRun is one run of the surface's tests: under contested, one go test
@@ -293,7 +296,7 @@ func runSeed(ctx context.Context, s registry.Surface, tests []string, seed int64
 	for _, test := range tests {
 		res, err := battery.Run(ctx, battery.Options{
 			Dir: opts.Env.ModuleRoot, Patterns: []string{pkg}, Args: []string{"-run", contested.RunPattern(test)},
-			Env: env, Out: indent{opts.Out, "  "},
+			Env: env, Out: indent{opts.Out, "  "}, Binaries: opts.Binaries,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("run %s of %s: %w", test, s.ID, err)

@@ -100,7 +100,7 @@ package = "./stock"
 	}
 	var out strings.Builder
 	got, err := RerunFailures(context.Background(), Battery{Registry: reg, Module: module, Result: res, Records: recs},
-		RerunOptions{Env: runenv.Env{ModuleRoot: dir}, Root: filepath.Join(results, "reruns"), Out: io.MultiWriter(&out, testlog.Writer(t))})
+		RerunOptions{Env: runenv.Env{ModuleRoot: dir}, Root: filepath.Join(results, "reruns"), Out: io.MultiWriter(&out, testlog.Writer(t)), Binaries: binaries(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,7 @@ func TestRunNamesItsSeeds(t *testing.T) {
 	var out strings.Builder
 	l := faulttest.Layer(t)
 	env := runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: root, Level: 1}.Attach(l.Env(), l.RunID)
-	opts := Options{Env: env, Seeds: []int64{11}, Out: &out}
+	opts := Options{Env: env, Seeds: []int64{11}, Out: &out, Binaries: binaries(t)}
 	res, err := Run(context.Background(), s, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -157,6 +157,9 @@ type Options struct {
 	// to arbitrate (NoFailure).
 	Seen *battery.Result
 	Out  io.Writer
+	// Binaries, when set, are the command's test binaries: the reruns and
+	// the contract's seeds build each package once (battery.Binaries).
+	Binaries *battery.Binaries
 }
 
 // Walk walks the ladder for one test id: "TestX", "TestX/sub", or a
@@ -219,7 +222,7 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 			return nil, err
 		}
 		fmt.Fprintf(opts.Out, "ladder: running %s's contract in isolation over %d seeds\n", s.ID, len(seeds))
-		res, err = contract.Run(ctx, s, contract.Options{Env: opts.Env, Seeds: seeds, Out: opts.Out})
+		res, err = contract.Run(ctx, s, contract.Options{Env: opts.Env, Seeds: seeds, Out: opts.Out, Binaries: opts.Binaries})
 		if err != nil {
 			return nil, err
 		}
@@ -383,7 +386,7 @@ func rerun(ctx context.Context, name, pkg string, opts Options) (Reruns, *Plain,
 			break
 		}
 		env := opts.Env.WithResultsDir(dir).Environ()
-		res, err := battery.Run(ctx, battery.Options{Dir: opts.Env.ModuleRoot, Patterns: []string{pkg}, Args: []string{"-run", contested.RunPattern(name)}, Env: env})
+		res, err := battery.Run(ctx, battery.Options{Dir: opts.Env.ModuleRoot, Patterns: []string{pkg}, Args: []string{"-run", contested.RunPattern(name)}, Env: env, Binaries: opts.Binaries})
 		if err != nil {
 			break
 		}

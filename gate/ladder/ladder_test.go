@@ -46,7 +46,18 @@ func options(t *testing.T, extraEnv ...string) Options {
 	l := faulttest.Layer(t)
 	p := faultlayer.Preflight{Checks: []faultlayer.Check{{Name: "toxiproxy /version", OK: true}}}
 	env := runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: t.TempDir()}.Attach(append(l.Env(), extraEnv...), l.RunID)
-	return Options{Env: env, Registry: reg, Preflight: &p, Reruns: 3, Out: testlog.Writer(t)}
+	return Options{Env: env, Registry: reg, Preflight: &p, Reruns: 3, Out: testlog.Writer(t), Binaries: binaries(t)}
+}
+
+// binaries is a command's store of test binaries, for one test.
+func binaries(t *testing.T) *battery.Binaries {
+	t.Helper()
+	b, err := battery.NewBinaries(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
 }
 
 func TestAFaultLayerThatIsDownCannotRun(t *testing.T) {

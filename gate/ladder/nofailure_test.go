@@ -43,7 +43,7 @@ package = "./p"
 	}
 	p := faultlayer.Preflight{Checks: []faultlayer.Check{{Name: "toxiproxy /version", OK: true}}}
 	return Options{Env: runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: t.TempDir()}, Registry: reg,
-		Preflight: &p, Reruns: 2, Out: testlog.Writer(t)}
+		Preflight: &p, Reruns: 2, Out: testlog.Writer(t), Binaries: binaries(t)}
 }
 
 // TestATestWhosePackageDoesNotRunIsTheTestAuthors: when the package fails

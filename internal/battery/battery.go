@@ -157,6 +157,9 @@ type Options struct {
 	// reads CONTESTED_TEST_TIMEOUT (TimeoutFromEnv), negative means none.
 	// A -timeout among Args comes later and wins.
 	Timeout time.Duration
+	// Binaries, when set, holds the command's test binaries: a package is
+	// built once and run again without go test (see [Binaries]).
+	Binaries *Binaries
 }
 
 // DefaultTimeout is the battery's go test -timeout when
@@ -196,7 +199,9 @@ var ErrNotRun = errors.New("battery did not run")
 // (or was cancelled). go test runs in a process group of its own with its
 // test binaries and their workers: on cancellation the whole group gets
 // SIGINT, then SIGKILL after StopAfter, and a forced exit of this process
-// kills it too (internal/interrupt).
+// kills it too (internal/interrupt). With opts.Binaries, the packages'
+// test binaries are built once for the command and run as go test runs
+// them (see [Binaries]).
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Out == nil {
 		opts.Out = io.Discard
@@ -208,10 +213,17 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		opts.Heartbeat = 30 * time.Second
 	}
 	env := append(os.Environ(), opts.Env...)
-	args, err := goTestArgs(opts)
+	flags, err := goTestFlags(opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotRun, err)
 	}
+	if opts.Binaries != nil {
+		res, err := runPrebuilt(ctx, opts, env, flags)
+		if !errors.Is(err, errNoPrebuilt) {
+			return res, err
+		}
+	}
+	args := append(append([]string{"test"}, flags...), opts.Patterns...)
 	// The packages are counted (for the progress lines) while go test
 	// starts building, not before it.
 	type count struct {
@@ -223,77 +235,122 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		n, err := countPackages(ctx, opts.Dir, env, opts.Patterns)
 		counted <- count{n, err}
 	}()
-	runCtx, cancelRun := context.WithCancel(ctx)
-	defer cancelRun()
-	cmd := interrupt.Command(runCtx, StopAfter, "go", args...)
-	cmd.Dir = opts.Dir
-	cmd.Env = env
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
+	res := &Result{Started: time.Now()}
+	var f *follower
+	stopBeat := func() {}
+	read := false
+	started := func() error {
+		c := <-counted
+		read = true
+		if c.err != nil {
+			return fmt.Errorf("%w: %v", ErrNotRun, c.err)
+		}
+		f = newFollower(opts.Out, c.n)
+		fmt.Fprintf(opts.Out, "battery: go %s (%d packages)\n", strings.Join(args, " "), c.n)
+		stopBeat = f.heartbeat(opts.Heartbeat)
+		return nil
+	}
+	run, err := streamGoTest(ctx, opts.Dir, env, args, started, func(line []byte) { follow(f, opts.Events, nil, line) })
+	stopBeat()
+	if f == nil {
+		if !read {
+			<-counted
+		}
 		return nil, err
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-
-	res := &Result{Started: time.Now()}
-	untrack, err := interrupt.Start(cmd)
-	if err != nil {
-		<-counted
-		return nil, fmt.Errorf("%w: start go test: %v", ErrNotRun, err)
-	}
-	defer untrack()
-	c := <-counted
-	if c.err != nil {
-		cancelRun()
-		cmd.Wait()
-		return nil, fmt.Errorf("%w: %v", ErrNotRun, c.err)
-	}
-	f := newFollower(opts.Out, c.n)
-	fmt.Fprintf(opts.Out, "battery: go %s (%d packages)\n", strings.Join(args, " "), c.n)
-	stop := f.heartbeat(opts.Heartbeat)
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		// Every line is scrubbed before anything reads it: the event log,
-		// the progress lines and the failures' output (which reach
-		// validate.json, the ladder and issue bodies) never see a secret.
-		line := secret.Scrub(sc.Bytes())
-		if opts.Events != nil {
-			opts.Events.Write(append(line, '\n'))
-		}
-		var ev Event
-		if err := json.Unmarshal(line, &ev); err != nil {
-			f.stray(string(line))
-			continue
-		}
-		f.event(ev)
-	}
-	waitErr := cmd.Wait()
-	stop()
 	res.Elapsed = time.Since(res.Started)
 	res.Packages, res.Tests = f.results()
-	var exit *exec.ExitError
-	switch {
-	case waitErr == nil:
-	case ctx.Err() != nil:
-		return res, fmt.Errorf("battery cancelled: %w", ctx.Err())
-	case errors.As(waitErr, &exit):
-		res.ExitCode = exit.ExitCode()
-	default:
-		return res, fmt.Errorf("go test: %w", waitErr)
+	if err != nil {
+		return res, err
 	}
+	res.ExitCode = run.exitCode
 	if res.ExitCode != 0 && len(res.Failed()) == 0 && len(res.FailedPackages()) == 0 {
 		// go test failed before any package reported: flags, patterns, go.mod.
-		msg := strings.TrimSpace(secret.ScrubString(stderr.String()) + f.strayOutput())
+		msg := strings.TrimSpace(secret.ScrubString(run.stderr) + f.strayOutput())
 		res.Packages = append(res.Packages, Package{Name: "(go test)", Action: "fail", Output: msg})
 	}
 	f.summarize(res)
 	return res, nil
 }
 
-// goTestArgs is the battery's go test command line: -json, -count=1, the
-// timeout, the caller's flags (a -timeout among them wins), the patterns.
-func goTestArgs(opts Options) ([]string, error) {
+// follow hands one line of go test -json to the follower: scrubbed before
+// anything reads it, so that the event log, the progress lines and the
+// failures' output (which reach validate.json, the ladder and issue
+// bodies) never see a secret; written to events (under mu, when several
+// streams share it); a line that is not an event is stray output.
+func follow(f *follower, events io.Writer, mu *sync.Mutex, raw []byte) {
+	line := secret.Scrub(raw)
+	if events != nil {
+		if mu != nil {
+			mu.Lock()
+		}
+		events.Write(append(line, '\n'))
+		if mu != nil {
+			mu.Unlock()
+		}
+	}
+	var ev Event
+	if err := json.Unmarshal(line, &ev); err != nil {
+		f.stray(string(line))
+		return
+	}
+	f.event(ev)
+}
+
+// goTestRun is how one go test process ended.
+type goTestRun struct {
+	exitCode int
+	stderr   string
+}
+
+// streamGoTest runs go with args in a process group of its own, calls
+// started once it runs (an error from it stops go), and hands each line
+// of its standard output to line. A non-zero exit is not an error; a
+// cancellation is.
+func streamGoTest(ctx context.Context, dir string, env, args []string, started func() error, line func([]byte)) (goTestRun, error) {
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	cmd := interrupt.Command(runCtx, StopAfter, "go", args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return goTestRun{}, err
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	untrack, err := interrupt.Start(cmd)
+	if err != nil {
+		return goTestRun{}, fmt.Errorf("%w: start go test: %v", ErrNotRun, err)
+	}
+	defer untrack()
+	if err := started(); err != nil {
+		cancelRun()
+		cmd.Wait()
+		return goTestRun{}, err
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		line(sc.Bytes())
+	}
+	waitErr := cmd.Wait()
+	var exit *exec.ExitError
+	switch {
+	case waitErr == nil:
+		return goTestRun{stderr: stderr.String()}, nil
+	case ctx.Err() != nil:
+		return goTestRun{}, fmt.Errorf("battery cancelled: %w", ctx.Err())
+	case errors.As(waitErr, &exit):
+		return goTestRun{exitCode: exit.ExitCode(), stderr: stderr.String()}, nil
+	default:
+		return goTestRun{}, fmt.Errorf("go test: %w", waitErr)
+	}
+}
+
+// goTestFlags are the battery's go test flags: -json, -count=1, the
+// timeout, the caller's flags (a -timeout among them wins).
+func goTestFlags(opts Options) ([]string, error) {
 	timeout := opts.Timeout
 	if timeout == 0 {
 		var err error
@@ -301,9 +358,8 @@ func goTestArgs(opts Options) ([]string, error) {
 			return nil, err
 		}
 	}
-	args := []string{"test", "-json", "-count=1", "-timeout=" + max(timeout, 0).String()}
-	args = append(args, opts.Args...)
-	return append(args, opts.Patterns...), nil
+	flags := []string{"-json", "-count=1", "-timeout=" + max(timeout, 0).String()}
+	return append(flags, opts.Args...), nil
 }
 
 func countPackages(ctx context.Context, dir string, env []string, patterns []string) (int, error) {

@@ -93,6 +93,9 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	}
 	lo.Seen = lastBattery(root, out)
 	lo.History = history
+	var closeBinaries func()
+	lo.Binaries, closeBinaries = testBinaries(root, out)
+	defer closeBinaries()
 	o, err := ladder.Walk(ctx, opts.Test, lo)
 	if err != nil {
 		return arbitrateError(err)

@@ -58,7 +58,9 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 		return err
 	}
 
-	copts := contract.Options{Env: ws.env, Out: out}
+	bins, closeBinaries := testBinaries(ws.env.ResultsDir, out)
+	defer closeBinaries()
+	copts := contract.Options{Env: ws.env, Out: out, Binaries: bins}
 	l, err := faultlayer.Up(ctx, cfg)
 	reportUpError(out, err)
 	if err == nil {

@@ -138,6 +138,9 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 		v.rep.Shard = spec.String()
 	}
 	fmt.Fprintf(v.out, "%s run %s in %s\n", bold("validate:"), ws.env.RunID, ws.env.ModuleRoot)
+	var closeBinaries func()
+	v.binaries, closeBinaries = testBinaries(ws.env.ResultsDir, v.out)
+	defer closeBinaries()
 	hintIgnore(ctx, ws.env.ModuleRoot, ws.env.ResultsDir, v.out)
 
 	// Never a battery on a stack a degraded stage is rerouting: wait for
@@ -194,6 +197,8 @@ type validation struct {
 	capacity  capacity.Report
 	// inventory lists the module's tests, once (cachedInventory).
 	inventory func(context.Context) ([]string, error)
+	// binaries are the test binaries of the reruns and the ladder.
+	binaries *battery.Binaries
 }
 
 // faultDir is the run's fault directory.
@@ -300,7 +305,7 @@ func (v *validation) judge(ctx context.Context, res *battery.Result, verified *g
 	bat := contract.Battery{Registry: v.reg, Module: mod, Result: res, Records: recs, Level: v.env.Level}
 	if !res.OK() {
 		reruns, err := contract.RerunFailures(ctx, bat, contract.RerunOptions{Env: v.env,
-			Root: filepath.Join(v.env.ResultsDir, "reruns"), Out: v.out})
+			Root: filepath.Join(v.env.ResultsDir, "reruns"), Out: v.out, Binaries: v.binaries})
 		if err != nil {
 			fmt.Fprintf(v.out, "validate: %v (a failure not rerun is FAIL-nondeterministic)\n", err)
 		}
@@ -332,7 +337,7 @@ func (v *validation) arbitrate(ctx context.Context, res *battery.Result, budget 
 	}
 	contracts := map[string]*contract.Result{}
 	v.rep.Ladder, v.rep.NotArbitrated = arbitrateAll(ctx, contractFails, budget, ladder.Options{
-		Env: v.env, Registry: v.reg, Preflight: &v.preflight, Capacity: &v.capacity, Contracts: contracts, Seen: res, Out: v.out,
+		Env: v.env, Registry: v.reg, Preflight: &v.preflight, Capacity: &v.capacity, Contracts: contracts, Seen: res, Out: v.out, Binaries: v.binaries,
 		History: readHistoryIf(ctx, v.env.ResultsDir, v.reg.Guard.CanonicalDatabases, len(contractFails) > 0, v.out),
 	}, v.out)
 	return contractFails, contracts
@@ -529,6 +534,20 @@ func loadRegistry(path string) (*registry.Registry, error) {
 type workspace struct {
 	env runenv.Env
 	reg *registry.Registry
+}
+
+// testBinaries makes the command's store of test binaries under the
+// results directory (battery.Binaries), so that every go test the command
+// runs again (a seed, a rerun) links its package once; when it cannot, each
+// go test builds its own as before, and it says why. The returned function
+// removes them.
+func testBinaries(root string, out io.Writer) (*battery.Binaries, func()) {
+	b, err := battery.NewBinaries(root)
+	if err != nil {
+		fmt.Fprintf(out, "contested: every rerun builds its own test binary: %v\n", err)
+		return nil, func() {}
+	}
+	return b, func() { _ = b.Close() }
 }
 
 // openWorkspace builds the run environment of the module in dir (default:

@@ -1,0 +1,348 @@
+package battery
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/flock"
+	"github.com/contested/contested/internal/interrupt"
+	"github.com/contested/contested/internal/secret"
+)
+
+// Binaries keeps the test binaries of one command, so that a package the
+// command runs again (the next seed of a contract, a rerun of a failing
+// leg, the ladder's reruns) is built and linked once, not once per run.
+//
+// A go test of one package spends most of its CPU before the test starts:
+// the go command loads the package graph and links a binary of some tens of
+// megabytes (1.5 CPU-seconds of the 1.6 a short contract test costs here),
+// and the contested and arbitrate commands run the same package a dozen
+// times. With Binaries, Run builds each package's test binary once with go
+// test -c (vet runs as go test runs it, the binary is linked as go test
+// links one: without DWARF) and runs it as go test does: in the package's
+// directory, with GOROOT/bin first on PATH, its output converted by
+// test2json and ended with go test's own "ok" or "FAIL" line, so the events
+// are the ones go test -json prints.
+//
+// Invariant: the module's sources do not change while the command runs (a
+// package is built once per Binaries). A run whose flags this path does not
+// carry (coverage, profiles, benchmarks, a -ldflags of its own), whose
+// packages go list cannot load, or a package whose build fails, goes
+// through go test itself, which reports it as it always does.
+type Binaries struct {
+	root   *atomicfile.Root
+	rel    string // this command's directory under root
+	unlock func()
+
+	mu    sync.Mutex
+	built map[string]*binary
+	tools *toolchain
+}
+
+// binary is one package's test binary, built once.
+type binary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// toolchain is what running a test binary as go test does needs from the
+// go command: GOROOT/bin (first on the tests' PATH) and test2json.
+type toolchain struct {
+	once      sync.Once
+	gorootBin string
+	test2json string
+	err       error
+}
+
+// binDir is where Binaries keep their directories, under the results
+// directory; each command's is a directory of its own beside a lock file
+// it holds while it runs.
+const binDir = "battery/bin"
+
+// NewBinaries makes the command's directory of test binaries under the
+// results directory, and removes the ones commands that are gone left
+// behind (their lock is free). Close removes it.
+func NewBinaries(resultsDir string) (*Binaries, error) {
+	root, err := atomicfile.OpenRoot(resultsDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := root.MkdirAll(binDir); err != nil {
+		return nil, fmt.Errorf("make %s: %w", root.Join(binDir), err)
+	}
+	sweepBinaries(root)
+	dir, err := os.MkdirTemp(root.Join(binDir), "run-")
+	if err != nil {
+		return nil, fmt.Errorf("make a directory for test binaries: %w", err)
+	}
+	rel := filepath.Join(binDir, filepath.Base(dir))
+	unlock, err := flock.Lock(context.Background(), root.Join(rel)+".lock", 0o644, time.Millisecond)
+	if err != nil {
+		_ = root.RemoveAll(rel)
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	return &Binaries{root: root, rel: rel, unlock: unlock, built: map[string]*binary{}, tools: &toolchain{}}, nil
+}
+
+// sweepBinaries removes the directories of commands that ended without
+// Close (killed): a lock no one holds.
+func sweepBinaries(root *atomicfile.Root) {
+	locks, _ := filepath.Glob(filepath.Join(root.Join(binDir), "run-*.lock"))
+	for _, l := range locks {
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		unlock, err := flock.Lock(done, l, 0o644, time.Millisecond)
+		if err != nil {
+			continue // held: that command still runs
+		}
+		rel := filepath.Join(binDir, strings.TrimSuffix(filepath.Base(l), ".lock"))
+		_ = root.RemoveAll(rel)
+		_ = root.Remove(rel + ".lock")
+		unlock()
+	}
+}
+
+// Dir is the directory the command's test binaries are in.
+func (b *Binaries) Dir() string { return b.root.Join(b.rel) }
+
+// Close removes the command's test binaries.
+func (b *Binaries) Close() error {
+	err := b.root.RemoveAll(b.rel)
+	_ = b.root.Remove(b.rel + ".lock")
+	b.unlock()
+	return err
+}
+
+// runFlags are the go test flags a prebuilt run carries, by name: true for
+// the test binary's own (passed as -test.name), false for go test -c's.
+// Boolean flags take no separate value.
+var runFlags = map[string]struct {
+	test, boolean bool
+}{
+	"run": {test: true}, "skip": {test: true}, "count": {test: true}, "timeout": {test: true},
+	"parallel": {test: true}, "cpu": {test: true}, "shuffle": {test: true},
+	"short": {test: true, boolean: true}, "v": {test: true, boolean: true}, "failfast": {test: true, boolean: true},
+	"tags": {}, "race": {boolean: true},
+}
+
+// goflagsBuild are the flags GOFLAGS may hold for a prebuilt run: go test
+// -c reads them as go test would. Any other (a test flag such as -count or
+// -cover) sends the run through go test, which applies it.
+var goflagsBuild = []string{"mod", "modcacherw", "modfile", "tags", "race", "msan", "asan", "trimpath", "buildvcs",
+	"gcflags", "asmflags", "ldflags", "p", "pgo", "overlay", "installsuffix"}
+
+// invocation is a go test command line split the way a prebuilt run needs
+// it: the flags for go test -c and the ones for the test binary.
+type invocation struct {
+	build []string // for go test -c
+	test  []string // -test.* flags, for the binary
+}
+
+// split splits args (goTestArgs' flags, patterns excluded) into an
+// invocation, or says this path cannot carry them.
+func split(args []string, goflags string) (invocation, bool) {
+	var inv invocation
+	for _, f := range strings.Fields(goflags) {
+		name, _, _ := strings.Cut(strings.TrimLeft(f, "-"), "=")
+		if !slices.Contains(goflagsBuild, name) {
+			return inv, false
+		}
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "-json" {
+			continue
+		}
+		if !strings.HasPrefix(a, "-") {
+			return inv, false
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		name = strings.TrimPrefix(name, "test.")
+		f, ok := runFlags[name]
+		if !ok {
+			return inv, false
+		}
+		if !f.boolean && !hasValue {
+			if i+1 >= len(args) {
+				return inv, false
+			}
+			i++
+			value, hasValue = args[i], true
+		}
+		switch {
+		case f.test && hasValue:
+			inv.test = append(inv.test, "-test."+name+"="+value)
+		case f.test:
+			inv.test = append(inv.test, "-test."+name)
+		case hasValue:
+			inv.build = append(inv.build, "-"+name+"="+value)
+		default:
+			inv.build = append(inv.build, "-"+name)
+		}
+	}
+	if !strings.Contains(goflags, "-ldflags") {
+		// What go test does for a binary it does not keep (OmitDebug): no
+		// symbol table, no DWARF; a third less to link.
+		inv.build = append(inv.build, "-ldflags=-s -w")
+	}
+	return inv, true
+}
+
+// listed is one package as go list describes it.
+type listed struct {
+	ImportPath   string
+	Dir          string
+	TestGoFiles  []string
+	XTestGoFiles []string
+	Error        *struct{ Err string }
+	DepsErrors   []struct{ Err string }
+}
+
+func (p listed) hasTests() bool { return len(p.TestGoFiles)+len(p.XTestGoFiles) > 0 }
+
+// list lists the packages of a prebuilt run, or reports that one of them
+// cannot be loaded (go test reports that).
+func list(ctx context.Context, dir string, env, build, patterns []string) ([]listed, bool, error) {
+	args := append(append([]string{"list", "-e", "-json=ImportPath,Dir,TestGoFiles,XTestGoFiles,Error,DepsErrors"}, build...), patterns...)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir, cmd.Env = dir, env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, false, fmt.Errorf("go list %s: %v: %s", strings.Join(patterns, " "), err, strings.TrimSpace(secret.ScrubString(stderr.String())))
+	}
+	var pkgs []listed
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listed
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, false, fmt.Errorf("go list %s: %w", strings.Join(patterns, " "), err)
+		}
+		if p.Error != nil || len(p.DepsErrors) > 0 {
+			return nil, false, nil
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs, len(pkgs) > 0, nil
+}
+
+// binaryFor returns the test binary of pkg built with build in env, building
+// it on first use; an error means it could not be built, and the package
+// goes through go test, which reports why.
+func (b *Binaries) binaryFor(ctx context.Context, dir string, env []string, build []string, pkg string, out io.Writer) (string, error) {
+	key := buildKey(dir, env, build, pkg)
+	b.mu.Lock()
+	bin, ok := b.built[key]
+	if !ok {
+		bin = &binary{}
+		b.built[key] = bin
+	}
+	b.mu.Unlock()
+	bin.once.Do(func() {
+		sum := sha256.Sum256([]byte(key))
+		bin.path = filepath.Join(b.Dir(), strings.NewReplacer("/", "_", ".", "_").Replace(pkg)+"-"+hex.EncodeToString(sum[:6])+".test")
+		fmt.Fprintf(out, "battery: building %s's test binary once for this command\n", short(pkg))
+		args := append(append([]string{"test", "-c", "-o", bin.path}, build...), pkg)
+		cmd := interrupt.Command(ctx, StopAfter, "go", args...)
+		cmd.Dir, cmd.Env = dir, env
+		var output bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &output, &output
+		untrack, err := interrupt.Start(cmd)
+		if err == nil {
+			err = cmd.Wait()
+			untrack()
+		}
+		if err == nil {
+			if _, serr := os.Stat(bin.path); serr != nil {
+				err = serr
+			}
+		}
+		if err != nil {
+			bin.err = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, secret.ScrubString(output.String()))
+		}
+	})
+	if bin.err != nil && ctx.Err() != nil {
+		// A cancelled build says nothing of the package: the next run tries again.
+		b.mu.Lock()
+		delete(b.built, key)
+		b.mu.Unlock()
+	}
+	return bin.path, bin.err
+}
+
+// buildKey names a build: the module directory and the package, the flags,
+// and every variable of env that can change what go builds (GO*, CGO_*,
+// CC, CXX, PKG_CONFIG).
+func buildKey(dir string, env []string, build []string, pkg string) string {
+	vars := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "GO") || strings.HasPrefix(k, "CGO_") || k == "CC" || k == "CXX" || k == "PKG_CONFIG" {
+			vars[k] = v
+		}
+	}
+	var b strings.Builder
+	b.WriteString(dir + "\x00" + pkg)
+	for _, f := range build {
+		b.WriteString("\x00" + f)
+	}
+	names := make([]string, 0, len(vars))
+	for k := range vars {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		b.WriteString("\x00" + k + "=" + vars[k])
+	}
+	return b.String()
+}
+
+// toolchainFor resolves GOROOT/bin and test2json once.
+func (b *Binaries) toolchainFor(ctx context.Context, dir string, env []string) (*toolchain, error) {
+	t := b.tools
+	t.once.Do(func() {
+		run := func(args ...string) (string, error) {
+			cmd := exec.CommandContext(ctx, "go", args...)
+			cmd.Dir, cmd.Env = dir, env
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				return "", fmt.Errorf("go %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+			}
+			return strings.TrimSpace(string(out)), nil
+		}
+		var goroot string
+		if goroot, t.err = run("env", "GOROOT"); t.err != nil {
+			return
+		}
+		t.gorootBin = filepath.Join(goroot, "bin")
+		t.test2json, t.err = run("tool", "-n", "test2json")
+	})
+	if t.err != nil {
+		return nil, t.err
+	}
+	return t, nil
+}
+
+// errNoPrebuilt says a run cannot take the prebuilt path; Run falls back
+// to go test.
+var errNoPrebuilt = errors.New("no prebuilt run")
