@@ -182,7 +182,12 @@ func Sweep(ctx context.Context, d Docker, sel Selector, w io.Writer) (Swept, err
 				}
 				continue
 			}
-			if _, err := d.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil && !isNotFound(err) {
+			err := removeNetwork(ctx, d, n.ID, n.Name, sel, w)
+			if errors.Is(err, errAttached) {
+				out.Kept = append(out.Kept, n.Name)
+				continue
+			}
+			if err != nil {
 				errs = append(errs, fmt.Errorf("remove network %s: %w", n.Name, err))
 				continue
 			}
@@ -253,6 +258,49 @@ func Leftovers(ctx context.Context, d Docker, sel Selector) (Swept, error) {
 }
 
 func isNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
+
+// errAttached: a network stays because a container Sweep may not remove
+// is attached to it.
+var errAttached = errors.New("a container not selected is attached")
+
+// removeNetwork removes a network. When containers are still attached
+// (created after the sweep listed them, by a process killed mid-start, or
+// still being removed by another sweep), it removes those the selector
+// selects, waits for removals in progress, and tries again for up to ten
+// seconds; a network that holds a container it may not remove is left, and
+// said so.
+func removeNetwork(ctx context.Context, d Docker, id, name string, sel Selector, w io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		_, err := d.NetworkRemove(ctx, id, client.NetworkRemoveOptions{})
+		if err == nil || isNotFound(err) {
+			return nil
+		}
+		if !strings.Contains(err.Error(), "active endpoints") {
+			return err
+		}
+		cs, lerr := d.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("network", id)})
+		if lerr != nil {
+			return errors.Join(err, lerr)
+		}
+		for _, c := range cs.Items {
+			if ok, _ := sel(c.Labels); !ok || c.Labels[LabelManaged] != "true" {
+				fmt.Fprintf(w, "left network %s alone: container %s, which this sweep does not remove, is attached\n", name, c.ID[:12])
+				return errAttached
+			}
+			if _, rerr := d.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); rerr != nil && !isNotFound(rerr) && !removedElsewhere(ctx, d, c.ID, rerr) {
+				return fmt.Errorf("%w; remove container %s attached to it: %v", err, c.ID[:12], rerr)
+			}
+			fmt.Fprintf(w, "swept container %s (attached to network %s)\n", c.ID[:12], name)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
 
 // removedElsewhere reports whether a removal that failed because another
 // sweep (a parallel test package, another run's bring-up) is already
