@@ -175,6 +175,10 @@ func TestAdopterValidateIsCertified(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "CERTIFIED") || !strings.Contains(out, "validate: GREEN") {
 		t.Fatalf("validate of the adopter: exit %d, want 0 and CERTIFIED:\n%s", code, out)
 	}
+	// [battery] packages_per_core = 2: go test runs two packages per core.
+	if p := fmt.Sprintf(" -p %d ./... (", 2*runtime.GOMAXPROCS(0)); !strings.Contains(out, p) {
+		t.Errorf("the battery's go test does not run with%s:\n%s", strings.TrimSuffix(p, " ./... ("), out)
+	}
 	r := readReport(t, dir)
 	if !r.Certified || !r.StampConsumed || r.Fired == 0 || len(r.ClassesWithZeroFired) != 0 {
 		t.Errorf("report: certified %v, stamp consumed %v, fired %d, classes with zero fired %v", r.Certified, r.StampConsumed, r.Fired, r.ClassesWithZeroFired)

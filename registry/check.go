@@ -14,7 +14,7 @@ import (
 // ("legz") would otherwise be ignored and the surface would silently lose
 // what the author meant to declare.
 var (
-	topKeys     = []string{"schema", "gate", "guard", "surface", "cluster", "mutants", "degraded"}
+	topKeys     = []string{"schema", "gate", "guard", "surface", "cluster", "mutants", "degraded", "battery"}
 	gateKeys    = []string{"recording_classes", "self_tests"}
 	guardKeys   = []string{"canonical_databases"}
 	surfaceKeys = []string{"id", "class", "owner", "behavior", "oracle", "package", "legs", "tests", "budget", "levels"}
@@ -69,6 +69,7 @@ func (c *checker) registry(root *value) *Registry {
 	r.Cluster = c.cluster(root)
 	r.Mutants = c.mutants(root)
 	r.Degraded = c.degraded(root)
+	r.Battery = c.battery(root)
 	return r
 }
 

@@ -25,6 +25,8 @@ type Registry struct {
 	Cluster *Cluster
 	// Mutants is the optional [mutants] table (`mage mutants`).
 	Mutants Mutants
+	// Battery is the optional [battery] table: how validate runs go test.
+	Battery Battery
 	// Degraded is the [degraded] table (`mage degraded`), its defaults when
 	// the file has none.
 	Degraded Degraded

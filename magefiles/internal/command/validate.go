@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -238,8 +240,13 @@ func (v *validation) stamp() error {
 }
 
 // runBattery runs go test over the module with the run environment, its
-// events saved, while the machine is sampled.
+// events saved, while the machine is sampled; the registry's [battery]
+// packages_per_core sets go test's -p (flags of validate's own come later
+// and win).
 func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*battery.Result, error) {
+	if p := v.reg.Battery.P(runtime.GOMAXPROCS(0)); p > 0 {
+		args = append([]string{"-p", strconv.Itoa(p)}, args...)
+	}
 	root := v.env.ResultsDir
 	events, err := createArtifact(root, filepath.Join("battery", "go-test.json"))
 	if err != nil {
