@@ -2,11 +2,12 @@ package contract
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/contested/contested/contested/runenv"
-	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/battery/batterytest"
 	"github.com/contested/contested/internal/testlog"
 
 	"github.com/contested/contested/faultlayer/faulttest"
@@ -14,7 +15,12 @@ import (
 	"github.com/contested/contested/registry"
 )
 
-func TestMain(m *testing.M) { faulttest.Main(m) }
+func TestMain(m *testing.M) {
+	code := m.Run()
+	batterytest.Close()
+	faulttest.Close()
+	os.Exit(code)
+}
 
 // adopter returns the adopter fixture's module directory and its surface.
 func adopter(t *testing.T) (string, string, registry.Surface) {
@@ -35,22 +41,11 @@ func adopter(t *testing.T) (string, string, registry.Surface) {
 	return dir, regPath, s
 }
 
-// binaries is a command's store of test binaries, for one test.
-func binaries(t *testing.T) *battery.Binaries {
-	t.Helper()
-	b, err := battery.NewBinaries(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return b
-}
-
 func run(t *testing.T, extraEnv []string, seeds []int64, envMissing string) *Result {
 	t.Helper()
 	dir, regPath, s := adopter(t)
 	opts := Options{Env: runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: t.TempDir(), Level: 1}, Seeds: seeds,
-		Out: testlog.Writer(t), EnvMissing: envMissing, Binaries: binaries(t)}
+		Out: testlog.Writer(t), EnvMissing: envMissing, Binaries: batterytest.Binaries(t)}
 	if envMissing == "" {
 		l := faulttest.Layer(t)
 		opts.Env = opts.Env.Attach(append(l.Env(), extraEnv...), l.RunID)

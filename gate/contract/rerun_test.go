@@ -13,6 +13,7 @@ import (
 	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/battery/batterytest"
 	"github.com/contested/contested/internal/testlog"
 	"github.com/contested/contested/registry"
 )
@@ -100,7 +101,7 @@ package = "./stock"
 	}
 	var out strings.Builder
 	got, err := RerunFailures(context.Background(), Battery{Registry: reg, Module: module, Result: res, Records: recs},
-		RerunOptions{Env: runenv.Env{ModuleRoot: dir}, Root: filepath.Join(results, "reruns"), Out: io.MultiWriter(&out, testlog.Writer(t)), Binaries: binaries(t)})
+		RerunOptions{Env: runenv.Env{ModuleRoot: dir}, Root: filepath.Join(results, "reruns"), Out: io.MultiWriter(&out, testlog.Writer(t)), Binaries: batterytest.Binaries(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/faultlayer/levers"
 	"github.com/contested/contested/gate/verdict"
+	"github.com/contested/contested/internal/battery/batterytest"
 )
 
 func TestRunJudgesAGreenSurface(t *testing.T) {
@@ -101,7 +102,7 @@ func TestRunNamesItsSeeds(t *testing.T) {
 	var out strings.Builder
 	l := faulttest.Layer(t)
 	env := runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: root, Level: 1}.Attach(l.Env(), l.RunID)
-	opts := Options{Env: env, Seeds: []int64{11}, Out: &out, Binaries: binaries(t)}
+	opts := Options{Env: env, Seeds: []int64{11}, Out: &out, Binaries: batterytest.Binaries(t)}
 	res, err := Run(context.Background(), s, opts)
 	if err != nil {
 		t.Fatal(err)

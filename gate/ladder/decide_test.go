@@ -11,6 +11,7 @@ import (
 	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/battery/batterytest"
 	"github.com/contested/contested/internal/capacity"
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/testlog"
@@ -37,7 +38,7 @@ func fixtureOptions(t *testing.T) Options {
 		[]string{envvar.Layer + "=external", envvar.ToxiproxyURL + "=http://127.0.0.1:1", envvar.PostgresDSN + "=postgres://nobody@127.0.0.1:1/none"}, "")
 	// The battery the failure was reported from.
 	seen := &battery.Result{Tests: []battery.Test{{Package: "example.com/adopter", Name: "TestStockContract/reset", Action: "fail"}}}
-	return Options{Env: env, Registry: reg, Reruns: 1, Out: testlog.Writer(t), Seen: seen, Binaries: binaries(t),
+	return Options{Env: env, Registry: reg, Reruns: 1, Out: testlog.Writer(t), Seen: seen, Binaries: batterytest.Binaries(t),
 		Contracts: map[string]*contract.Result{"adopter.stock": {Surface: "adopter.stock", Contract: verdict.Green}}}
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/contested/contested/contested/runenv"
+	"github.com/contested/contested/internal/battery/batterytest"
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/testlog"
 
@@ -27,7 +28,10 @@ func TestMain(m *testing.M) {
 	if err := os.Setenv(envvar.Seeds, "1"); err != nil {
 		panic(err)
 	}
-	faulttest.Main(m)
+	code := m.Run()
+	batterytest.Close()
+	faulttest.Close()
+	os.Exit(code)
 }
 
 // options returns ladder options over the adopter fixture with a healthy
@@ -46,18 +50,7 @@ func options(t *testing.T, extraEnv ...string) Options {
 	l := faulttest.Layer(t)
 	p := faultlayer.Preflight{Checks: []faultlayer.Check{{Name: "toxiproxy /version", OK: true}}}
 	env := runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: t.TempDir()}.Attach(append(l.Env(), extraEnv...), l.RunID)
-	return Options{Env: env, Registry: reg, Preflight: &p, Reruns: 3, Out: testlog.Writer(t), Binaries: binaries(t)}
-}
-
-// binaries is a command's store of test binaries, for one test.
-func binaries(t *testing.T) *battery.Binaries {
-	t.Helper()
-	b, err := battery.NewBinaries(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return b
+	return Options{Env: env, Registry: reg, Preflight: &p, Reruns: 3, Out: testlog.Writer(t), Binaries: batterytest.Binaries(t)}
 }
 
 func TestAFaultLayerThatIsDownCannotRun(t *testing.T) {

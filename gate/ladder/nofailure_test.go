@@ -10,6 +10,7 @@ import (
 
 	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/internal/battery/batterytest"
 	"github.com/contested/contested/internal/testlog"
 	"github.com/contested/contested/internal/testmodule"
 	"github.com/contested/contested/registry"
@@ -43,7 +44,7 @@ package = "./p"
 	}
 	p := faultlayer.Preflight{Checks: []faultlayer.Check{{Name: "toxiproxy /version", OK: true}}}
 	return Options{Env: runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: t.TempDir()}, Registry: reg,
-		Preflight: &p, Reruns: 2, Out: testlog.Writer(t), Binaries: binaries(t)}
+		Preflight: &p, Reruns: 2, Out: testlog.Writer(t), Binaries: batterytest.Binaries(t)}
 }
 
 // TestATestWhosePackageDoesNotRunIsTheTestAuthors: when the package fails

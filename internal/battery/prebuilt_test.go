@@ -96,11 +96,17 @@ func viewOf(res *Result) view {
 
 // TestPrebuiltRunsReportAsGoTestDoes runs the same module through go test
 // and through Binaries, with every test and with a -run that leaves most
-// packages nothing to run: the results the battery's readers see are the
-// same, failure by failure, cause by cause, line by line.
+// packages nothing to run (the two share their binaries, as the runs of a
+// command do): the results the battery's readers see are the same, failure
+// by failure, cause by cause, line by line.
 func TestPrebuiltRunsReportAsGoTestDoes(t *testing.T) {
 	t.Parallel()
 	dir := testmodule.Write(t, outcomes)
+	bins, err := NewBinaries(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bins.Close() })
 	tests := []struct {
 		name string
 		args []string
@@ -118,11 +124,6 @@ func TestPrebuiltRunsReportAsGoTestDoes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			bins, err := NewBinaries(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer bins.Close()
 			opts.Out, opts.Binaries = &pre, bins
 			got, err := Run(context.Background(), opts)
 			if err != nil {
