@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -138,7 +139,7 @@ func Run(ctx context.Context, svc Service, opts Options) (*Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	layer, err := p.layerUp(ctx, rep.Run, out)
+	layer, err := p.layerUp(ctx, rep.Run, opts.Replicas, out)
 	if err != nil {
 		return rep, err
 	}
@@ -213,15 +214,31 @@ func (p *platform) close() {
 	}
 }
 
-// layerUp brings up the rig's own fault layer, of the platform's kind.
-func (p *platform) layerUp(ctx context.Context, run string, out io.Writer) (*faultlayer.Layer, error) {
+// layerUp brings up the rig's own fault layer, of the platform's kind,
+// with a proxy port for each of the replicas. On containers those ports
+// are published up front like any layer's, though the replicas reach them
+// inside the rig's network: the rig asks for its replicas' ports only, not
+// the whole range, since each published port costs the engine a proxy
+// process and its firewall rules at start and at teardown.
+func (p *platform) layerUp(ctx context.Context, run string, replicas int, out io.Writer) (*faultlayer.Layer, error) {
 	cfg := faultlayer.ConfigFor(p.kind)
 	cfg.RunID, cfg.Log = run, out
+	if p.kind == faultlayer.Containers {
+		cfg.ProxyPorts = rigPorts(replicas)
+	}
 	layer, err := faultlayer.Up(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCannotRun, err)
 	}
 	return layer, nil
+}
+
+// rigPorts is the proxy port range of a rig of n replicas: the first n of
+// the default range.
+func rigPorts(n int) string {
+	first, _, _ := strings.Cut(faultlayer.DefaultProxyPorts, "-")
+	lo, _ := strconv.Atoi(first)
+	return fmt.Sprintf("%d-%d", lo, lo+max(n, 1)-1)
 }
 
 // teardown closes the layer, or keeps it up when asked and not

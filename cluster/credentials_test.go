@@ -54,6 +54,10 @@ func TestReplicasGetLeastPrivilegeAndNoPasswordOnTheirCommandLine(t *testing.T) 
 			dockerenv.SkipOrFail(t, fmt.Sprintf("containers cannot run here: %v", err))
 		}
 		r, layer := upRig(t, faultlayer.Containers)
+		// The rig's Toxiproxy publishes its replicas' ports, not the range.
+		if len(layer.Ports) != len(r.proxies) {
+			t.Errorf("the rig's layer has %d proxy ports for %d replicas", len(layer.Ports), len(r.proxies))
+		}
 		d := r.replicas.(*dockerReplicas)
 		for i, id := range d.ids {
 			res, err := d.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
@@ -92,7 +96,7 @@ func upRig(t *testing.T, kind faultlayer.Kind) (*rig, *faultlayer.Layer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	layer, err := p.layerUp(ctx, run, opts.Out)
+	layer, err := p.layerUp(ctx, run, opts.Replicas, opts.Out)
 	if err != nil {
 		t.Fatal(err)
 	}
