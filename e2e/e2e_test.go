@@ -618,7 +618,7 @@ func TestAValidateThatTimesOutNamesTheTest(t *testing.T) {
 		t.Fatalf("validate: exit %d, want 1:\n%s", code, out)
 	}
 	for _, want := range []string{
-		"battery: go test -json -count=1 -timeout=10s ./...",
+		fmt.Sprintf("battery: go test -json -count=1 -timeout=10s -p %d ./...", 2*runtime.GOMAXPROCS(0)),
 		"package example.com/adopter timed out after 10s while running TestHang/waits: make the test faster or raise the battery's timeout (CONTESTED_TEST_TIMEOUT",
 		"go test example.com/adopter -run '^TestHang$/^waits$' -count=1 -v",
 	} {
