@@ -190,11 +190,11 @@ func (l *Leg) DirectDSN() string {
 	if l.victim == nil {
 		l.t.Fatalf("contested: lever %s has no victim database", l.lever)
 	}
-	cfg, err := pgx.ParseConfig(l.layer.PostgresDSN)
+	addr, err := l.layer.PostgresAddr()
 	if err != nil {
 		l.t.Fatalf("contested: %v", err)
 	}
-	return l.victim.DSN(net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)))
+	return l.victim.DSN(addr)
 }
 
 // PoolConfig is a pgx pool configuration for DSN whose connections report

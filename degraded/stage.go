@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contested/contested/faultlayer"
@@ -191,11 +189,11 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 			fmt.Fprintf(out, "degraded: drop the front's database %s: %v\n", victim.Database(), derr)
 		}
 	}()
-	pgcfg, err := pgx.ParseConfig(lay.PostgresDSN)
+	pgAddr, err := lay.PostgresAddr()
 	if err != nil {
-		return res, fmt.Errorf("%w: parse the layer's DSN: %s", faultlayer.ErrConfig, secret.ScrubString(err.Error()))
+		return res, err
 	}
-	directDSN := victim.DSN(net.JoinHostPort(pgcfg.Host, fmt.Sprint(pgcfg.Port)))
+	directDSN := victim.DSN(pgAddr)
 	if err := setupFront(ctx, bin, cfg, directDSN); err != nil {
 		return res, err
 	}

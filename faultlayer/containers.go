@@ -263,6 +263,9 @@ func startToxiproxy(ctx context.Context, l *Layer, cli *testcontainers.DockerCli
 	if err != nil {
 		return fmt.Errorf("%w: inspect Toxiproxy: %v", ErrCannotRun, err)
 	}
+	if n, ok := insp.NetworkSettings.Networks[l.Network]; ok && n.IPAddress.IsValid() {
+		l.ToxiproxyDirect = n.IPAddress.String()
+	}
 	bound := func(port int) (string, error) {
 		for _, b := range insp.NetworkSettings.Ports[network.MustParsePort(fmt.Sprintf("%d/tcp", port))] {
 			if b.HostIP.IsLoopback() {

@@ -90,3 +90,84 @@ func TestTheLayersPoolGoesDirect(t *testing.T) {
 		t.Errorf("preflight's Postgres check: %+v, want it to name %s", ch, l.PostgresDirect)
 	}
 }
+
+// TestProxiesGoDirectOnlyWhereToxiproxyAnswers: the proxy ports are dialled
+// on Toxiproxy's network address only when the pool went direct and its
+// control port answers there; the published ports are kept either way, and
+// a port mapped elsewhere stays as mapped.
+func TestProxiesGoDirectOnlyWhereToxiproxyAnswers(t *testing.T) {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.2", itoa(controlPort)))
+	if err != nil {
+		t.Skipf("no listener for a fake Toxiproxy on 127.0.0.2:%d: %v", controlPort, err)
+	}
+	defer ln.Close()
+	ports := func() []ProxyPort {
+		return []ProxyPort{{Port: 20000, Dial: "127.0.0.1:41000"}, {Port: 20001, Dial: "127.0.0.1:41001"}, {Port: 20002, Dial: "toxiproxy:20002"}}
+	}
+	tests := []struct {
+		name   string
+		direct bool
+		ip     string
+		want   []string // the ports' dial addresses after routing
+	}{
+		{"direct and answering", true, "127.0.0.2", []string{"127.0.0.2:20000", "127.0.0.2:20001", "toxiproxy:20002"}},
+		{"the pool did not go direct", false, "127.0.0.2", []string{"127.0.0.1:41000", "127.0.0.1:41001", "toxiproxy:20002"}},
+		{"nothing answers there", true, "127.0.0.3", []string{"127.0.0.1:41000", "127.0.0.1:41001", "toxiproxy:20002"}},
+		{"no address known", true, "", []string{"127.0.0.1:41000", "127.0.0.1:41001", "toxiproxy:20002"}},
+		{"a public address", true, "8.8.8.8", []string{"127.0.0.1:41000", "127.0.0.1:41001", "toxiproxy:20002"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := &Layer{direct: tt.direct, ToxiproxyDirect: tt.ip, Ports: ports()}
+			l.routeProxies()
+			var got []string
+			for _, p := range l.Ports {
+				got = append(got, p.Dial)
+			}
+			if strings.Join(got, " ") != strings.Join(tt.want, " ") {
+				t.Errorf("dial addresses %v, want %v", got, tt.want)
+			}
+			if pub := l.PublishedPorts(); pub[0].Dial != "127.0.0.1:41000" || pub[1].Dial != "127.0.0.1:41001" {
+				t.Errorf("published ports %+v, want the 127.0.0.1 ones kept", pub)
+			}
+			if l.ProxiesDirect() != (got[0] != "127.0.0.1:41000") {
+				t.Errorf("ProxiesDirect() = %v with dial addresses %v", l.ProxiesDirect(), got)
+			}
+		})
+	}
+}
+
+// TestLegsDialToxiproxyOnTheLayersNetwork: on a containers layer whose pool
+// went direct, the proxy ports are dialled on Toxiproxy's address on the
+// layer's network (and a query goes through one), the published ones are
+// what the warm record would keep, victims' direct DSNs reach Postgres on
+// the network too, and preflight says so.
+func TestLegsDialToxiproxyOnTheLayersNetwork(t *testing.T) {
+	l := shared.get(t)
+	if !l.direct || l.ToxiproxyDirect == "" {
+		if l.Kind == Containers {
+			t.Fatalf("a containers layer went direct %v, recorded Toxiproxy at %q on its network %q", l.direct, l.ToxiproxyDirect, l.Network)
+		}
+		t.Skipf("the %s layer has no direct route", l.Kind)
+	}
+	if !l.ProxiesDirect() {
+		t.Fatalf("the proxy ports are dialled at %v, want Toxiproxy at %s", l.Ports, l.ToxiproxyDirect)
+	}
+	for i, p := range l.Ports {
+		if host, _, _ := net.SplitHostPort(p.Dial); host != l.ToxiproxyDirect {
+			t.Errorf("port %d is dialled at %s, want %s", p.Port, p.Dial, l.ToxiproxyDirect)
+		}
+		if host, _, _ := net.SplitHostPort(l.PublishedPorts()[i].Dial); host != "127.0.0.1" {
+			t.Errorf("port %d is published at %s, want 127.0.0.1", p.Port, l.PublishedPorts()[i].Dial)
+		}
+	}
+	proxiedQuery(t, context.Background(), l)
+	if addr, err := l.PostgresAddr(); err != nil || addr != l.PostgresDirect {
+		t.Errorf("PostgresAddr() = %q, %v; want %s", addr, err, l.PostgresDirect)
+	}
+	for _, ch := range RunPreflight(context.Background(), l).Checks {
+		if ch.Name == "proxy listen host" && (!ch.OK || !strings.Contains(ch.Detail, "legs dial them on the layer's network at "+l.ToxiproxyDirect)) {
+			t.Errorf("preflight's proxy listen check: %+v, want it to name %s", ch, l.ToxiproxyDirect)
+		}
+	}
+}

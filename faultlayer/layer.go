@@ -207,6 +207,9 @@ type Layer struct {
 	// ToxiproxyContainer is the container we started for Toxiproxy, if any;
 	// preflight inspects its published bindings.
 	ToxiproxyContainer string
+	// ToxiproxyDirect is Toxiproxy's IP on the layer's private network, ""
+	// when unknown; see direct.go.
+	ToxiproxyDirect string
 	// Network is the private Docker network of a containers layer, where
 	// Postgres answers as "postgres" and Toxiproxy as "toxiproxy"; other
 	// containers (the cluster rig's replicas) join it.
@@ -218,6 +221,9 @@ type Layer struct {
 
 	log     io.Writer
 	direct  bool // the pool reaches Postgres at PostgresDirect
+	// published are the ports as published on 127.0.0.1, when Ports dial
+	// Toxiproxy on the layer's network instead (routeProxies).
+	published []ProxyPort
 	kept    bool // a warm layer handed to its record: teardown leaves it
 	pool    *pgxpool.Pool
 	leases  *lease.Table
@@ -422,6 +428,7 @@ func (l *Layer) open() error {
 	cfg.MaxConns = 8
 	cfg.ConnConfig.ConnectTimeout = 10 * time.Second
 	l.direct = directRoute(&cfg.ConnConfig.Config, l.PostgresDirect)
+	l.routeProxies()
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return fmt.Errorf("%w: connect to the test-plane Postgres: %s", ErrCannotRun, secret.ScrubString(err.Error()))

@@ -408,6 +408,9 @@ func checkProxyListen(ctx context.Context, l *Layer, insp Inspector) Check {
 	}
 	c.OK = true
 	c.Detail = fmt.Sprintf("proxies listen on %s inside container %s, which publishes them on 127.0.0.1 only", l.ProxyListenHost, pub.name)
+	if l.ProxiesDirect() {
+		c.Detail += fmt.Sprintf("; legs dial them on the layer's network at %s, not through the published ports", l.ToxiproxyDirect)
+	}
 	return c
 }
 

@@ -52,6 +52,7 @@ type WarmRecord struct {
 	Ports              []ProxyPort `json:"ports"`
 	Network            string      `json:"network"`
 	ToxiproxyContainer string      `json:"toxiproxy_container"`
+	ToxiproxyDirect    string      `json:"toxiproxy_direct,omitempty"`
 	PostgresImage      string      `json:"postgres_image"`
 	PostgresImageID    string      `json:"postgres_image_id"`
 	ToxiproxyImage     string      `json:"toxiproxy_image"`
@@ -318,7 +319,8 @@ func warmUpLocked(ctx context.Context, cli *testcontainers.DockerClient, cfg Con
 	rec := WarmRecord{
 		Schema: WarmSchema, RunID: l.RunID, Created: time.Now().UTC(), UID: os.Getuid(),
 		ToxiproxyURL: l.ToxiproxyURL, PostgresDSN: l.PostgresDSN, PostgresUpstream: l.PostgresUpstream,
-		PostgresDirect: l.PostgresDirect, ProxyListenHost: l.ProxyListenHost, Ports: l.Ports, Network: l.Network, ToxiproxyContainer: l.ToxiproxyContainer,
+		PostgresDirect: l.PostgresDirect, ProxyListenHost: l.ProxyListenHost, Ports: l.PublishedPorts(), Network: l.Network, ToxiproxyContainer: l.ToxiproxyContainer,
+		ToxiproxyDirect: l.ToxiproxyDirect,
 		PostgresImage: pg, PostgresImageID: imageID(ctx, cli, pg), ToxiproxyImage: tp, ToxiproxyImageID: imageID(ctx, cli, tp),
 	}
 	if err := ctx.Err(); err != nil {
@@ -447,6 +449,7 @@ func attachWarm(ctx context.Context, cfg Config) (*Layer, error) {
 		ProxyListenHost:    rec.ProxyListenHost,
 		Ports:              rec.Ports,
 		ToxiproxyContainer: rec.ToxiproxyContainer,
+		ToxiproxyDirect:    rec.ToxiproxyDirect,
 		Network:            rec.Network,
 		Warm:               &rec,
 	}
