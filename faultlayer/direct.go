@@ -1,15 +1,16 @@
 package faultlayer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
-	"slices"
 	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/moby/moby/client"
 
 	"github.com/contested/contested/internal/secret"
 )
@@ -27,14 +28,15 @@ import (
 // published port kept as the fallback. PostgresDSN, the coordinate other
 // tools read, stays the published port.
 
-// The victims' connections through the proxies cross the same userland
-// proxy twice over (to Toxiproxy's published port, then Toxiproxy to
-// Postgres on the network), so once the pool went direct, the proxy ports
-// are dialled on Toxiproxy's address on the layer's network too
-// (ToxiproxyDirect, checked by one dial to its control port): a leg's DSN,
-// Addr and the ports handed to child processes name that address, while
-// the warm layer's record keeps the published ones for any other process
-// to route for itself.
+// The legs' connections through the proxies crossed docker-proxy too, on
+// their way to Toxiproxy's published ports, and each of those 32 published
+// ports cost the engine a docker-proxy process and firewall rules at start
+// and at teardown (1.7 of the 2 seconds a Toxiproxy container took to
+// remove). So when this host is on the layer's network (hostOnNetwork,
+// asked of the network before anything starts on it), the proxy ports are
+// not published: they are dialled at Toxiproxy's address there
+// (ToxiproxyDirect), checked by one dial to its control port once it runs,
+// and published after all, Toxiproxy started again, if that dial fails.
 
 // directProbe bounds the one dial that decides whether the host reaches
 // the direct address; an address that does not route fails at once or
@@ -76,43 +78,49 @@ func directRoute(cfg *pgconn.Config, addr string) bool {
 	return true
 }
 
-// routeProxies points the proxy ports at Toxiproxy on the layer's network
-// when the pool went direct there and Toxiproxy's control port answers on
-// it; the ports as published are kept for PublishedPorts. Ports a caller
-// mapped elsewhere (an external layer's explicit port=address) stay.
-func (l *Layer) routeProxies() {
-	if !l.direct || l.ToxiproxyDirect == "" || l.published != nil {
-		return
-	}
-	ap, err := parseDirect(net.JoinHostPort(l.ToxiproxyDirect, strconv.Itoa(controlPort)))
+// hostOnNetwork reports whether this host has an address on the Docker
+// network id (its bridge's gateway): then the addresses of the network's
+// containers route here, as on Linux with the engine in this host's network
+// namespace, and not under Docker Desktop or a rootless or remote engine.
+func hostOnNetwork(ctx context.Context, d interface {
+	NetworkInspect(context.Context, string, client.NetworkInspectOptions) (client.NetworkInspectResult, error)
+}, id string) bool {
+	res, err := d.NetworkInspect(ctx, id, client.NetworkInspectOptions{})
 	if err != nil {
-		return
+		return false
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, c := range res.Network.IPAM.Config {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && c.Gateway.IsValid() && n.IP.Equal(net.IP(c.Gateway.AsSlice())) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// toxiproxyAnswers is answers, as the containers provider asks it of
+// Toxiproxy on the network; a test takes it away to walk the fallback.
+var toxiproxyAnswers = answers
+
+// answers reports whether ip:port, a private or loopback address, takes a
+// TCP connection within directProbe.
+func answers(ip string, port int) bool {
+	ap, err := parseDirect(net.JoinHostPort(ip, strconv.Itoa(port)))
+	if err != nil {
+		return false
 	}
 	c, err := net.DialTimeout("tcp", ap.String(), directProbe)
 	if err != nil {
-		return
+		return false
 	}
 	c.Close()
-	l.published = slices.Clone(l.Ports)
-	for i, p := range l.Ports {
-		if host, _, err := net.SplitHostPort(p.Dial); err == nil && host == "127.0.0.1" {
-			l.Ports[i].Dial = net.JoinHostPort(l.ToxiproxyDirect, strconv.Itoa(p.Port))
-		}
-	}
+	return true
 }
-
-// PublishedPorts are the proxy ports as published on 127.0.0.1, whatever
-// route this process dials them by.
-func (l *Layer) PublishedPorts() []ProxyPort {
-	if l.published != nil {
-		return l.published
-	}
-	return l.Ports
-}
-
-// ProxiesDirect reports whether the proxy ports are dialled on the layer's
-// network (routeProxies).
-func (l *Layer) ProxiesDirect() bool { return l.published != nil }
 
 // PostgresAddr is where this process reaches the test-plane Postgres
 // without a proxy, host:port: on the layer's network when the pool goes

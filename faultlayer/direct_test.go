@@ -3,11 +3,19 @@ package faultlayer
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
+	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+
+	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/testlog"
 )
 
 func TestParseDirect(t *testing.T) {
@@ -91,56 +99,59 @@ func TestTheLayersPoolGoesDirect(t *testing.T) {
 	}
 }
 
-// TestProxiesGoDirectOnlyWhereToxiproxyAnswers: the proxy ports are dialled
-// on Toxiproxy's network address only when the pool went direct and its
-// control port answers there; the published ports are kept either way, and
-// a port mapped elsewhere stays as mapped.
-func TestProxiesGoDirectOnlyWhereToxiproxyAnswers(t *testing.T) {
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.2", itoa(controlPort)))
-	if err != nil {
-		t.Skipf("no listener for a fake Toxiproxy on 127.0.0.2:%d: %v", controlPort, err)
-	}
-	defer ln.Close()
-	ports := func() []ProxyPort {
-		return []ProxyPort{{Port: 20000, Dial: "127.0.0.1:41000"}, {Port: 20001, Dial: "127.0.0.1:41001"}, {Port: 20002, Dial: "toxiproxy:20002"}}
-	}
+// networkDocker answers NetworkInspect with one gateway.
+type networkDocker struct {
+	gateway netip.Addr
+	err     error
+}
+
+func (d networkDocker) NetworkInspect(context.Context, string, client.NetworkInspectOptions) (client.NetworkInspectResult, error) {
+	var res client.NetworkInspectResult
+	res.Network.IPAM.Config = []network.IPAMConfig{{Gateway: d.gateway}}
+	return res, d.err
+}
+
+// TestTheHostIsOnANetworkWhoseGatewayIsOneOfItsAddresses: the proxy ports
+// go unpublished only when this host has the network's gateway address
+// (the engine's bridge is here), and when nothing answers the question.
+func TestTheHostIsOnANetworkWhoseGatewayIsOneOfItsAddresses(t *testing.T) {
 	tests := []struct {
-		name   string
-		direct bool
-		ip     string
-		want   []string // the ports' dial addresses after routing
+		name string
+		d    networkDocker
+		want bool
 	}{
-		{"direct and answering", true, "127.0.0.2", []string{"127.0.0.2:20000", "127.0.0.2:20001", "toxiproxy:20002"}},
-		{"the pool did not go direct", false, "127.0.0.2", []string{"127.0.0.1:41000", "127.0.0.1:41001", "toxiproxy:20002"}},
-		{"nothing answers there", true, "127.0.0.3", []string{"127.0.0.1:41000", "127.0.0.1:41001", "toxiproxy:20002"}},
-		{"no address known", true, "", []string{"127.0.0.1:41000", "127.0.0.1:41001", "toxiproxy:20002"}},
-		{"a public address", true, "8.8.8.8", []string{"127.0.0.1:41000", "127.0.0.1:41001", "toxiproxy:20002"}},
+		{"the gateway is this host's", networkDocker{gateway: netip.MustParseAddr("127.0.0.1")}, true},
+		{"the gateway is elsewhere (Docker Desktop's VM, a remote engine)", networkDocker{gateway: netip.MustParseAddr("192.0.2.1")}, false},
+		{"no gateway", networkDocker{}, false},
+		{"the engine does not answer", networkDocker{gateway: netip.MustParseAddr("127.0.0.1"), err: errors.New("no engine")}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := &Layer{direct: tt.direct, ToxiproxyDirect: tt.ip, Ports: ports()}
-			l.routeProxies()
-			var got []string
-			for _, p := range l.Ports {
-				got = append(got, p.Dial)
-			}
-			if strings.Join(got, " ") != strings.Join(tt.want, " ") {
-				t.Errorf("dial addresses %v, want %v", got, tt.want)
-			}
-			if pub := l.PublishedPorts(); pub[0].Dial != "127.0.0.1:41000" || pub[1].Dial != "127.0.0.1:41001" {
-				t.Errorf("published ports %+v, want the 127.0.0.1 ones kept", pub)
-			}
-			if l.ProxiesDirect() != (got[0] != "127.0.0.1:41000") {
-				t.Errorf("ProxiesDirect() = %v with dial addresses %v", l.ProxiesDirect(), got)
+			if got := hostOnNetwork(context.Background(), tt.d, "n1"); got != tt.want {
+				t.Errorf("hostOnNetwork = %v, want %v", got, tt.want)
 			}
 		})
 	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	p, _ := strconv.Atoi(port)
+	if !answers("127.0.0.1", p) {
+		t.Errorf("answers(127.0.0.1, %d) = false with a listener there", p)
+	}
+	ln.Close()
+	if answers("127.0.0.1", p) || answers("8.8.8.8", 53) || answers("", p) {
+		t.Error("answers is true where nothing listens, for a public address or for no address")
+	}
 }
 
-// TestLegsDialToxiproxyOnTheLayersNetwork: on a containers layer whose pool
-// went direct, the proxy ports are dialled on Toxiproxy's address on the
-// layer's network (and a query goes through one), the published ones are
-// what the warm record would keep, victims' direct DSNs reach Postgres on
+// TestLegsDialToxiproxyOnTheLayersNetwork: on a containers layer on a
+// network this host is on, the proxy ports are dialled at Toxiproxy's
+// address there and not published (the Postgres container, whose network
+// namespace Toxiproxy shares, publishes Postgres and the control API
+// only), a query goes through one, victims' direct DSNs reach Postgres on
 // the network too, and preflight says so.
 func TestLegsDialToxiproxyOnTheLayersNetwork(t *testing.T) {
 	l := shared.get(t)
@@ -150,24 +161,50 @@ func TestLegsDialToxiproxyOnTheLayersNetwork(t *testing.T) {
 		}
 		t.Skipf("the %s layer has no direct route", l.Kind)
 	}
-	if !l.ProxiesDirect() {
-		t.Fatalf("the proxy ports are dialled at %v, want Toxiproxy at %s", l.Ports, l.ToxiproxyDirect)
-	}
-	for i, p := range l.Ports {
+	for _, p := range l.Ports {
 		if host, _, _ := net.SplitHostPort(p.Dial); host != l.ToxiproxyDirect {
 			t.Errorf("port %d is dialled at %s, want %s", p.Port, p.Dial, l.ToxiproxyDirect)
 		}
-		if host, _, _ := net.SplitHostPort(l.PublishedPorts()[i].Dial); host != "127.0.0.1" {
-			t.Errorf("port %d is published at %s, want 127.0.0.1", p.Port, l.PublishedPorts()[i].Dial)
-		}
+	}
+	pub, err := inspectPublisher(context.Background(), dockerenv.Require(t), l.ToxiproxyContainer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(pub.ports); n != 2 {
+		t.Errorf("%s publishes %d ports (%v), want Postgres' and the control API's alone", pub.name, n, pub.ports)
 	}
 	proxiedQuery(t, context.Background(), l)
 	if addr, err := l.PostgresAddr(); err != nil || addr != l.PostgresDirect {
 		t.Errorf("PostgresAddr() = %q, %v; want %s", addr, err, l.PostgresDirect)
 	}
 	for _, ch := range RunPreflight(context.Background(), l).Checks {
-		if ch.Name == "proxy listen host" && (!ch.OK || !strings.Contains(ch.Detail, "legs dial them on the layer's network at "+l.ToxiproxyDirect)) {
+		if ch.Name == "proxy listen host" && (!ch.OK || !strings.Contains(ch.Detail, "publishes none of them: legs dial them on the layer's network at "+l.ToxiproxyDirect)) {
 			t.Errorf("preflight's proxy listen check: %+v, want it to name %s", ch, l.ToxiproxyDirect)
 		}
 	}
+}
+
+// TestAToxiproxyThatDoesNotAnswerOnTheNetworkIsPublished: when this host
+// looks on the layer's network and Toxiproxy does not answer there, it is
+// started again with its proxy ports published, and the legs dial those.
+func TestAToxiproxyThatDoesNotAnswerOnTheNetworkIsPublished(t *testing.T) {
+	cfg := requireContainers(t)
+	toxiproxyAnswers = func(string, int) bool { return false }
+	t.Cleanup(func() { toxiproxyAnswers = answers })
+	var log strings.Builder
+	cfg.Log = io.MultiWriter(&log, testlog.Writer(t))
+	l, err := Up(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(context.Background())
+	if !strings.Contains(log.String(), "starting the layer again with its proxy ports published") {
+		t.Errorf("the bring-up did not say it published the ports after all:\n%s", log.String())
+	}
+	for _, p := range l.Ports {
+		if host, _, _ := net.SplitHostPort(p.Dial); host != "127.0.0.1" {
+			t.Errorf("port %d is dialled at %s, want its 127.0.0.1 binding", p.Port, p.Dial)
+		}
+	}
+	proxiedQuery(t, context.Background(), l)
 }

@@ -207,8 +207,9 @@ type Layer struct {
 	// ToxiproxyContainer is the container we started for Toxiproxy, if any;
 	// preflight inspects its published bindings.
 	ToxiproxyContainer string
-	// ToxiproxyDirect is Toxiproxy's IP on the layer's private network, ""
-	// when unknown; see direct.go.
+	// ToxiproxyDirect is Toxiproxy's IP on the layer's private network (the
+	// Postgres container's, whose network namespace it shares), "" when
+	// unknown; see direct.go.
 	ToxiproxyDirect string
 	// Network is the private Docker network of a containers layer, where
 	// Postgres answers as "postgres" and Toxiproxy as "toxiproxy"; other
@@ -221,9 +222,8 @@ type Layer struct {
 
 	log     io.Writer
 	direct  bool // the pool reaches Postgres at PostgresDirect
-	// published are the ports as published on 127.0.0.1, when Ports dial
-	// Toxiproxy on the layer's network instead (routeProxies).
-	published []ProxyPort
+	// postgresContainer is the container we started for Postgres, if any.
+	postgresContainer string
 	kept    bool // a warm layer handed to its record: teardown leaves it
 	pool    *pgxpool.Pool
 	leases  *lease.Table
@@ -428,7 +428,6 @@ func (l *Layer) open() error {
 	cfg.MaxConns = 8
 	cfg.ConnConfig.ConnectTimeout = 10 * time.Second
 	l.direct = directRoute(&cfg.ConnConfig.Config, l.PostgresDirect)
-	l.routeProxies()
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return fmt.Errorf("%w: connect to the test-plane Postgres: %s", ErrCannotRun, secret.ScrubString(err.Error()))

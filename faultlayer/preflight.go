@@ -237,27 +237,28 @@ func resolvesToLoopback(ctx context.Context, host string) bool {
 }
 
 // loopbackOfContainer decides c from the bindings of the Toxiproxy
-// container the layer started.
+// container the layer started (those of the container whose network
+// namespace it runs in, when it shares one).
 func loopbackOfContainer(ctx context.Context, c Check, id string, insp Inspector) Check {
 	if insp == nil {
 		c.Detail = "cannot inspect the Toxiproxy container: no Docker engine answers"
 		c.Fix = "restart the Docker engine"
 		return c
 	}
-	r, err := insp.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	pub, err := inspectPublisher(ctx, insp, id)
 	if err != nil {
 		c.Detail = fmt.Sprintf("inspect Toxiproxy container %.12s: %v", id, err)
 		c.Fix = "bring the layer up again"
 		return c
 	}
-	if bad := NonLoopbackBindings(r.Container.NetworkSettings.Ports, ""); len(bad) > 0 {
+	if bad := NonLoopbackBindings(pub.ports, ""); len(bad) > 0 {
 		c.Hard = true
-		c.Detail = fmt.Sprintf("Toxiproxy container %.12s publishes %s: reachable off this host", id, strings.Join(bad, ", "))
+		c.Detail = fmt.Sprintf("Toxiproxy container %s publishes %s: reachable off this host", pub.name, strings.Join(bad, ", "))
 		c.Fix = "publish every port on 127.0.0.1 only (\"127.0.0.1::8474\")"
 		return c
 	}
 	c.OK = true
-	c.Detail = fmt.Sprintf("Toxiproxy container %.12s publishes on 127.0.0.1 only", id)
+	c.Detail = fmt.Sprintf("Toxiproxy container %s publishes on 127.0.0.1 only", pub.name)
 	return c
 }
 
@@ -342,6 +343,16 @@ func inspectPublisher(ctx context.Context, insp Inspector, id string) (*publishe
 	if p.name == "" {
 		p.name = id[:min(12, len(id))]
 	}
+	if hc := r.Container.HostConfig; hc != nil && hc.NetworkMode.IsContainer() {
+		// Its ports are published by the container whose network namespace
+		// it runs in (the containers provider puts Toxiproxy in Postgres').
+		owner, err := inspectPublisher(ctx, insp, hc.NetworkMode.ConnectedContainer())
+		if err != nil {
+			return nil, fmt.Errorf("the container whose network %s shares: %w", p.name, err)
+		}
+		owner.name = p.name + " (in the network namespace of " + owner.name + ")"
+		return owner, nil
+	}
 	if r.Container.NetworkSettings != nil {
 		p.ports = r.Container.NetworkSettings.Ports
 	}
@@ -407,10 +418,16 @@ func checkProxyListen(ctx context.Context, l *Layer, insp Inspector) Check {
 		return c
 	}
 	c.OK = true
-	c.Detail = fmt.Sprintf("proxies listen on %s inside container %s, which publishes them on 127.0.0.1 only", l.ProxyListenHost, pub.name)
-	if l.ProxiesDirect() {
-		c.Detail += fmt.Sprintf("; legs dial them on the layer's network at %s, not through the published ports", l.ToxiproxyDirect)
+	published := 0
+	for _, p := range l.Ports {
+		published += len(pub.ports[network.MustParsePort(fmt.Sprintf("%d/tcp", p.Port))])
 	}
+	if published == 0 && len(l.Ports) > 0 {
+		host, _, _ := net.SplitHostPort(l.Ports[0].Dial)
+		c.Detail = fmt.Sprintf("proxies listen on %s inside container %s, which publishes none of them: legs dial them on the layer's network at %s", l.ProxyListenHost, pub.name, host)
+		return c
+	}
+	c.Detail = fmt.Sprintf("proxies listen on %s inside container %s, which publishes them on 127.0.0.1 only", l.ProxyListenHost, pub.name)
 	return c
 }
 

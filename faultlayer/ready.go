@@ -146,6 +146,7 @@ func (w pgLogReady) WaitUntilReady(ctx context.Context, target wait.StrategyTarg
 // the one GET that follows the line is retried only across that gap.
 type toxiproxyLogReady struct {
 	docker  logStreamer
+	url     string // the control API, as the host reaches it
 	timeout time.Duration
 }
 
@@ -166,11 +167,7 @@ func (w toxiproxyLogReady) WaitUntilReady(ctx context.Context, target wait.Strat
 	}); err != nil {
 		return fmt.Errorf("toxiproxy not ready: %w", err)
 	}
-	port, err := target.MappedPort(ctx, fmt.Sprintf("%d/tcp", controlPort))
-	if err != nil {
-		return err
-	}
-	url := fmt.Sprintf("http://127.0.0.1:%d/version", port.Num())
+	url := w.url + "/version"
 	// The listen follows the log line by microseconds; the engine's port
 	// proxy accepts before the server does, so a GET in that gap fails fast.
 	gap := time.NewTimer(5 * time.Second)

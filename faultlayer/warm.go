@@ -319,7 +319,7 @@ func warmUpLocked(ctx context.Context, cli *testcontainers.DockerClient, cfg Con
 	rec := WarmRecord{
 		Schema: WarmSchema, RunID: l.RunID, Created: time.Now().UTC(), UID: os.Getuid(),
 		ToxiproxyURL: l.ToxiproxyURL, PostgresDSN: l.PostgresDSN, PostgresUpstream: l.PostgresUpstream,
-		PostgresDirect: l.PostgresDirect, ProxyListenHost: l.ProxyListenHost, Ports: l.PublishedPorts(), Network: l.Network, ToxiproxyContainer: l.ToxiproxyContainer,
+		PostgresDirect: l.PostgresDirect, ProxyListenHost: l.ProxyListenHost, Ports: l.Ports, Network: l.Network, ToxiproxyContainer: l.ToxiproxyContainer,
 		ToxiproxyDirect: l.ToxiproxyDirect,
 		PostgresImage: pg, PostgresImageID: imageID(ctx, cli, pg), ToxiproxyImage: tp, ToxiproxyImageID: imageID(ctx, cli, tp),
 	}
