@@ -544,7 +544,11 @@ func (r *runner) finish(tab context.Context, cr CellResult, problems []string, f
 }
 
 // answered checks what holds for every answer: one came, not a 5xx page,
-// within the bound.
+// within the bound. The one 5xx a front may answer is the 503 of a
+// submission it refused as certainly not applied: a page whose #outcome
+// says refused (outcome checks its key, and exactlyOnce that the database
+// holds nothing of it). A 53300 at connect under pool exhaustion is such a
+// refusal, as a connection dropped after the send is a pending 202.
 func (r *runner) answered(v View) []string {
 	var p []string
 	switch {
@@ -552,6 +556,7 @@ func (r *runner) answered(v View) []string {
 		p = append(p, "no answer the user could read: "+v.Err)
 	case v.Status == 0:
 		p = append(p, "no HTTP response for the page")
+	case v.Status == 503 && v.Outcome == "refused":
 	case v.Status >= 500:
 		p = append(p, fmt.Sprintf("HTTP %d: the user sees an error page (%.80s)", v.Status, v.Text))
 	}
