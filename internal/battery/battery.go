@@ -363,16 +363,26 @@ func goTestFlags(opts Options) ([]string, error) {
 }
 
 func countPackages(ctx context.Context, dir string, env []string, patterns []string) (int, error) {
-	cmd := exec.CommandContext(ctx, "go", append([]string{"list", "-e", "-f", "{{.ImportPath}}"}, patterns...)...)
-	cmd.Dir = dir
-	cmd.Env = env
+	out, err := goOutput(ctx, dir, env, append([]string{"list", "-e", "-f", "{{.ImportPath}}"}, patterns...)...)
+	if err != nil {
+		return 0, err
+	}
+	return len(strings.Fields(string(out))), nil
+}
+
+// goOutput runs go with args in dir and returns what it printed on
+// standard output; a failure says what go printed on standard error,
+// scrubbed.
+func goOutput(ctx context.Context, dir string, env []string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir, cmd.Env = dir, env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return 0, fmt.Errorf("go list %s: %v: %s", strings.Join(patterns, " "), err, strings.TrimSpace(secret.ScrubString(stderr.String())))
+		return nil, fmt.Errorf("go %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(secret.ScrubString(stderr.String())))
 	}
-	return len(strings.Fields(string(out))), nil
+	return out, nil
 }
 
 // follower turns events into progress lines and the result.

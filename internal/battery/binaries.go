@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -219,13 +218,9 @@ func (p listed) hasTests() bool { return len(p.TestGoFiles)+len(p.XTestGoFiles) 
 // cannot be loaded (go test reports that).
 func list(ctx context.Context, dir string, env, build, patterns []string) ([]listed, bool, error) {
 	args := append(append([]string{"list", "-e", "-json=ImportPath,Dir,TestGoFiles,XTestGoFiles,Error,DepsErrors"}, build...), patterns...)
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir, cmd.Env = dir, env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := goOutput(ctx, dir, env, args...)
 	if err != nil {
-		return nil, false, fmt.Errorf("go list %s: %v: %s", strings.Join(patterns, " "), err, strings.TrimSpace(secret.ScrubString(stderr.String())))
+		return nil, false, err
 	}
 	var pkgs []listed
 	dec := json.NewDecoder(bytes.NewReader(out))
@@ -320,15 +315,8 @@ func (b *Binaries) toolchainFor(ctx context.Context, dir string, env []string) (
 	t := b.tools
 	t.once.Do(func() {
 		run := func(args ...string) (string, error) {
-			cmd := exec.CommandContext(ctx, "go", args...)
-			cmd.Dir, cmd.Env = dir, env
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			if err != nil {
-				return "", fmt.Errorf("go %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-			}
-			return strings.TrimSpace(string(out)), nil
+			out, err := goOutput(ctx, dir, env, args...)
+			return strings.TrimSpace(string(out)), err
 		}
 		var goroot string
 		if goroot, t.err = run("env", "GOROOT"); t.err != nil {
