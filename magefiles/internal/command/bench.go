@@ -84,7 +84,7 @@ var benchGoals = []struct {
 	{"leg overhead p99, disconnect, ms", "BenchmarkLegOverhead/disconnect", "p99-ms", true, 20, ""},
 	{"leg overhead p50, pool-exhaustion, ms", "BenchmarkLegOverhead/pool-exhaustion", "p50-ms", true, 10, ""},
 	{"lease acquire+release pairs/s, 16 clients", "BenchmarkLeaseThroughput", "pairs/s-16-clients", false, 3000, ""},
-	{"proxied through the layer over a bare Toxiproxy binary, same Postgres", "BenchmarkProxiedVsDirect", "proxied/bare", false, 1, "proxied/bare-se"},
+	{"proxied through the layer over a bare Toxiproxy binary in front of the same Postgres (its published port)", "BenchmarkProxiedVsDirect", "proxied/bare", false, 1, "proxied/bare-se"},
 	{"validate of the adopter fixture with the warm layer over its go test -count=1 ./... bringing up its own layer", adopterBench, "validate-warm/go-test-own-layer", true, 0.5, ""},
 	{"validate of the adopter fixture, warm layer, seconds", adopterBench, "validate-warm-s", true, 5, ""},
 }
