@@ -220,10 +220,11 @@ type Layer struct {
 	// running and cleans only what this run leased in it.
 	Warm *WarmRecord
 
-	log     io.Writer
-	direct  bool // the pool reaches Postgres at PostgresDirect
 	// postgresContainer is the container we started for Postgres, if any.
 	postgresContainer string
+
+	log     io.Writer
+	direct  bool // the pool reaches Postgres at PostgresDirect
 	kept    bool // a warm layer handed to its record: teardown leaves it
 	pool    *pgxpool.Pool
 	leases  *lease.Table

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -321,7 +322,7 @@ func warmUpLocked(ctx context.Context, cli *testcontainers.DockerClient, cfg Con
 		ToxiproxyURL: l.ToxiproxyURL, PostgresDSN: l.PostgresDSN, PostgresUpstream: l.PostgresUpstream,
 		PostgresDirect: l.PostgresDirect, ProxyListenHost: l.ProxyListenHost, Ports: l.Ports, Network: l.Network, ToxiproxyContainer: l.ToxiproxyContainer,
 		ToxiproxyDirect: l.ToxiproxyDirect,
-		PostgresImage: pg, PostgresImageID: imageID(ctx, cli, pg), ToxiproxyImage: tp, ToxiproxyImageID: imageID(ctx, cli, tp),
+		PostgresImage:   pg, PostgresImageID: imageID(ctx, cli, pg), ToxiproxyImage: tp, ToxiproxyImageID: imageID(ctx, cli, tp),
 	}
 	if err := ctx.Err(); err != nil {
 		return rec, false, fmt.Errorf("%w: %v", ErrCannotRun, err)
@@ -500,7 +501,7 @@ func FormatWarm(w io.Writer, st WarmState) {
 		fmt.Fprintf(w, "warm layer: run %s, up %s (since %s), record %s\n", r.RunID, age(r.Created), r.Created.Format(time.RFC3339), st.Path)
 		fmt.Fprintf(w, "  Toxiproxy  %s (container %s, image %s)\n", r.ToxiproxyURL, shortID(r.ToxiproxyContainer), r.ToxiproxyImage)
 		fmt.Fprintf(w, "  Postgres   %s (image %s)\n", secret.ScrubString(r.PostgresDSN), r.PostgresImage)
-		fmt.Fprintf(w, "  proxies    %d ports (%s inside, each published on 127.0.0.1), network %s\n", len(r.Ports), portRange(r.Ports), r.Network)
+		fmt.Fprintf(w, "  proxies    %d ports (%s inside, %s), network %s\n", len(r.Ports), portRange(r.Ports), proxyReach(r.Ports), r.Network)
 		for _, c := range st.Containers {
 			fmt.Fprintf(w, "  container  %-48s %-16s %-8s %s ports\n", c.Name, c.Role, c.State, strconv.Itoa(c.Ports))
 		}
@@ -513,6 +514,20 @@ func FormatWarm(w io.Writer, st WarmState) {
 	for _, n := range st.Unheld {
 		fmt.Fprintf(w, "  unheld: %s carries the warm label and no record holds it; the next sweep (or go tool mage layer down) removes it\n", n)
 	}
+}
+
+// proxyReach says how a leg reaches the proxy ports: at Toxiproxy's address
+// on the layer's network (none published) or each published on 127.0.0.1.
+// It reads the dial addresses, which are what legs use.
+func proxyReach(ports []ProxyPort) string {
+	if len(ports) == 0 {
+		return "none"
+	}
+	host, _, _ := net.SplitHostPort(ports[0].Dial)
+	if host == "127.0.0.1" {
+		return "each published on 127.0.0.1"
+	}
+	return "dialled at " + host + " on the layer's network, none published"
 }
 
 // portRange renders the listen ports as first-last.

@@ -120,6 +120,9 @@ func TestWarmLayerUpAttachDown(t *testing.T) {
 	if !strings.Contains(status.String(), rec.RunID) || strings.Contains(status.String(), passwordOf(t, rec.PostgresDSN)) {
 		t.Errorf("status does not name the run, or shows the password:\n%s", status.String())
 	}
+	if host, _, _ := net.SplitHostPort(rec.Ports[0].Dial); !strings.Contains(status.String(), "proxies    32 ports (20000-20031 inside, ") || (host == "127.0.0.1") != strings.Contains(status.String(), "each published on 127.0.0.1") {
+		t.Errorf("status does not say the proxies are dialled at %s:\n%s", host, status.String())
+	}
 
 	var log strings.Builder
 	cfg := ConfigFor(Auto)
