@@ -271,7 +271,7 @@ func loopbackOfPublisher(ctx context.Context, c Check, u *url.URL, insp Inspecto
 		return c
 	}
 	port := u.Port()
-	pub, err := publisherOf(ctx, insp, port)
+	pub, err := publisherOf(ctx, insp, u.Hostname(), port)
 	if err != nil {
 		c.Detail = fmt.Sprintf("list containers: %v", err)
 		c.Fix = "check the Docker engine"
@@ -312,26 +312,41 @@ type publisher struct {
 	hostNet  bool
 }
 
-// publisherOf finds the local container that publishes host port port
-// (the control API's), nil when none does.
-func publisherOf(ctx context.Context, insp Inspector, port string) (*publisher, error) {
+// publisherOf finds the local container that publishes the control API's
+// address, host:port of its URL, nil when none does. Docker hands out host
+// ports per address, so another container may publish the same port number
+// on another address: only a binding on host's address, or on every
+// address, is the one the URL reaches.
+func publisherOf(ctx context.Context, insp Inspector, host, port string) (*publisher, error) {
 	list, err := insp.ContainerList(ctx, client.ContainerListOptions{})
 	if err != nil {
 		return nil, err
 	}
 	for _, ct := range list.Items {
-		published := false
 		for _, p := range ct.Ports {
-			if strconv.Itoa(int(p.PublicPort)) == port {
-				published = true
+			if strconv.Itoa(int(p.PublicPort)) == port && reaches(p.IP, host) {
+				return inspectPublisher(ctx, insp, ct.ID)
 			}
 		}
-		if !published {
-			continue
-		}
-		return inspectPublisher(ctx, insp, ct.ID)
 	}
 	return nil, nil
+}
+
+// reaches reports whether a port published on ip answers at host, an
+// address or a name (localhost is loopback; any other name could be any
+// address, so any binding may be it).
+func reaches(ip netip.Addr, host string) bool {
+	if !ip.IsValid() || ip.IsUnspecified() {
+		return true
+	}
+	if host == "localhost" {
+		return ip.IsLoopback()
+	}
+	want, err := netip.ParseAddr(host)
+	if err != nil {
+		return true
+	}
+	return want.Unmap() == ip.Unmap()
 }
 
 func inspectPublisher(ctx context.Context, insp Inspector, id string) (*publisher, error) {
@@ -390,7 +405,7 @@ func checkProxyListen(ctx context.Context, l *Layer, insp Inspector) Check {
 	if l.ToxiproxyContainer != "" {
 		pub, err = inspectPublisher(ctx, insp, l.ToxiproxyContainer)
 	} else if u, perr := url.Parse(l.ToxiproxyURL); perr == nil {
-		pub, err = publisherOf(ctx, insp, u.Port())
+		pub, err = publisherOf(ctx, insp, u.Hostname(), u.Port())
 	}
 	if err != nil {
 		c.Detail = fmt.Sprintf("find the Toxiproxy container: %v", err)
@@ -445,7 +460,7 @@ func checkLoopbackListen(ctx context.Context, l *Layer, insp Inspector, c Check)
 	if l.ToxiproxyContainer != "" {
 		pub, err = inspectPublisher(ctx, insp, l.ToxiproxyContainer)
 	} else if u, perr := url.Parse(l.ToxiproxyURL); perr == nil {
-		pub, err = publisherOf(ctx, insp, u.Port())
+		pub, err = publisherOf(ctx, insp, u.Hostname(), u.Port())
 	}
 	if err != nil || pub == nil || pub.hostNet {
 		return c
