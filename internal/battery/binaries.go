@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -73,6 +74,14 @@ type toolchain struct {
 // it holds while it runs.
 const binDir = "battery/bin"
 
+// keptDir holds one copy of every test binary a command built, each beside
+// the lock its builds take, for the next command to start from; keptFor is
+// how long one nobody used stays.
+const (
+	keptDir = binDir + "/kept"
+	keptFor = 72 * time.Hour
+)
+
 // NewBinaries makes the command's directory of test binaries under the
 // results directory, and removes the ones commands that are gone left
 // behind (their lock is free). Close removes it.
@@ -81,10 +90,11 @@ func NewBinaries(resultsDir string) (*Binaries, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := root.MkdirAll(binDir); err != nil {
-		return nil, fmt.Errorf("make %s: %w", root.Join(binDir), err)
+	if err := root.MkdirAll(keptDir); err != nil {
+		return nil, fmt.Errorf("make %s: %w", root.Join(keptDir), err)
 	}
 	sweepBinaries(root)
+	sweepKept(root, time.Now().Add(-keptFor))
 	dir, err := os.MkdirTemp(root.Join(binDir), "run-")
 	if err != nil {
 		return nil, fmt.Errorf("make a directory for test binaries: %w", err)
@@ -116,6 +126,28 @@ func sweepBinaries(root *atomicfile.Root) {
 	}
 }
 
+// sweepKept removes the kept binaries last used before cutoff, each under
+// its lock (a build that holds it is using it). The lock files stay: one
+// removed while another command waits on it would let a third take a new
+// one beside it.
+func sweepKept(root *atomicfile.Root, cutoff time.Time) {
+	kept, _ := filepath.Glob(filepath.Join(root.Join(keptDir), "*.test"))
+	for _, k := range kept {
+		fi, err := os.Lstat(k)
+		if err != nil || fi.ModTime().After(cutoff) {
+			continue
+		}
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		unlock, err := flock.Lock(done, k+".lock", 0o644, time.Millisecond)
+		if err != nil {
+			continue
+		}
+		_ = root.Remove(filepath.Join(keptDir, filepath.Base(k)))
+		unlock()
+	}
+}
+
 // Dir is the directory the command's test binaries are in.
 func (b *Binaries) Dir() string { return b.root.Join(b.rel) }
 
@@ -137,6 +169,7 @@ var runFlags = map[string]struct {
 	"parallel": {test: true}, "cpu": {test: true}, "shuffle": {test: true},
 	"short": {test: true, boolean: true}, "v": {test: true, boolean: true}, "failfast": {test: true, boolean: true},
 	"tags": {}, "race": {boolean: true},
+	"p": {},
 }
 
 // goflagsBuild are the flags GOFLAGS may hold for a prebuilt run: go test
@@ -150,6 +183,7 @@ var goflagsBuild = []string{"mod", "modcacherw", "modfile", "tags", "race", "msa
 type invocation struct {
 	build []string // for go test -c
 	test  []string // -test.* flags, for the binary
+	p     int      // packages run at once (go test's -p); 0 for GOMAXPROCS
 }
 
 // split splits args (goTestArgs' flags, patterns excluded) into an
@@ -157,9 +191,14 @@ type invocation struct {
 func split(args []string, goflags string) (invocation, bool) {
 	var inv invocation
 	for _, f := range strings.Fields(goflags) {
-		name, _, _ := strings.Cut(strings.TrimLeft(f, "-"), "=")
+		name, value, _ := strings.Cut(strings.TrimLeft(f, "-"), "=")
 		if !slices.Contains(goflagsBuild, name) {
 			return inv, false
+		}
+		if name == "p" {
+			if inv.p, _ = strconv.Atoi(value); inv.p < 1 {
+				return inv, false
+			}
 		}
 	}
 	for i := 0; i < len(args); i++ {
@@ -184,6 +223,12 @@ func split(args []string, goflags string) (invocation, bool) {
 			value, hasValue = args[i], true
 		}
 		switch {
+		case name == "p":
+			// How many packages run at once, not how one is built: it
+			// sizes the run's slots and is no part of a binary's key.
+			if inv.p, _ = strconv.Atoi(value); inv.p < 1 {
+				return inv, false
+			}
 		case f.test && hasValue:
 			inv.test = append(inv.test, "-test."+name+"="+value)
 		case f.test:
@@ -253,26 +298,9 @@ func (b *Binaries) binaryFor(ctx context.Context, dir string, env []string, buil
 	b.mu.Unlock()
 	bin.once.Do(func() {
 		sum := sha256.Sum256([]byte(key))
-		bin.path = filepath.Join(b.Dir(), strings.NewReplacer("/", "_", ".", "_").Replace(pkg)+"-"+hex.EncodeToString(sum[:6])+".test")
-		fmt.Fprintf(out, "battery: building %s's test binary once for this command\n", short(pkg))
-		args := append(append([]string{"test", "-c", "-o", bin.path}, build...), pkg)
-		cmd := interrupt.Command(ctx, StopAfter, "go", args...)
-		cmd.Dir, cmd.Env = dir, env
-		var output bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &output, &output
-		untrack, err := interrupt.Start(cmd)
-		if err == nil {
-			err = cmd.Wait()
-			untrack()
-		}
-		if err == nil {
-			if _, serr := os.Stat(bin.path); serr != nil {
-				err = serr
-			}
-		}
-		if err != nil {
-			bin.err = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, secret.ScrubString(output.String()))
-		}
+		name := strings.NewReplacer("/", "_", ".", "_").Replace(pkg) + "-" + hex.EncodeToString(sum[:6]) + ".test"
+		bin.path = filepath.Join(b.Dir(), name)
+		bin.err = b.build(ctx, dir, env, build, pkg, name, out)
 	})
 	if bin.err != nil && ctx.Err() != nil {
 		// A cancelled build says nothing of the package: the next run tries again.
@@ -281,6 +309,67 @@ func (b *Binaries) binaryFor(ctx context.Context, dir string, env []string, buil
 		b.mu.Unlock()
 	}
 	return bin.path, bin.err
+}
+
+// build makes the command's binary name of pkg. It builds into the kept
+// copy (keptDir/name) under that copy's lock, so that go test -c, which
+// leaves a binary whose build ID still matches its sources and flags as it
+// is, links only what changed since any earlier command; then it links the
+// kept copy into the command's directory. The command runs that link: a
+// later build replaces the kept copy (go removes a file before it writes
+// one), never the file a command runs. Where the link cannot be made, it
+// builds into the command's directory as before.
+func (b *Binaries) build(ctx context.Context, dir string, env, build []string, pkg, name string, out io.Writer) error {
+	path := filepath.Join(b.Dir(), name)
+	kept := filepath.Join(keptDir, name)
+	unlock, err := flock.Lock(ctx, b.root.Join(kept)+".lock", 0o644, 20*time.Millisecond)
+	if err != nil {
+		return goTestC(ctx, dir, env, build, pkg, path, out, "once for this command")
+	}
+	defer unlock()
+	// go writes through a link it finds at -o: only a regular file, its
+	// own, may stand there.
+	if fi, err := os.Lstat(b.root.Join(kept)); err == nil && !fi.Mode().IsRegular() {
+		_ = b.root.RemoveAll(kept)
+	}
+	reuse := "once for this command, kept for the next"
+	if _, err := os.Stat(b.root.Join(kept)); err == nil {
+		reuse = "once for this command (go relinks the kept one only if its sources changed)"
+	}
+	if err := goTestC(ctx, dir, env, build, pkg, b.root.Join(kept), out, reuse); err != nil {
+		return err
+	}
+	now := time.Now()
+	_ = os.Chtimes(b.root.Join(kept), now, now) // last used, for the sweep
+	if err := os.Link(b.root.Join(kept), path); err != nil {
+		return goTestC(ctx, dir, env, build, pkg, path, io.Discard, "")
+	}
+	return nil
+}
+
+// goTestC builds pkg's test binary at path with go test -c, saying so on
+// out; an error carries go's output.
+func goTestC(ctx context.Context, dir string, env, build []string, pkg, path string, out io.Writer, how string) error {
+	if how != "" {
+		fmt.Fprintf(out, "battery: building %s's test binary %s\n", short(pkg), how)
+	}
+	args := append(append([]string{"test", "-c", "-o", path}, build...), pkg)
+	cmd := interrupt.Command(ctx, StopAfter, "go", args...)
+	cmd.Dir, cmd.Env = dir, env
+	var output bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &output, &output
+	untrack, err := interrupt.Start(cmd)
+	if err == nil {
+		err = cmd.Wait()
+		untrack()
+	}
+	if err == nil {
+		_, err = os.Stat(path)
+	}
+	if err != nil {
+		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, secret.ScrubString(output.String()))
+	}
+	return nil
 }
 
 // buildKey names a build: the module directory and the package, the flags,

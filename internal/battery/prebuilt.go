@@ -20,7 +20,7 @@ import (
 
 // runPrebuilt is Run through opts.Binaries: each package's test binary
 // built once for the command and run as go test runs it, its packages
-// run GOMAXPROCS at a time as go test's -p runs them. It returns
+// run -p at a time (GOMAXPROCS without one), as go test runs them. It returns
 // errNoPrebuilt when the run must go through go test instead.
 func runPrebuilt(ctx context.Context, opts Options, env, flags []string) (*Result, error) {
 	inv, ok := split(flags, lastValue(env, "GOFLAGS"))
@@ -58,7 +58,11 @@ func runPrebuilt(ctx context.Context, opts Options, env, flags []string) (*Resul
 			firstErr = err
 		}
 	}
-	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
+	n := inv.p
+	if n == 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	slots := make(chan struct{}, n)
 	var wg sync.WaitGroup
 	for _, p := range pkgs {
 		if !p.hasTests() {

@@ -144,7 +144,7 @@ func TestPrebuiltRunsReportAsGoTestDoes(t *testing.T) {
 
 // TestAPackageIsBuiltOnceForTheCommand: runs of one package share its test
 // binary whatever they select; another build flag is another binary; Close
-// removes them all.
+// removes the command's own and leaves the kept copies.
 func TestAPackageIsBuiltOnceForTheCommand(t *testing.T) {
 	t.Parallel()
 	dir := testmodule.Write(t, map[string]string{
@@ -184,8 +184,11 @@ func TestAPackageIsBuiltOnceForTheCommand(t *testing.T) {
 	if err := bins.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if left, _ := os.ReadDir(filepath.Join(results, binDir)); len(left) != 0 {
+	if left, _ := filepath.Glob(filepath.Join(results, binDir, "run-*")); len(left) != 0 {
 		t.Errorf("after Close, %s holds %v", binDir, left)
+	}
+	if kept, _ := filepath.Glob(filepath.Join(results, keptDir, "*.test")); len(kept) != 2 {
+		t.Errorf("after Close, %s holds %v; want the two binaries kept for the next command", keptDir, kept)
 	}
 }
 
@@ -232,18 +235,22 @@ func TestOnlyFlagsTheBinaryCarriesArePrebuilt(t *testing.T) {
 		ok      bool
 		build   []string
 		test    []string
+		p       int
 	}{
-		{"the battery's own", nil, "", true, []string{"-ldflags=-s -w"}, []string{"-test.count=1", "-test.timeout=30m0s"}},
-		{"a rerun's -run", []string{"-run", "^TestX$"}, "", true, []string{"-ldflags=-s -w"}, []string{"-test.count=1", "-test.timeout=30m0s", "-test.run=^TestX$"}},
+		{"the battery's own", nil, "", true, []string{"-ldflags=-s -w"}, []string{"-test.count=1", "-test.timeout=30m0s"}, 0},
+		{"a rerun's -run", []string{"-run", "^TestX$"}, "", true, []string{"-ldflags=-s -w"}, []string{"-test.count=1", "-test.timeout=30m0s", "-test.run=^TestX$"}, 0},
 		{"test and build flags", []string{"-short", "-tags=a,b", "-race", "-v", "-timeout", "1m"}, "", true,
-			[]string{"-tags=a,b", "-race", "-ldflags=-s -w"}, []string{"-test.count=1", "-test.timeout=30m0s", "-test.short", "-test.v", "-test.timeout=1m"}},
-		{"GOFLAGS with build flags", nil, "-mod=mod -tags=x", true, []string{"-ldflags=-s -w"}, []string{"-test.count=1", "-test.timeout=30m0s"}},
-		{"GOFLAGS with its own -ldflags", nil, "-ldflags=-X=main.v=1", true, nil, []string{"-test.count=1", "-test.timeout=30m0s"}},
-		{"coverage", []string{"-cover"}, "", false, nil, nil},
-		{"a benchmark", []string{"-bench", "."}, "", false, nil, nil},
-		{"a flag without its value", []string{"-run"}, "", false, nil, nil},
-		{"GOFLAGS with a test flag", nil, "-count=3", false, nil, nil},
-		{"an argument for the binary", []string{"-args", "x"}, "", false, nil, nil},
+			[]string{"-tags=a,b", "-race", "-ldflags=-s -w"}, []string{"-test.count=1", "-test.timeout=30m0s", "-test.short", "-test.v", "-test.timeout=1m"}, 0},
+		{"GOFLAGS with build flags", nil, "-mod=mod -tags=x", true, []string{"-ldflags=-s -w"}, []string{"-test.count=1", "-test.timeout=30m0s"}, 0},
+		{"GOFLAGS with its own -ldflags", nil, "-ldflags=-X=main.v=1", true, nil, []string{"-test.count=1", "-test.timeout=30m0s"}, 0},
+		{"go test's -p", []string{"-p", "4"}, "", true, []string{"-ldflags=-s -w"}, []string{"-test.count=1", "-test.timeout=30m0s"}, 4},
+		{"-p in GOFLAGS, then on the command line", []string{"-p=2"}, "-p=3", true, []string{"-ldflags=-s -w"}, []string{"-test.count=1", "-test.timeout=30m0s"}, 2},
+		{"a -p of none", []string{"-p", "0"}, "", false, nil, nil, 0},
+		{"coverage", []string{"-cover"}, "", false, nil, nil, 0},
+		{"a benchmark", []string{"-bench", "."}, "", false, nil, nil, 0},
+		{"a flag without its value", []string{"-run"}, "", false, nil, nil, 0},
+		{"GOFLAGS with a test flag", nil, "-count=3", false, nil, nil, 0},
+		{"an argument for the binary", []string{"-args", "x"}, "", false, nil, nil, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -254,7 +261,7 @@ func TestOnlyFlagsTheBinaryCarriesArePrebuilt(t *testing.T) {
 			if !ok {
 				return
 			}
-			if diff := cmp.Diff(invocation{build: tt.build, test: tt.test}, inv, cmp.AllowUnexported(invocation{})); diff != "" {
+			if diff := cmp.Diff(invocation{build: tt.build, test: tt.test, p: tt.p}, inv, cmp.AllowUnexported(invocation{})); diff != "" {
 				t.Errorf("split(%v) (-want +got):\n%s", tt.args, diff)
 			}
 		})

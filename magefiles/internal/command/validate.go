@@ -254,7 +254,7 @@ func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*
 	}
 	sampler := startSampler(ctx, root)
 	bo := battery.Options{Dir: v.env.ModuleRoot, Patterns: patterns, Args: args,
-		Env: v.env.Environ(), Out: v.out, Events: events}
+		Env: v.env.Environ(), Out: v.out, Events: events, Binaries: v.binaries}
 	var res *battery.Result
 	if v.shard != nil {
 		res, err = v.shard.runShare(ctx, bo)
@@ -545,9 +545,10 @@ type workspace struct {
 
 // testBinaries makes the command's store of test binaries under the
 // results directory (battery.Binaries), so that every go test the command
-// runs again (a seed, a rerun) links its package once; when it cannot, each
-// go test builds its own as before, and it says why. The returned function
-// removes them.
+// runs again (a seed, a rerun) links its package once, and the battery
+// relinks only the packages whose sources changed since the last command;
+// when it cannot, each go test builds its own as before, and it says why.
+// The returned function removes the command's own (the kept copies stay).
 func testBinaries(root string, out io.Writer) (*battery.Binaries, func()) {
 	b, err := battery.NewBinaries(root)
 	if err != nil {
