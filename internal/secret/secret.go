@@ -146,8 +146,8 @@ var registry = struct {
 	added   []string
 	envKey  string
 	fromEnv []string
-	// vs caches variants of added and fromEnv; nil when either changed.
-	vs []string
+	// vs caches the variants of added and fromEnv; nil when either changed.
+	vs *known
 }{}
 
 // Add registers secret values (a generated password) to be masked by
@@ -232,12 +232,12 @@ func Known() []string {
 
 // knownVariants is variants(Known()), computed again only when a value
 // was added or the environment changed.
-func knownVariants() []string {
+func knownVariants() *known {
 	registry.Lock()
 	defer registry.Unlock()
 	refreshEnv()
 	if registry.vs == nil {
-		registry.vs = variants(append(append([]string(nil), registry.added...), registry.fromEnv...))
+		registry.vs = newKnown(variants(append(append([]string(nil), registry.added...), registry.fromEnv...)))
 	}
 	return registry.vs
 }
@@ -266,6 +266,7 @@ func refreshEnv() {
 // the short and published ones.
 func variants(known []string) []string {
 	var out []string
+	seen := map[string]bool{}
 	for _, v := range known {
 		if len(v) < MinKnownLength || published[strings.ToLower(v)] {
 			continue
@@ -273,16 +274,81 @@ func variants(known []string) []string {
 		js, _ := json.Marshal(v)
 		for _, f := range []string{v, url.QueryEscape(v), url.PathEscape(v), url.UserPassword("u", v).String()[2:],
 			string(js[1 : len(js)-1]), strconv.Quote(v)[1 : len(strconv.Quote(v))-1]} {
-			if f != "" && !slices.Contains(out, f) {
+			if f != "" && !seen[f] {
+				seen[f] = true
 				out = append(out, f)
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
-	if out == nil {
-		out = []string{} // cached as "none", not "not computed"
-	}
+	slices.SortStableFunc(out, func(a, b string) int { return len(b) - len(a) })
 	return out
+}
+
+// known is the variants to mask, indexed by their first MinKnownLength
+// bytes (no variant is shorter), so that finding which of them a text holds
+// takes one pass over the text however many there are: a process that
+// made a thousand victims has six thousand.
+type known struct {
+	vs       []string            // longest first
+	byPrefix map[string][]string // longest first within each
+}
+
+// scanFrom is how many variants make the index pay for itself over asking
+// each variant whether the text holds it.
+const scanFrom = 32
+
+func newKnown(vs []string) *known {
+	k := &known{vs: vs}
+	if len(vs) >= scanFrom {
+		k.byPrefix = map[string][]string{}
+		for _, v := range vs {
+			k.byPrefix[v[:MinKnownLength]] = append(k.byPrefix[v[:MinKnownLength]], v)
+		}
+	}
+	return k
+}
+
+// in returns the variants s holds, longest first.
+func (k *known) in(s string) []string {
+	if k.byPrefix == nil {
+		var found []string
+		for _, v := range k.vs {
+			if strings.Contains(s, v) {
+				found = append(found, v)
+			}
+		}
+		return found
+	}
+	var found []string
+	for i := 0; i+MinKnownLength <= len(s); i++ {
+		for _, v := range k.byPrefix[s[i:i+MinKnownLength]] {
+			if strings.HasPrefix(s[i:], v) && !slices.Contains(found, v) {
+				found = append(found, v)
+			}
+		}
+	}
+	slices.SortStableFunc(found, func(a, b string) int { return len(b) - len(a) })
+	return found
+}
+
+// holds reports whether b holds any of the variants.
+func (k *known) holds(b []byte) bool {
+	if k.byPrefix == nil {
+		for _, v := range k.vs {
+			if bytes.Contains(b, []byte(v)) {
+				return true
+			}
+		}
+		return false
+	}
+	for i := 0; i+MinKnownLength <= len(b); i++ {
+		for _, v := range k.byPrefix[string(b[i:i+MinKnownLength])] {
+			if bytes.HasPrefix(b[i:], []byte(v)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ScrubString masks the known values and every connection-string password
@@ -291,11 +357,11 @@ func ScrubString(s string) string {
 	return scrubText(s, knownVariants())
 }
 
-func scrubText(s string, vs []string) string {
-	for _, v := range vs {
-		if strings.Contains(s, v) {
-			s = strings.ReplaceAll(s, v, Mask)
-		}
+// scrubText masks in s the variants it holds, longest first (a shorter one
+// inside a longer one is masked with it), then the patterns.
+func scrubText(s string, k *known) string {
+	for _, v := range k.in(s) {
+		s = strings.ReplaceAll(s, v, Mask)
 	}
 	return Redact(s)
 }
@@ -307,14 +373,14 @@ func Scrub(b []byte) []byte {
 	return scrub(b, knownVariants())
 }
 
-func scrub(b []byte, vs []string) []byte {
-	if !mayHold(b, vs) {
+func scrub(b []byte, k *known) []byte {
+	if !mayHold(b, k) {
 		return b
 	}
 	if json.Valid(b) {
-		return scrubJSON(b, vs)
+		return scrubJSON(b, k)
 	}
-	s := scrubText(string(b), vs)
+	s := scrubText(string(b), k)
 	if s == string(b) {
 		return b
 	}
@@ -322,21 +388,13 @@ func scrub(b []byte, vs []string) []byte {
 }
 
 // mayHold reports whether b could contain anything to mask.
-func mayHold(b []byte, vs []string) bool {
-	if bytes.Contains(b, []byte("://")) || containsFold(string(b), "password") {
-		return true
-	}
-	for _, v := range vs {
-		if bytes.Contains(b, []byte(v)) {
-			return true
-		}
-	}
-	return false
+func mayHold(b []byte, k *known) bool {
+	return bytes.Contains(b, []byte("://")) || containsFold(string(b), "password") || k.holds(b)
 }
 
 // scrubJSON masks inside each string literal of a valid JSON document and
 // re-encodes only the literals that changed.
-func scrubJSON(b []byte, vs []string) []byte {
+func scrubJSON(b []byte, vs *known) []byte {
 	var out []byte
 	last := 0
 	for i := 0; i < len(b); i++ {

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -197,4 +201,78 @@ func TestWriterBoundsWhatItHolds(t *testing.T) {
 	if strings.Contains(out.String(), pw) {
 		t.Error("the password near the cut leaked")
 	}
+}
+
+// TestTheIndexFindsWhatAskingEachValueFinds: with enough known values the
+// variants a text holds are found through their index; it finds exactly
+// what asking each variant finds, wherever in the text a value sits, next
+// to another, inside another, or cut off by the text's end.
+func TestTheIndexFindsWhatAskingEachValueFinds(t *testing.T) {
+	var values []string
+	for i := range 200 {
+		values = append(values, fmt.Sprintf("%08x-%d-victim", i*2654435761, i))
+	}
+	values = append(values, "victim", "a longer victim") // one inside another
+	vs := variants(values)
+	indexed, plain := newKnown(vs), &known{vs: vs}
+	if indexed.byPrefix == nil {
+		t.Fatalf("%d variants and no index", len(vs))
+	}
+	v0, v7 := values[0], values[7]
+	texts := []struct{ name, text string }{
+		{"none", "nothing secret here, only a victim's name: vict"},
+		{"at the start", v0 + " failed"},
+		{"at the end", "failed: " + v7},
+		{"cut off at the end", "failed: " + v7[:len(v7)-1]},
+		{"two side by side", v0 + v7},
+		{"one inside another", "a longer victim"},
+		{"URL-escaped", url.QueryEscape(values[9] + " x")},
+		{"in JSON", fmt.Sprintf(`{"evidence": %q}`, values[199])},
+		{"shorter than the index", "vic"},
+	}
+	for _, tt := range texts {
+		t.Run(tt.name, func(t *testing.T) {
+			want, got := plain.in(tt.text), indexed.in(tt.text)
+			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("in(%q) through the index (-asking each +index):\n%s", tt.text, diff)
+			}
+			if h, w := indexed.holds([]byte(tt.text)), len(want) > 0; h != w {
+				t.Errorf("holds(%q) = %v, want %v", tt.text, h, w)
+			}
+			if got := scrubText(tt.text, indexed); len(want) > 0 && strings.Contains(got, want[len(want)-1]) {
+				t.Errorf("scrubText(%q) = %q: %q left", tt.text, got, want[len(want)-1])
+			}
+		})
+	}
+}
+
+// BenchmarkScrubARecord scrubs a fault record's JSON with the known values
+// of a process that made one victim and of one that made a thousand, with
+// the index and by asking each variant: 1000/1 and 1000/1-each are the
+// costs of a thousand over one.
+func BenchmarkScrubARecord(b *testing.B) {
+	doc, _ := json.MarshalIndent(map[string]any{"test": "TestStoreContract/reset", "evidence": map[string]string{
+		"injector": "toxiproxy: reset_peer on proxy contested-leg-20004 (127.0.0.1:20004 -> 127.0.0.1:5432)",
+		"victim":   "pgconn: server closed the connection unexpectedly: read tcp 127.0.0.1:51234->127.0.0.1:20004"},
+		"schedule": strings.Repeat("window #1 after 12 steps for 40ms; ", 20)}, "", "  ")
+	set := func(n int) []string {
+		var values []string
+		for i := range n {
+			values = append(values, fmt.Sprintf("%032x", uint64(i)*2654435761))
+		}
+		return variants(values)
+	}
+	one, many := set(1), set(1000)
+	per := map[string]float64{}
+	for name, k := range map[string]*known{"1": newKnown(one), "1000": newKnown(many), "1000-each": {vs: many}} {
+		start := time.Now()
+		for range b.N {
+			scrub(doc, k)
+		}
+		per[name] = float64(time.Since(start).Nanoseconds()) / float64(b.N)
+	}
+	b.ReportMetric(per["1"], "ns/scrub-1")
+	b.ReportMetric(per["1000"], "ns/scrub-1000")
+	b.ReportMetric(per["1000"]/per["1"], "1000/1")
+	b.ReportMetric(per["1000-each"]/per["1"], "1000/1-each")
 }
