@@ -113,10 +113,8 @@ func NewBinaries(resultsDir string) (*Binaries, error) {
 func sweepBinaries(root *atomicfile.Root) {
 	locks, _ := filepath.Glob(filepath.Join(root.Join(binDir), "run-*.lock"))
 	for _, l := range locks {
-		done, cancel := context.WithCancel(context.Background())
-		cancel()
-		unlock, err := flock.Lock(done, l, 0o644, time.Millisecond)
-		if err != nil {
+		unlock, ok := tryLock(l)
+		if !ok {
 			continue // held: that command still runs
 		}
 		rel := filepath.Join(binDir, strings.TrimSuffix(filepath.Base(l), ".lock"))
@@ -137,15 +135,21 @@ func sweepKept(root *atomicfile.Root, cutoff time.Time) {
 		if err != nil || fi.ModTime().After(cutoff) {
 			continue
 		}
-		done, cancel := context.WithCancel(context.Background())
-		cancel()
-		unlock, err := flock.Lock(done, k+".lock", 0o644, time.Millisecond)
-		if err != nil {
+		unlock, ok := tryLock(k + ".lock")
+		if !ok {
 			continue
 		}
 		_ = root.Remove(filepath.Join(keptDir, filepath.Base(k)))
 		unlock()
 	}
+}
+
+// tryLock takes the lock at path if no one holds it, without waiting.
+func tryLock(path string) (unlock func(), ok bool) {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	unlock, err := flock.Lock(done, path, 0o644, time.Millisecond)
+	return unlock, err == nil
 }
 
 // Dir is the directory the command's test binaries are in.
