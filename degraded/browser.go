@@ -6,34 +6,27 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/contested/contested/internal/capability"
 )
 
-// ErrNoBrowser reports that no Chromium could be found.
+// ErrNoBrowser reports that no Chromium could be found; the error says so
+// in the capability matrix's words (capability.ErrMissing), with the
+// command that provides it.
 var ErrNoBrowser = errors.New("no Chromium found")
-
-// browserNames are the executables FindBrowser looks for, in order.
-var browserNames = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}
 
 // FindBrowser returns the Chromium to drive: path when it is given, else
 // the first of chromium, chromium-browser, google-chrome on PATH.
 func FindBrowser(path string) (string, error) {
-	if path != "" {
-		if _, err := exec.LookPath(path); err != nil {
-			return "", fmt.Errorf("%w: %s: %v; install it (apt-get install chromium)", ErrNoBrowser, path, err)
-		}
-		return path, nil
+	p, err := capability.FindChromium(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNoBrowser, err)
 	}
-	for _, n := range browserNames {
-		if p, err := exec.LookPath(n); err == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%w on PATH (looked for %s); install it: apt-get install chromium", ErrNoBrowser, strings.Join(browserNames, ", "))
+	return p, nil
 }
 
 // browser is one headless Chromium; each cell opens a tab of its own.

@@ -11,7 +11,7 @@ import (
 	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/faultrecord"
-	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/capability"
 	"github.com/contested/contested/registry"
 )
 
@@ -22,9 +22,7 @@ func TestMain(m *testing.M) { faulttest.Main(m) }
 // results.
 func stage(t *testing.T, results, tags string, cells ...string) Result {
 	t.Helper()
-	if _, err := FindBrowser(""); err != nil {
-		dockerenv.SkipOrFail(t, "the degraded stage drives a real Chromium: "+err.Error())
-	}
+	capability.Require(t, capability.Chromium)
 	lay := faulttest.Layer(t)
 	env, err := runenv.Process()
 	if err != nil {

@@ -29,6 +29,9 @@ type LegVerdict struct {
 	Levels []int    `json:"levels,omitempty"`
 	Tests  []string `json:"tests,omitempty"`
 	Replay string   `json:"replay,omitempty"`
+	// Missing are the capabilities the leg could not run without, when it
+	// is NOT-RUN for lack of them; Reason names each and what provides it.
+	Missing []string `json:"missing_capabilities,omitempty"`
 }
 
 // Save writes the report again to fault-report.json in r.Dir, atomically:

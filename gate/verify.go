@@ -18,6 +18,7 @@ import (
 
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/capability"
 	"github.com/contested/contested/internal/gotest"
 )
 
@@ -158,6 +159,10 @@ type Report struct {
 	// beside the six phases (they do not change them); empty until a
 	// caller judges them (see SurfaceVerdict).
 	Surfaces []SurfaceVerdict `json:"surfaces,omitempty"`
+	// Capabilities is the capability matrix of the run that produced the
+	// records (validate's), when it worked one out: what each leg, stage
+	// and test needs, and whether this machine has it.
+	Capabilities capability.Matrix `json:"capabilities,omitempty"`
 }
 
 // Phase is the outcome of one of the six phases.

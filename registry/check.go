@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/contested/contested/internal/capability"
 )
 
 // The keys each table accepts. Unknown keys are errors: a misspelt key
@@ -17,7 +19,7 @@ var (
 	topKeys     = []string{"schema", "gate", "guard", "surface", "cluster", "mutants", "degraded", "battery"}
 	gateKeys    = []string{"recording_classes", "self_tests"}
 	guardKeys   = []string{"canonical_databases"}
-	surfaceKeys = []string{"id", "class", "owner", "behavior", "oracle", "package", "legs", "tests", "budget", "levels"}
+	surfaceKeys = []string{"id", "class", "owner", "behavior", "oracle", "package", "legs", "tests", "budget", "levels", "needs"}
 )
 
 // validID keeps surface ids usable as command-line arguments
@@ -196,7 +198,26 @@ func (c *checker) surface(sv *value, n int) Surface {
 
 	s.Budget = c.budget(sv, label)
 	s.Levels = c.levels(sv, s, label)
+	s.Needs = c.needs(sv, label)
 	return s
+}
+
+// needs reads a surface's needs: the capabilities its legs need beyond the
+// fault layer (which every leg needs), such as "chromium" for a stage that
+// drives a browser. A run that lacks one names it, and the command that
+// provides it, beside every leg it could not run.
+func (c *checker) needs(sv *value, label string) []string {
+	names, at := c.names(sv, "needs", label+" needs", "capability")
+	known := make([]string, len(capability.Names))
+	for i, n := range capability.Names {
+		known[i] = string(n)
+	}
+	for i, n := range names {
+		if !capability.Known(n) {
+			c.errorf(atOr(at, i, sv.at), "%s: unknown capability %q in needs (known: %s)%s", label, n, strings.Join(known, ", "), suggest(n, known))
+		}
+	}
+	return names
 }
 
 // requiredMeaning says, for each required string key, what to write there.

@@ -76,7 +76,10 @@ type Surface struct {
 	// Levels restricts legs to some CONTESTED_LEVEL values; legs it does
 	// not name run at every level.
 	Levels Levels
-	Line   int // the line of the [[surface]] header (or inline table) in Registry.Path
+	// Needs are the capabilities (capability.Names) the surface's legs
+	// need beyond the fault layer, for example "chromium".
+	Needs []string
+	Line  int // the line of the [[surface]] header (or inline table) in Registry.Path
 
 	testsAt []pos
 }

@@ -65,7 +65,7 @@ func TestLoadRejectsBadRegistries(t *testing.T) {
 			{"2:1", `unknown key "version" at the top level (known keys: battery, cluster, degraded, gate, guard, mutants, schema, surface)`},
 			{"6:1", `unknown key "selftests" in [gate] (known keys: recording_classes, self_tests); did you mean "self_tests"?`},
 			{"9:1", `unknown key "databases" in [guard] (known keys: canonical_databases)`},
-			{"15:1", `unknown key "behaviour" in [[surface]] (known keys: behavior, budget, class, id, legs, levels, oracle, owner, package, tests); did you mean "behavior"?`},
+			{"15:1", `unknown key "behaviour" in [[surface]] (known keys: behavior, budget, class, id, legs, levels, needs, oracle, owner, package, tests); did you mean "behavior"?`},
 			{"18:1", `unknown key "legz" in [[surface]]`},
 			{"23:22", `unknown key "not_provided" in [surface.budget.smoke] (known keys: duration, faults, seeds); only the release tier can be not provided`},
 			{"24:26", `unknown key "seed" in [surface.budget.hardening]`},
@@ -223,6 +223,13 @@ surface = [
 		}},
 		{"blank package", "schema = 1\n" + minimal + "package = \"\"\n", []problem{
 			{"11:11", "package \"\" must be a Go package path"},
+		}},
+		{"needs a known capability", "schema = 1\n" + minimal + "needs = [\"chromium\", \"docker\"]\n", nil},
+		{"needs an unknown capability", "schema = 1\n" + minimal + "needs = [\"chromeum\"]\n", []problem{
+			{"11:10", `surface "a.b": unknown capability "chromeum" in needs (known: docker, postgres, chromium, cores, disk); did you mean "chromium"?`},
+		}},
+		{"needs as a string", "schema = 1\n" + minimal + "needs = \"chromium\"\n", []problem{
+			{"11:9", `needs must be an array of strings, not a string; write needs = ["chromium"]`},
 		}},
 	}
 	for _, tt := range tests {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/contested/contested/faultlayer"
-	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/capability"
 )
 
 var (
@@ -41,7 +41,9 @@ func Layer(tb testing.TB) *faultlayer.Layer {
 		}
 	}
 	if err != nil {
-		dockerenv.SkipOrFail(tb, fmt.Sprintf("no fault layer (%v): install docker.io, or postgresql for CONTESTED_LAYER=embedded", err))
+		capability.SkipOrFail(tb, capability.Capability{Name: capability.Docker,
+			Provide: capability.Provide(capability.Docker) + " (or " + capability.Provide(capability.Postgres) + " for CONTESTED_LAYER=embedded)"},
+			fmt.Sprintf("no fault layer came up (%v)", err))
 	}
 	return layer
 }
@@ -58,7 +60,7 @@ func Containers(tb testing.TB) faultlayer.Config {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	if err := faultlayer.ContainersCanRun(ctx, cfg); err != nil {
-		dockerenv.SkipOrFail(tb, fmt.Sprintf("this test needs the containers fault layer: %v", err))
+		capability.SkipOrFail(tb, capability.Capability{Name: capability.Docker}, fmt.Sprintf("the containers fault layer cannot run here: %v", err))
 	}
 	return cfg
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/capability"
 	"github.com/contested/contested/registry"
 )
 
@@ -37,6 +38,9 @@ type Battery struct {
 	// Reruns says, per failing test id (battery.Test.ID), whether it failed
 	// again when rerun alone with its leg's seed (see RerunFailures).
 	Reruns map[string]bool
+	// Capabilities is what the machine has (capability.Work); nil when
+	// nobody worked it out.
+	Capabilities capability.Matrix
 }
 
 // JudgeBattery judges every registered surface that ran in the battery (one
@@ -53,7 +57,7 @@ func JudgeBattery(b Battery) []*Result {
 		}
 		level := max(b.Level, 1)
 		res := &Result{Surface: s.ID, Class: s.Class, Owner: s.Owner, Behavior: s.Behavior, Oracle: s.Oracle, Level: level, Seeds: []SeedRun{run}}
-		res.Legs, res.Contract = Judge(s, Evidence{Level: level, Runs: res.Seeds})
+		res.Legs, res.Contract = Judge(s, Evidence{Level: level, Runs: res.Seeds, Capabilities: b.Capabilities})
 		out = append(out, res)
 	}
 	return out
@@ -99,11 +103,23 @@ func addOutcomes(run *SeedRun, tests []battery.Test, keep func(battery.Test) boo
 			run.Passed = false
 			run.Failed = append(run.Failed, t.Name)
 			run.Failures[t.Name] = t.Output
+			if t.Failure != "" {
+				if run.Reasons == nil {
+					run.Reasons = map[string]string{}
+				}
+				run.Reasons[t.Name] = t.Failure
+			}
 			run.Ran = append(run.Ran, t.Name)
 		case "pass":
 			run.Ran = append(run.Ran, t.Name)
 		case "skip":
 			run.Skipped = append(run.Skipped, t.Name)
+		}
+		if len(t.Missing) > 0 {
+			if run.Lacked == nil {
+				run.Lacked = map[string][]string{}
+			}
+			run.Lacked[t.Name] = t.Missing
 		}
 	}
 }
@@ -278,7 +294,7 @@ func (r *Result) Verdict() gate.SurfaceVerdict {
 			oracles = []faultrecord.OracleRun{}
 		}
 		sv.Legs = append(sv.Legs, gate.LegVerdict{Leg: l.Lever, Verdict: string(l.Verdict), Reason: l.Reason,
-			Armed: l.Armed, Fired: l.Fired, Oracles: oracles, Levels: l.Levels, Tests: l.Tests, Replay: l.Replay})
+			Armed: l.Armed, Fired: l.Fired, Oracles: oracles, Levels: l.Levels, Tests: l.Tests, Replay: l.Replay, Missing: l.Missing})
 	}
 	return sv
 }

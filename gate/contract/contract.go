@@ -22,6 +22,7 @@ import (
 	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/capability"
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/registry"
 )
@@ -48,6 +49,9 @@ type Options struct {
 	// Binaries, when set, are the command's test binaries: each package is
 	// built once for all the seeds and reruns (battery.Binaries).
 	Binaries *battery.Binaries
+	// Capabilities, when set, is what the machine has: a leg that cannot
+	// run for a missing one names it and the command that provides it.
+	Capabilities capability.Matrix
 }
 
 // SeedRun is one run of the surface's tests: under contested, one go test
@@ -69,6 +73,12 @@ type SeedRun struct {
 	Took       time.Duration   `json:"took_ns"`
 	// Failures maps each failing test (name without package) to its output.
 	Failures map[string]string `json:"-"`
+	// Reasons maps each failing test to the failure it reported
+	// (battery.Test.Failure), when it reported one.
+	Reasons map[string]string `json:"-"`
+	// Lacked maps each test that skipped (or failed) for a missing
+	// capability to the capabilities it named (battery.Test.Missing).
+	Lacked map[string][]string `json:"-"`
 	// Tests is every test outcome of the run and of its reruns, in the
 	// order they ran, for the flake history.
 	Tests []battery.Test `json:"-"`
@@ -98,6 +108,9 @@ type LegResult struct {
 	Victim    string                  `json:"victim,omitempty"`
 	Replay    string                  `json:"replay,omitempty"` // of the first failing or unproven seed
 	FailedRun int64                   `json:"failed_seed,omitempty"`
+	// Missing are the capabilities the leg could not run without, when it
+	// did not run for lack of them (capability.Names).
+	Missing []string `json:"missing_capabilities,omitempty"`
 }
 
 // Result is one surface's contract verdict.
@@ -246,7 +259,7 @@ func Run(ctx context.Context, s registry.Surface, opts Options) (*Result, error)
 			res.Seeds = append(res.Seeds, *run)
 		}
 	}
-	res.Legs, res.Contract = Judge(s, Evidence{Level: level, Runs: res.Seeds, EnvMissing: opts.EnvMissing})
+	res.Legs, res.Contract = Judge(s, Evidence{Level: level, Runs: res.Seeds, EnvMissing: opts.EnvMissing, Capabilities: opts.Capabilities})
 	res.Took = time.Since(start)
 	return res, nil
 }

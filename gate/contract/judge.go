@@ -10,6 +10,7 @@ import (
 	"github.com/contested/contested/contested"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate/verdict"
+	"github.com/contested/contested/internal/capability"
 	"github.com/contested/contested/registry"
 )
 
@@ -23,6 +24,9 @@ type Evidence struct {
 	// EnvMissing, when set, says the fault layer could not run: every leg
 	// at this level is INCONCLUSIVE-env.
 	EnvMissing string
+	// Capabilities is what the machine has: a NOT-RUN leg whose surface
+	// needs a missing one, or whose test skipped for one, names it.
+	Capabilities capability.Matrix
 }
 
 // Judge is the one judge of a surface's contract: `mage contested`,
@@ -177,10 +181,52 @@ func (lr *LegResult) decide(s registry.Surface, level int, ev Evidence, attempte
 	lr.Verdict, lr.Reason = verdict.Assign(lr.Runs, s.Budget.Hardening.Seeds)
 	if lr.Verdict == verdict.NotRun {
 		lr.Reason = fmt.Sprintf("declared at level %d, but no run of it was attempted", level)
-		if skipped := skippedTests(ev.Runs, lr.Lever); len(skipped) > 0 {
+		if missing := lacked(s, lr.Lever, ev); len(missing) > 0 {
+			var says []string
+			for _, c := range missing {
+				lr.Missing = append(lr.Missing, string(c.Name))
+				says = append(says, c.Missing())
+			}
+			lr.Reason = "cannot run here: " + strings.Join(says, "; ")
+		} else if skipped := skippedTests(ev.Runs, lr.Lever); len(skipped) > 0 {
 			lr.Reason += fmt.Sprintf(": its test %s was skipped (make it run at level %d, or restrict the leg with levels in the registry)", strings.Join(skipped, ", "), level)
 		}
 	}
+}
+
+// lacked returns the capabilities a leg that did not run lacked: those its
+// surface needs (registry needs) that the machine is missing, and those its
+// tests said they lacked when they skipped, the machine's row when it has
+// one (what was looked at, and the command that provides it).
+func lacked(s registry.Surface, lever string, ev Evidence) []capability.Capability {
+	var names []capability.Name
+	for _, n := range s.Needs {
+		if ev.Capabilities.Lacks(capability.Name(n)) {
+			names = append(names, capability.Name(n))
+		}
+	}
+	for _, run := range ev.Runs {
+		for _, t := range sortedKeys(run.Lacked) {
+			if !isLegTest(t, lever) && !slices.Contains(s.Tests, t) && !slices.ContainsFunc(s.Tests, func(p string) bool { return strings.HasPrefix(t, p+"/") }) {
+				continue
+			}
+			for _, n := range run.Lacked[t] {
+				names = append(names, capability.Name(n))
+			}
+		}
+	}
+	var out []capability.Capability
+	for _, n := range names {
+		if slices.ContainsFunc(out, func(c capability.Capability) bool { return c.Name == n }) {
+			continue
+		}
+		c, ok := ev.Capabilities.Get(n)
+		if !ok {
+			c = capability.Capability{Name: n, Provide: capability.Provide(n)}
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // distinctSchedules counts the schedules the attempted runs ran: one per
@@ -232,7 +278,7 @@ func ownFailure(run SeedRun, lever, test string) (string, bool) {
 	out, failed := failedWithin(run, test)
 	own := testFailedOwn(run, lever, test)
 	if failed && (own || !hasRecord(run, test)) {
-		return FirstFailureLine(out), true
+		return reasonWithin(run, test, out), true
 	}
 	for _, r := range run.Records {
 		if r.Leg != lever || r.Test != test {
@@ -241,7 +287,7 @@ func ownFailure(run SeedRun, lever, test string) (string, bool) {
 		for _, o := range r.Oracles {
 			if o.Result == "violated" {
 				if failed {
-					return FirstFailureLine(out), true
+					return reasonWithin(run, test, out), true
 				}
 				if strings.Contains(o.Detail, o.Name) {
 					return o.Detail, true
@@ -285,6 +331,43 @@ func failedWithin(run SeedRun, test string) (string, bool) {
 		}
 	}
 	return b.String(), failed
+}
+
+// reasonWithin is why test (or one of its subtests) failed in run: the
+// failure it reported (battery.Test.Failure: its t.Error and t.Fatal
+// messages, or its panic), else the first failure line of its output.
+func reasonWithin(run SeedRun, test, out string) string {
+	for _, t := range sortedKeys(run.Reasons) {
+		if t == test || strings.HasPrefix(t, test+"/") {
+			if r := Reason(run.Reasons[t], ""); r != "" {
+				return r
+			}
+		}
+	}
+	return FirstFailureLine(out)
+}
+
+// Reason is a failure's reason for a summary line: the failure a test
+// reported (battery.Test.Failure), without the leg's unfired-fault report
+// when it reported more than that, clipped; else the first failure line of
+// its output.
+func Reason(failure, output string) string {
+	var keep []string
+	for _, l := range strings.Split(strings.TrimSpace(failure), "\n") {
+		if l != "" && !strings.Contains(l, "ARMED BUT DID NOT FIRE") {
+			keep = append(keep, l)
+		}
+	}
+	if len(keep) == 0 && strings.TrimSpace(failure) != "" {
+		keep = strings.Split(strings.TrimSpace(failure), "\n")
+	}
+	if len(keep) > 0 {
+		return clip(strings.Join(keep[:min(len(keep), 3)], " | "))
+	}
+	if output == "" {
+		return ""
+	}
+	return FirstFailureLine(output)
 }
 
 // seedOf is the seed test ran lever with: the run's, or its record's.

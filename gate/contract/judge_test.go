@@ -8,6 +8,7 @@ import (
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/capability"
 	"github.com/contested/contested/registry"
 )
 
@@ -353,6 +354,42 @@ func TestANotRunLegSaysWhetherItsTestWasSkipped(t *testing.T) {
 			if len(legs) == 0 {
 				t.Fatal("no leg judged")
 			}
+			if l := legs[0]; l.Verdict != verdict.NotRun || l.Reason != tc.want {
+				t.Errorf("burst %s: %q; want NOT-RUN: %q", l.Verdict, l.Reason, tc.want)
+			}
+		})
+	}
+}
+
+// TestANotRunLegNamesTheCapabilityItLacked: a leg that did not run because
+// the machine lacks a capability its surface needs, or its test skipped
+// saying it lacked one, is NOT-RUN naming the capability and the command
+// that provides it; a leg that did not run with nothing lacking does not.
+func TestANotRunLegNamesTheCapabilityItLacked(t *testing.T) {
+	noChromium := capability.Matrix{{Name: capability.Chromium, Detail: "not found on PATH (looked for chromium)", Provide: "apt-get install chromium"},
+		{Name: capability.Docker, Present: true}}
+	withChromium := capability.Matrix{{Name: capability.Chromium, Present: true}, {Name: capability.Docker, Present: true}}
+	const says = "cannot run here: missing capability chromium: not found on PATH (looked for chromium); provide it: apt-get install chromium"
+	for _, tc := range []struct {
+		name   string
+		needs  []string
+		caps   capability.Matrix
+		lacked map[string][]string
+		want   string
+	}{
+		{"the surface needs it and the machine lacks it", []string{"chromium"}, noChromium, nil, says},
+		{"its test skipped saying it lacked it", nil, noChromium, map[string][]string{"TestStock": {"chromium"}}, says},
+		{"its test skipped saying so, with no matrix", nil, nil, map[string][]string{"TestStock/burst": {"chromium"}},
+			"cannot run here: missing capability chromium; provide it: apt-get install chromium"},
+		{"the surface needs it and the machine has it", []string{"chromium"}, withChromium, nil, "declared at level 1, but no run of it was attempted"},
+		{"another surface's test lacked it", nil, noChromium, map[string][]string{"TestOther": {"chromium"}}, "declared at level 1, but no run of it was attempted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := surface()
+			s.Needs = tc.needs
+			run := runOf(nil, nil, nil, nil, nil)
+			run.Lacked = tc.lacked
+			legs, _ := Judge(s, Evidence{Level: 1, Runs: []SeedRun{run}, Capabilities: tc.caps})
 			if l := legs[0]; l.Verdict != verdict.NotRun || l.Reason != tc.want {
 				t.Errorf("burst %s: %q; want NOT-RUN: %q", l.Verdict, l.Reason, tc.want)
 			}

@@ -103,6 +103,9 @@ func PackageFailure(pkg, output string, ran int) Plain {
 // that go test's -timeout ended names the timeout and how to raise it.
 func PlainTest(t battery.Test) Plain {
 	p := NewPlain(t.Package, t.Name, t.Output)
+	if r := contract.Reason(t.Failure, ""); r != "" {
+		p.FirstLine = r
+	}
 	alone := fmt.Sprintf("go test %s -run '%s' -count=1 -v", t.Package, contested.RunPattern(t.Name))
 	switch {
 	case t.Timeout != "":

@@ -16,7 +16,7 @@ import (
 	"github.com/contested/contested/gate/ladder"
 	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/battery"
-	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/capability"
 )
 
 func samplePage() Page {
@@ -94,19 +94,7 @@ func TestWriteJUnit(t *testing.T) {
 // TestReportRendersInABrowser opens the report in headless Chromium and
 // reads what a person would see.
 func TestReportRendersInABrowser(t *testing.T) {
-	browser := ""
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			browser = p
-			break
-		}
-	}
-	if browser == "" {
-		if dockerenv.InCI() {
-			t.Fatal("chromium is not installed: apt-get install chromium")
-		}
-		t.Skip("chromium is not installed: apt-get install chromium")
-	}
+	browser := capability.Require(t, capability.Chromium).Source
 	dir := t.TempDir()
 	path := filepath.Join(dir, "fault-report.html")
 	f, err := os.Create(path)

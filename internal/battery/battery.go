@@ -34,6 +34,10 @@ type Event struct {
 	Test       string    `json:"Test"`
 	Elapsed    float64   `json:"Elapsed"`
 	Output     string    `json:"Output"`
+	// OutputType is "error" (and "error-continue") for what the test
+	// reported through t.Error, t.Fatal and the like, "frame" for the
+	// framing lines; empty for its log and its prints (Go 1.25's test2json).
+	OutputType string `json:"OutputType"`
 }
 
 // Test is one test's outcome.
@@ -43,6 +47,14 @@ type Test struct {
 	Action  string        `json:"action"` // pass, fail, skip
 	Elapsed time.Duration `json:"elapsed_ns"`
 	Output  string        `json:"output,omitempty"` // kept for failures
+	// Failure is what the test reported as its failure: its t.Error and
+	// t.Fatal messages (and its subtests'), or the panic that ended it;
+	// never its log lines, which stay in Output.
+	Failure string `json:"failure,omitempty"`
+	// Missing are the capabilities a skipped (or failed) test said it
+	// lacked, in the words of package capability ("missing capability
+	// chromium: …").
+	Missing []string `json:"missing_capabilities,omitempty"`
 	// Cause is set for a test that never reported its end because its test
 	// binary did not let it: go test's -timeout, or a panic outside the
 	// test's goroutine (or os.Exit, or a crash) while it ran. Such a test
@@ -227,13 +239,13 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	// The packages are counted (for the progress lines) while go test
 	// starts building, not before it.
 	type count struct {
-		n   int
-		err error
+		dirs map[string]string
+		err  error
 	}
 	counted := make(chan count, 1)
 	go func() {
-		n, err := countPackages(ctx, opts.Dir, env, opts.Patterns)
-		counted <- count{n, err}
+		dirs, err := listPackages(ctx, opts.Dir, env, opts.Patterns)
+		counted <- count{dirs, err}
 	}()
 	res := &Result{Started: time.Now()}
 	var f *follower
@@ -245,8 +257,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		if c.err != nil {
 			return fmt.Errorf("%w: %v", ErrNotRun, c.err)
 		}
-		f = newFollower(opts.Out, c.n)
-		fmt.Fprintf(opts.Out, "battery: go %s (%d packages)\n", strings.Join(args, " "), c.n)
+		f = newFollower(opts.Out, c.dirs)
+		fmt.Fprintf(opts.Out, "battery: go %s (%d packages)\n", strings.Join(args, " "), len(c.dirs))
 		stopBeat = f.heartbeat(opts.Heartbeat)
 		return nil
 	}
@@ -362,12 +374,21 @@ func goTestFlags(opts Options) ([]string, error) {
 	return append(flags, opts.Args...), nil
 }
 
-func countPackages(ctx context.Context, dir string, env []string, patterns []string) (int, error) {
-	out, err := goOutput(ctx, dir, env, append([]string{"list", "-e", "-f", "{{.ImportPath}}"}, patterns...)...)
+// listPackages lists the packages the patterns name: each one's directory
+// by import path (a directory, unlike an import path, has no spaces
+// before it on go list's line).
+func listPackages(ctx context.Context, dir string, env []string, patterns []string) (map[string]string, error) {
+	out, err := goOutput(ctx, dir, env, append([]string{"list", "-e", "-f", "{{.ImportPath}}\t{{.Dir}}"}, patterns...)...)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return len(strings.Fields(string(out))), nil
+	dirs := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if path, d, ok := strings.Cut(l, "\t"); ok {
+			dirs[path] = d
+		}
+	}
+	return dirs, nil
 }
 
 // goOutput runs go with args in dir and returns what it printed on
@@ -396,10 +417,15 @@ type follower struct {
 	pkgs     map[string]*Package
 	tests    map[string]*Test
 	output   map[string]*strings.Builder // per package or test, while running
+	reported map[string]*strings.Builder // per test, its failure messages (t.Error, t.Fatal), while running
 	open     map[string]*openTest        // tests started and not ended, by key
 	timeouts map[string]*timeoutPanic    // per package whose binary timed out
 	strays   strings.Builder
 	last     time.Time
+	// dirs are the packages' directories, by import path, and sources
+	// their test files' lines: what tells a failure from a log line.
+	dirs    map[string]string
+	sources sourceLines
 }
 
 // openTest is a test that started and has not reported its end.
@@ -417,13 +443,23 @@ type timeoutPanic struct {
 	running map[string]time.Duration
 }
 
-func newFollower(out io.Writer, total int) *follower {
-	return &follower{out: out, total: total, running: map[string]time.Time{}, pkgs: map[string]*Package{},
-		tests: map[string]*Test{}, output: map[string]*strings.Builder{}, open: map[string]*openTest{},
+func newFollower(out io.Writer, dirs map[string]string) *follower {
+	return &follower{out: out, total: len(dirs), dirs: dirs, running: map[string]time.Time{}, pkgs: map[string]*Package{},
+		tests: map[string]*Test{}, output: map[string]*strings.Builder{}, reported: map[string]*strings.Builder{}, open: map[string]*openTest{},
 		timeouts: map[string]*timeoutPanic{}, last: time.Now()}
 }
 
 func key(pkg, test string) string { return pkg + "\x00" + test }
+
+// failureBuf is the failure messages test k reported so far.
+func (f *follower) failureBuf(k string) *strings.Builder {
+	b, ok := f.reported[k]
+	if !ok {
+		b = &strings.Builder{}
+		f.reported[k] = b
+	}
+	return b
+}
 
 func (f *follower) buf(k string) *strings.Builder {
 	b, ok := f.output[k]
@@ -455,28 +491,35 @@ func (f *follower) event(ev Event) {
 		}
 	case "output":
 		f.scanTimeout(pkg, ev.Output)
-		if b := f.buf(key(pkg, ev.Test)); b.Len() < 256<<10 {
-			b.WriteString(ev.Output)
-		}
-		if ev.Test != "" {
-			// A subtest's output also belongs to its parents.
-			for parent := ev.Test; strings.Contains(parent, "/"); {
-				parent = parent[:strings.LastIndexByte(parent, '/')]
-				if b := f.buf(key(pkg, parent)); b.Len() < 256<<10 {
-					b.WriteString(ev.Output)
-				}
+		failure := ev.Test != "" && strings.HasPrefix(ev.OutputType, "error")
+		// A subtest's output also belongs to its parents.
+		for t := ev.Test; ; t = t[:strings.LastIndexByte(t, '/')] {
+			if b := f.buf(key(pkg, t)); b.Len() < 256<<10 {
+				b.WriteString(ev.Output)
+			}
+			if b := f.failureBuf(key(pkg, t)); failure && b.Len() < 64<<10 {
+				b.WriteString(ev.Output)
+			}
+			if !strings.Contains(t, "/") {
+				break
 			}
 		}
 	case "pass", "fail", "skip":
 		el := time.Duration(ev.Elapsed * float64(time.Second))
 		if ev.Test != "" {
 			t := &Test{Package: pkg, Name: ev.Test, Action: ev.Action, Elapsed: el}
+			out := f.buf(key(pkg, ev.Test)).String()
+			if ev.Action != "pass" {
+				t.Missing = missingCapabilities(out)
+			}
 			if ev.Action == "fail" {
-				t.Output = f.buf(key(pkg, ev.Test)).String()
+				t.Output = out
+				t.Failure = failureText(f.failureBuf(key(pkg, ev.Test)).String(), out, &f.sources, f.dirs[pkg])
 				f.failures++
 				fmt.Fprintf(f.out, "battery:   FAIL %s %s (%s)\n", short(pkg), ev.Test, el.Round(10*time.Millisecond))
 			}
 			delete(f.output, key(pkg, ev.Test))
+			delete(f.reported, key(pkg, ev.Test))
 			delete(f.open, key(pkg, ev.Test))
 			f.tests[key(pkg, ev.Test)] = t
 			return
@@ -559,6 +602,7 @@ func (f *follower) blameUnfinished(p *Package, end time.Time) {
 		}
 		t := &Test{Package: pkg, Name: name, Action: "fail", Elapsed: end.Sub(o.started), Output: f.buf(k).String(),
 			Cause: "the test binary exited while it ran: a panic outside the test's goroutine, os.Exit or a crash"}
+		t.Failure = failureText(f.failureBuf(k).String(), t.Output+p.Output, &f.sources, f.dirs[pkg])
 		if tp != nil {
 			t.Timeout = tp.after
 			t.Cause = "timed out: still running when go test's -timeout of " + tp.after + " ended the test binary"

@@ -128,3 +128,68 @@ func keys2(m map[string]string) []string {
 	}
 	return out
 }
+
+// TestAFailureIsWhatTheTestReported: a failing test's Failure is its
+// t.Error and t.Fatal messages (or its panic), never a log line printed
+// before them; a skipped test that lacks a capability names it. Both
+// through go test and through prebuilt binaries.
+func TestAFailureIsWhatTheTestReported(t *testing.T) {
+	t.Parallel()
+	dir := testmodule.Write(t, map[string]string{
+		"go.mod": "module example.com/why\n\ngo 1.24\n",
+		"why/why_test.go": `package why
+import "testing"
+func TestLogsThenFails(t *testing.T) {
+	t.Logf("reset: 15 tenures, 15 acquires, 15 loss checks")
+	t.Fatalf("could not acquire the lock within 4s")
+}
+func TestLegs(t *testing.T) {
+	t.Run("reset", func(t *testing.T) {
+		t.Log("armed")
+		t.Errorf("oracle exactly-once: VIOLATED: t-3 applied twice\nsecond line")
+	})
+}
+func TestPanics(t *testing.T) { t.Log("before"); panic("boom") }
+`,
+		"skips/skips_test.go": `package skips
+import "testing"
+func TestNeedsChromium(t *testing.T) { t.Skip("missing capability chromium: not found on PATH; provide it: apt-get install chromium") }
+`,
+	})
+	bins, err := NewBinaries(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bins.Close() })
+	for _, through := range []struct {
+		name string
+		bins *Binaries
+	}{{"go test", nil}, {"prebuilt", bins}} {
+		t.Run(through.name, func(t *testing.T) {
+			res, err := Run(context.Background(), Options{Dir: dir, Binaries: through.bins})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]Test{}
+			for _, tt := range res.Tests {
+				got[tt.Name] = tt
+			}
+			for name, want := range map[string]string{
+				"TestLogsThenFails": "why_test.go:5: could not acquire the lock within 4s",
+				"TestLegs/reset":    "why_test.go:10: oracle exactly-once: VIOLATED: t-3 applied twice\nsecond line",
+				"TestLegs":          "why_test.go:10: oracle exactly-once: VIOLATED: t-3 applied twice\nsecond line",
+				"TestPanics":        "panic: boom",
+			} {
+				if f := got[name].Failure; !strings.HasPrefix(f, want) {
+					t.Errorf("%s: Failure = %q, want it to start %q", name, f, want)
+				}
+				if strings.Contains(got[name].Failure, "tenures") || strings.Contains(got[name].Failure, "armed") {
+					t.Errorf("%s: Failure %q carries a log line", name, got[name].Failure)
+				}
+			}
+			if m := got["TestNeedsChromium"].Missing; len(m) != 1 || m[0] != "chromium" {
+				t.Errorf("TestNeedsChromium: Missing = %v, want [chromium]", m)
+			}
+		})
+	}
+}

@@ -42,7 +42,11 @@ func runPrebuilt(ctx context.Context, opts Options, env, flags []string) (*Resul
 	args := append(append([]string{"test"}, flags...), opts.Patterns...)
 	fmt.Fprintf(opts.Out, "battery: go %s (%d packages; each test binary built once for this command)\n", strings.Join(args, " "), len(pkgs))
 	res := &Result{Started: time.Now()}
-	f := newFollower(opts.Out, len(pkgs))
+	dirs := make(map[string]string, len(pkgs))
+	for _, p := range pkgs {
+		dirs[p.ImportPath] = p.Dir
+	}
+	f := newFollower(opts.Out, dirs)
 	stopBeat := f.heartbeat(opts.Heartbeat)
 	var events sync.Mutex
 	line := func(b []byte) { follow(f, opts.Events, &events, b) }

@@ -94,7 +94,8 @@ func Require(tb testing.TB) *testcontainers.DockerClient {
 	tb.Helper()
 	cli, err := Connect(context.Background())
 	if err != nil {
-		SkipOrFail(tb, fmt.Sprintf("this test needs a Docker engine (%v): install and start one (apt-get install docker.io; service docker start)", err))
+		// The words of package capability, which imports this one.
+		SkipOrFail(tb, fmt.Sprintf("missing capability docker: no engine answered (%v); provide it: apt-get install docker.io && service docker start", err))
 	}
 	tb.Cleanup(func() { cli.Close() })
 	return cli

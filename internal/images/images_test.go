@@ -158,7 +158,8 @@ func BenchmarkColdBuild(b *testing.B) {
 func TestSharedLibrariesOfTheHostPostgres(t *testing.T) {
 	in, err := PostgresInstallation("")
 	if err != nil {
-		t.Skipf("no local Postgres: %v", err)
+		// The words of package capability (which imports this one).
+		dockerenv.SkipOrFail(t, fmt.Sprintf("missing capability postgres: %v; provide it: apt-get install postgresql", err))
 	}
 	bin := filepath.Join(in.Bin, "postgres")
 	libs, err := sharedLibraries([]file{{path: bin, src: bin}})

@@ -127,7 +127,7 @@ func mergeReasons(res *shard.Result, judged []*contract.Result, merr error) []st
 	if b := res.Battery; b != nil && !b.OK() {
 		out = append(out, fmt.Sprintf("battery failed in a shard (%d tests, %d packages)", len(b.Failed()), len(b.FailedPackages())))
 	}
-	out = append(out, surfaceReasons(judged, true)...)
+	out = append(out, surfaceReasons(judged, true, nil)...)
 	return out
 }
 

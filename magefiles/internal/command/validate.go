@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,6 +29,7 @@ import (
 	"github.com/contested/contested/gate/shard"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/capability"
 	"github.com/contested/contested/internal/capacity"
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/envvar"
@@ -81,6 +83,11 @@ type ValidateReport struct {
 	// Shard is "I/N" when this run was one shard of a battery split
 	// across machines (its manifest is shard.json beside validate.json).
 	Shard string `json:"shard,omitempty"`
+	// Capabilities is the capability matrix: what each registered leg,
+	// stage and test needs (a Docker engine, Postgres, Chromium, cores,
+	// disk), whether this machine has it, its version and where it came
+	// from, and the command that provides a missing one.
+	Capabilities capability.Matrix `json:"capabilities"`
 }
 
 // Validate is the paired run: bring the fault layer up, run fault-preflight
@@ -140,6 +147,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 		v.rep.Shard = spec.String()
 	}
 	fmt.Fprintf(v.out, "%s run %s in %s\n", bold("validate:"), ws.env.RunID, ws.env.ModuleRoot)
+	capabilities := workCapabilities(ctx, ws.env.ResultsDir)
 	var closeBinaries func()
 	v.binaries, closeBinaries = testBinaries(ws.env.ResultsDir, v.out)
 	defer closeBinaries()
@@ -167,6 +175,9 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	if err != nil {
 		return err
 	}
+	v.caps = capabilities()
+	contract.Needs(v.caps, v.reg, v.rep.Layer, res)
+	v.rep.Capabilities = v.caps
 	verified, err := v.verify(ctx, res)
 	if err != nil {
 		return err
@@ -177,7 +188,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	judged := v.judge(ctx, res, verified)
 	contractFails, contracts := v.arbitrate(ctx, res, budget)
 	v.summarize(res, verified, judged, contractFails)
-	v.rep.Reasons = validateReasons(res, verified, judged, v.whole, v.rep.Registry)
+	v.rep.Reasons = validateReasons(res, verified, judged, v.whole, v.rep.Registry, v.caps)
 	v.rep.Green = len(v.rep.Reasons) == 0
 	v.rep.Took = time.Since(start)
 	return v.finish(res, verified, judged, contracts)
@@ -201,6 +212,8 @@ type validation struct {
 	inventory func(context.Context) ([]string, error)
 	// binaries are the test binaries of the reruns and the ladder.
 	binaries *battery.Binaries
+	// caps is the capability matrix, once the battery ran.
+	caps capability.Matrix
 }
 
 // faultDir is the run's fault directory.
@@ -309,7 +322,7 @@ func (v *validation) judge(ctx context.Context, res *battery.Result, verified *g
 	if err != nil {
 		fmt.Fprintf(v.out, "validate: read the records to judge the surfaces: %v\n", err)
 	}
-	bat := contract.Battery{Registry: v.reg, Module: mod, Result: res, Records: recs, Level: v.env.Level}
+	bat := contract.Battery{Registry: v.reg, Module: mod, Result: res, Records: recs, Level: v.env.Level, Capabilities: v.caps}
 	if !res.OK() {
 		reruns, err := contract.RerunFailures(ctx, bat, contract.RerunOptions{Env: v.env,
 			Root: filepath.Join(v.env.ResultsDir, "reruns"), Out: v.out, Binaries: v.binaries})
@@ -320,7 +333,7 @@ func (v *validation) judge(ctx context.Context, res *battery.Result, verified *g
 	}
 	judged := contract.JudgeBattery(bat)
 	v.rep.Surfaces = contract.Verdicts(judged)
-	verified.Surfaces = v.rep.Surfaces
+	verified.Surfaces, verified.Capabilities = v.rep.Surfaces, v.caps
 	if err := verified.Save(); err != nil {
 		notSaved(v.out, "validate", filepath.Join(v.faultDir(), faultrecord.ReportName), err)
 	}
@@ -374,6 +387,7 @@ func (v *validation) summarize(res *battery.Result, verified *gate.Report, judge
 		note = "a selected battery: NOT-RUN legs do not count against it"
 	}
 	writeSurfaceSummary(v.out, judged, v.env.Level, note)
+	writeCapabilities(v.out, v.caps)
 	writeBatterySummary(v.out, res, contractFails, v.rep.BatteryFailures)
 	writeLadderSummary(v.out, v.rep)
 	if len(v.rep.Registry) > 0 {
@@ -703,7 +717,7 @@ func writeSurfaceSummary(out io.Writer, judged []*contract.Result, level int, no
 // when it is. GREEN needs the battery to pass, the six phases to certify,
 // every registered leg that ran to pass (no FAIL, INCONCLUSIVE or PARTIAL;
 // in a whole battery no NOT-RUN either) and the registry's tests to exist.
-func validateReasons(res *battery.Result, verified *gate.Report, judged []*contract.Result, whole bool, registryProblems []string) []string {
+func validateReasons(res *battery.Result, verified *gate.Report, judged []*contract.Result, whole bool, registryProblems []string, caps capability.Matrix) []string {
 	var out []string
 	if !res.OK() {
 		out = append(out, fmt.Sprintf("battery failed (%d tests, %d packages%s)", len(res.Failed()), len(res.FailedPackages()), packageReasons(res)))
@@ -714,7 +728,7 @@ func validateReasons(res *battery.Result, verified *gate.Report, judged []*contr
 	if !verified.Certified {
 		out = append(out, "gate refused: "+failedPhases(verified))
 	}
-	out = append(out, surfaceReasons(judged, whole)...)
+	out = append(out, surfaceReasons(judged, whole, caps)...)
 	if len(registryProblems) > 0 {
 		out = append(out, "registry names tests that do not exist")
 	}
@@ -735,19 +749,80 @@ func packageReasons(res *battery.Result) string {
 	return ": " + strings.Join(parts, "; ")
 }
 
-// surfaceReasons says which surfaces keep validate from GREEN.
-func surfaceReasons(judged []*contract.Result, whole bool) []string {
+// surfaceReasons says which surfaces keep validate from GREEN, and, for
+// legs that could not run for a missing capability, which one and the
+// command that provides it.
+func surfaceReasons(judged []*contract.Result, whole bool, caps capability.Matrix) []string {
 	var out []string
 	for _, r := range judged {
-		var legs []string
+		var legs, missing []string
 		for _, l := range r.Blocking(whole) {
 			legs = append(legs, l.Lever+" "+string(l.Verdict))
+			for _, n := range l.Missing {
+				if !slices.Contains(missing, n) {
+					missing = append(missing, n)
+				}
+			}
 		}
-		if len(legs) > 0 {
-			out = append(out, fmt.Sprintf("surface %s is %s (%s)", r.Surface, r.Contract, strings.Join(legs, ", ")))
+		if len(legs) == 0 {
+			continue
 		}
+		reason := fmt.Sprintf("surface %s is %s (%s)", r.Surface, r.Contract, strings.Join(legs, ", "))
+		for _, n := range missing {
+			c, ok := caps.Get(capability.Name(n))
+			if !ok {
+				c = capability.Capability{Name: capability.Name(n), Provide: capability.Provide(capability.Name(n))}
+			}
+			reason += ": " + c.Missing()
+		}
+		out = append(out, reason)
 	}
 	return out
+}
+
+// workCapabilities works the machine's capabilities out while the run goes
+// on (asking Chromium its version takes a moment), and returns what waits
+// for the matrix.
+func workCapabilities(ctx context.Context, dir string) func() capability.Matrix {
+	done := make(chan capability.Matrix, 1)
+	go func() { done <- capability.Work(ctx, dir) }()
+	var m capability.Matrix
+	var once sync.Once
+	return func() capability.Matrix {
+		once.Do(func() { m = <-done })
+		return m
+	}
+}
+
+// writeCapabilities prints the capability matrix: every missing capability
+// someone needs, with who needs it and the command that provides it, then
+// one line of what is present.
+func writeCapabilities(out io.Writer, m capability.Matrix) {
+	if len(m) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "\n%s\n", bold("capabilities"))
+	var present []string
+	for _, c := range m {
+		if c.Present {
+			present = append(present, c.Say())
+			continue
+		}
+		if len(c.NeededBy) == 0 {
+			continue
+		}
+		fmt.Fprintf(out, "  %s %s\n      needed by %s\n", color.RedString("MISSING"), c.Missing(), neededBy(c.NeededBy))
+	}
+	fmt.Fprintf(out, "  present: %s\n", strings.Join(present, "; "))
+}
+
+// neededBy lists who needs a capability, the first few by name.
+func neededBy(who []string) string {
+	const show = 4
+	if len(who) <= show {
+		return strings.Join(who, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(who[:show], ", "), len(who)-show)
 }
 
 // wholeBattery reports whether validate ran every test of the module: no

@@ -207,7 +207,7 @@ func TestValidateVerdict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			reasons := validateReasons(tt.res, tt.gate, tt.judged, tt.whole, nil)
+			reasons := validateReasons(tt.res, tt.gate, tt.judged, tt.whole, nil, nil)
 			if green := len(reasons) == 0; green != tt.green {
 				t.Fatalf("green %v (%v), want %v", green, reasons, tt.green)
 			}
