@@ -2,14 +2,18 @@ package registry
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/contested/contested/faultlayer/noise"
 )
 
 // Battery is the optional [battery] table: how validate runs the battery.
 //
 //	[battery]
-//	packages_per_core = 2   # packages go test runs at once, per core (go test -p); 1 to 8
+//	packages_per_core = 2   # at most this many packages at once, per core (go test -p); 1 to 8
+//	noise = "cpu:2"         # a noisy neighbour beside every validate's battery (CONTESTED_NOISE wins)
 //
 // go test runs as many packages at once as the machine has cores, which
 // keeps the cores busy when the tests compute; a battery whose packages
@@ -19,6 +23,9 @@ type Battery struct {
 	// PackagesPerCore times the cores (GOMAXPROCS) is the battery's go
 	// test -p; 0 when the table does not set it (go test's own -p).
 	PackagesPerCore int
+	// Noise is the neighbour validate arms beside the battery when
+	// CONTESTED_NOISE is unset (noise.Parse); zero for none.
+	Noise noise.Spec
 	// Line is the line of the [battery] header; 0 when there is none.
 	Line int
 }
@@ -31,7 +38,7 @@ func (b Battery) P(cores int) int {
 	return b.PackagesPerCore * max(cores, 1)
 }
 
-var batteryKeys = []string{"packages_per_core"}
+var batteryKeys = []string{"packages_per_core", "noise"}
 
 // maxPackagesPerCore bounds packages_per_core: past a few, the packages
 // only contend for the cores and the fault layer's 32 proxy ports.
@@ -44,6 +51,13 @@ func (c *checker) battery(root *value) Battery {
 	}
 	b := Battery{Line: t.at.line}
 	c.knownKeys(t, batteryKeys, "[battery]")
+	if s, v := c.str(t, "noise", "[battery]"); v != nil {
+		spec, err := noise.Parse(s)
+		if err != nil {
+			c.errorf(v.valueAt, "[battery] noise: %v", strings.TrimPrefix(err.Error(), noise.ErrSpec.Error()+": "))
+		}
+		b.Noise = spec
+	}
 	v := t.fields["packages_per_core"]
 	if v == nil {
 		return b

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/contested/contested/faultlayer/noise"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/runid"
@@ -306,4 +307,19 @@ func Seeds() (int, error) {
 		return 0, fmt.Errorf("%w: %s=%q is not a seed count between 1 and 1000", ErrInvalid, envvar.Seeds, v)
 	}
 	return n, nil
+}
+
+// Noise reads CONTESTED_NOISE, the noisy neighbour to arm beside the
+// battery ("cpu:2", "cpu:2,io:1"); ok is false when it is unset, so that a
+// registry's [battery] noise applies.
+func Noise() (spec noise.Spec, ok bool, err error) {
+	v := strings.TrimSpace(os.Getenv(envvar.Noise))
+	if v == "" {
+		return noise.Spec{}, false, nil
+	}
+	spec, err = noise.Parse(v)
+	if err != nil {
+		return noise.Spec{}, false, fmt.Errorf("%w: %s: %v", ErrInvalid, envvar.Noise, err)
+	}
+	return spec, true, nil
 }

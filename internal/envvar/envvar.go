@@ -30,6 +30,9 @@ const (
 	Shard = "CONTESTED_SHARD"
 	// HistoryDSN is Postgres for a team's history of runs.
 	HistoryDSN = "CONTESTED_HISTORY_DSN"
+	// Noise arms a noisy neighbour beside the battery: "cpu:2",
+	// "cpu:2,io:1", "off" (the default).
+	Noise = "CONTESTED_NOISE"
 )
 
 // The fault layer's variables: which provider, and the coordinates of a

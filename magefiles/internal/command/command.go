@@ -99,6 +99,7 @@ const (
 	varSeeds   = envvar.Seeds
 	varBudget  = envvar.LadderBudget
 	varTimeout = envvar.TestTimeout
+	varNoise   = envvar.Noise
 )
 
 // checkVariables refuses the variables a command reads that cannot work,
@@ -123,6 +124,8 @@ func checkVariables(names ...string) error {
 			_, err = ladderBudget()
 		case varTimeout:
 			_, err = battery.TimeoutFromEnv()
+		case varNoise:
+			_, _, err = runenv.Noise()
 		default:
 			err = fmt.Errorf("internal error: no check for %s", n)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/degraded"
 	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/faultlayer/noise"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate"
 	"github.com/contested/contested/gate/contract"
@@ -88,6 +89,10 @@ type ValidateReport struct {
 	// disk), whether this machine has it, its version and where it came
 	// from, and the command that provides a missing one.
 	Capabilities capability.Matrix `json:"capabilities"`
+	// Noise is what the noisy neighbour beside the battery did and what the
+	// run saw beside it (CONTESTED_NOISE, [battery] noise); absent when
+	// none was armed. Its record, of class capacity, is among the faults.
+	Noise *noise.Evidence `json:"noise,omitempty"`
 }
 
 // Validate is the paired run: bring the fault layer up, run fault-preflight
@@ -116,7 +121,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
 	start := time.Now()
-	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varBudget, varTimeout); err != nil {
+	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varBudget, varTimeout, varNoise); err != nil {
 		return err
 	}
 	spec, err := shardSpec(opts.Shard, opts.ShardSet)
@@ -214,6 +219,8 @@ type validation struct {
 	binaries *battery.Binaries
 	// caps is the capability matrix, once the battery ran.
 	caps capability.Matrix
+	// noise is the neighbour armed beside the battery, nil when none was.
+	noise *noise.Evidence
 }
 
 // faultDir is the run's fault directory.
@@ -266,6 +273,12 @@ func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*
 		return nil, fmt.Errorf("create the battery's event log: %w", err)
 	}
 	sampler := startSampler(ctx, root)
+	neighbour, err := v.armNoise(ctx)
+	if err != nil {
+		events.Close()
+		sampler.Stop()
+		return nil, err
+	}
 	bo := battery.Options{Dir: v.env.ModuleRoot, Patterns: patterns, Args: args,
 		Env: v.env.Environ(), Out: v.out, Events: events, Binaries: v.binaries}
 	var res *battery.Result
@@ -274,6 +287,7 @@ func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*
 	} else {
 		res, err = battery.Run(ctx, bo)
 	}
+	v.recordNoise(neighbour)
 	events.Close()
 	v.capacity = sampler.Stop()
 	v.rep.Capacity = &v.capacity
@@ -296,7 +310,7 @@ func (v *validation) verify(ctx context.Context, res *battery.Result) (*gate.Rep
 		Mode:             gate.Paired,
 		RecordingClasses: v.reg.Gate.RecordingClasses,
 		KnownClasses:     v.reg.Classes(),
-		Surfaces:         v.reg.IDs(),
+		Surfaces:         v.surfaceIDs(),
 		SelfTests:        v.reg.Gate.SelfTests,
 		Inventory:        inv,
 		Shard:            v.shard != nil,

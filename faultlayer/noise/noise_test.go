@@ -1,0 +1,125 @@
+package noise
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contested/contested/faultrecord"
+)
+
+func TestParse(t *testing.T) {
+	cores := runtime.NumCPU()
+	tests := []struct {
+		in   string
+		want Spec
+		err  bool
+	}{
+		{"", Spec{}, false},
+		{"off", Spec{}, false},
+		{"cpu", Spec{CPU: cores}, false},
+		{"cpu:2", Spec{CPU: 2}, false},
+		{"io:1", Spec{IO: 1}, false},
+		{"cpu:2,io:1", Spec{CPU: 2, IO: 1}, false},
+		{" cpu:1 , io ", Spec{CPU: 1, IO: 1}, false},
+		{"cpu:0", Spec{}, true},
+		{"cpu:many", Spec{}, true},
+		{"gpu:1", Spec{}, true},
+		{"cpu:100000", Spec{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := Parse(tt.in)
+			if tt.err {
+				if !errors.Is(err, ErrSpec) {
+					t.Fatalf("Parse(%q) = %v, %v; want ErrSpec", tt.in, got, err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("Parse(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+			}
+			if again, err := Parse(got.String()); err != nil || again != got {
+				t.Errorf("Parse(%q.String()=%q) = %v, %v", tt.in, got.String(), again, err)
+			}
+		})
+	}
+}
+
+// TestTheNeighbourFiresWithEvidenceFromBothSides: a neighbour of one busy
+// thread per core gets at least half a core each and slows a probe beside
+// it by at least a quarter, and its record says so from both sides; the
+// writers write and leave no file behind.
+func TestTheNeighbourFiresWithEvidenceFromBothSides(t *testing.T) {
+	dir := t.TempDir()
+	spec := Spec{CPU: runtime.NumCPU(), IO: 1}
+	n, err := Start(context.Background(), spec, 42, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Long enough for a few quiet windows, however slowly this machine
+	// runs the probe: the samples, not a clock, say when.
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if loud, quiet := n.Samples(); loud >= 20 && quiet >= 6 {
+			break
+		}
+	}
+	e := n.Stop()
+	t.Logf("%s; %s", e.Injector(), e.VictimSide())
+	if e.Duty < MinShare*e.FairShare() || e.Slowdown < MinSlowdown || e.IOBytes == 0 || !e.Fired() {
+		t.Fatalf("the neighbour did not fire: duty %.2f, slowdown %.2f, %d bytes written", e.Duty, e.Slowdown, e.IOBytes)
+	}
+	r := e.Record("battery", Replay(spec, 42))
+	if err := r.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if r.Class != Class || r.Surface != Surface || r.Leg != Leg || !r.Fired || r.Seed != 42 ||
+		!strings.Contains(r.Evidence.Injector, "duty cycle") || !strings.Contains(r.Evidence.Victim, "less of the CPU") ||
+		!strings.Contains(r.Replay, "CONTESTED_NOISE="+spec.String()) {
+		t.Errorf("record: %+v", r)
+	}
+	if entries, _ := filepathGlob(dir); len(entries) != 0 {
+		t.Errorf("the writers left %v behind", entries)
+	}
+	if runtime.GOMAXPROCS(0) != runtime.NumCPU() && runtime.GOMAXPROCS(0) > runtime.NumCPU() {
+		t.Errorf("GOMAXPROCS is %d after Stop", runtime.GOMAXPROCS(0))
+	}
+}
+
+// TestAQuietNeighbourDoesNotFire: evidence that shows no slowdown, or hogs
+// that got no CPU, is not a fired fault, and the record says what to do.
+func TestAQuietNeighbourDoesNotFire(t *testing.T) {
+	for _, e := range []Evidence{
+		{Spec: Spec{CPU: 2}, Duty: 0.97, Slowdown: 1.05, Baseline: time.Millisecond, Loaded: 1050 * time.Microsecond},
+		{Spec: Spec{CPU: 2}, Duty: 0.1, Slowdown: 3},
+		{Spec: Spec{IO: 1}, IOBytes: 0, Slowdown: 2},
+	} {
+		r := e.Record("battery", "")
+		if r.Fired || e.Fired() {
+			t.Errorf("%+v fired", e)
+		}
+		if e.Slowdown < MinSlowdown && !strings.Contains(r.Evidence.Victim, "did not slow this machine") {
+			t.Errorf("victim evidence %q does not say the machine was not slowed", r.Evidence.Victim)
+		}
+		if _, err := faultrecord.ParseRecord(mustJSON(t, r)); err != nil {
+			t.Errorf("the record does not parse: %v", err)
+		}
+	}
+}
+
+func filepathGlob(dir string) ([]string, error) { return filepath.Glob(filepath.Join(dir, "*")) }
+
+func mustJSON(t *testing.T, r faultrecord.Record) []byte {
+	t.Helper()
+	r.Schema, r.RunID, r.Package = faultrecord.Schema, "run", "example.com/m"
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
