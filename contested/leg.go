@@ -129,6 +129,16 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 	l.drive.done = make(chan struct{})
 	t.Logf("contested: leg %s/%s of surface %s: %s=%d; replay: %s; schedule %s (digest %s)", t.Name(), lever, surface, envvar.Seed, seed, l.replay, l.sched, l.sched.Digest())
 	t.Cleanup(l.cleanup)
+	// The seed is recorded now, before anything can fail: a leg that
+	// fails before its first fault arms writes no fault record, and its
+	// rerun, ladder and replay still need the seed it ran with.
+	rec, err := recorder()
+	if err == nil {
+		_, err = rec.WriteStart(faultrecord.LegStart{Test: t.Name(), Surface: s.ID, Leg: string(lever), Seed: seed, Level: level, Replay: l.replay, StartedAt: time.Now()})
+	}
+	if err != nil {
+		t.Fatalf("contested: record the start of leg %s/%s: %v", t.Name(), lever, err)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

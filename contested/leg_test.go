@@ -443,3 +443,36 @@ func TestAnUnconfirmedAmbiguousWriteDidNotFire(t *testing.T) {
 		t.Fatalf("records = %+v, want one armed, unfired", recs)
 	}
 }
+
+// TestALegRecordsItsSeedWhenItStarts: the seed is recorded the moment a
+// leg starts, so a leg that fails before its first fault arms (and so
+// writes no fault record) still leaves the seed it ran with.
+func TestALegRecordsItsSeedWhenItStarts(t *testing.T) {
+	t.Setenv(envvar.Seed, "4719852482575851")
+	p := runProbe(t, func(tb *probe) {
+		Start(tb, "test.store", Reset)
+		tb.Fatalf("could not acquire the lock within 4s")
+	})
+	if !strings.Contains(p.errors(), "could not acquire") {
+		t.Fatalf("errors = %q", p.errors())
+	}
+	if recs := records(t, p.name); len(recs) != 0 {
+		t.Fatalf("a leg that never armed wrote fault records: %+v", recs)
+	}
+	env, err := runenv.Process()
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts, skipped, err := faultrecord.ReadStarts(env.ResultsDir)
+	if err != nil || skipped != 0 {
+		t.Fatalf("ReadStarts: %v (%d skipped)", err, skipped)
+	}
+	s, ok := faultrecord.StartOf(starts, "", p.name)
+	if !ok {
+		t.Fatalf("no start record for %s among %+v", p.name, starts)
+	}
+	if s.Seed != 4719852482575851 || s.Leg != "reset" || s.Surface != "test.store" || s.Level != 1 ||
+		!strings.Contains(s.Replay, "CONTESTED_SEED=4719852482575851") || s.StartedAt.IsZero() || s.Package == "" {
+		t.Errorf("start record %+v", s)
+	}
+}

@@ -1,0 +1,128 @@
+package faultrecord
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/contested/contested/internal/atomicfile"
+)
+
+// StartSchema is the schema of a leg's start record.
+const StartSchema = "contested/legstart@1"
+
+// LegsDirName is the folder of the results directory that holds the legs'
+// start records (legs/*.json), beside fault/.
+const LegsDirName = "legs"
+
+// maxStartSize caps a start record file; a larger one is not ours.
+const maxStartSize = 64 << 10
+
+// LegStart is what a leg records the moment it starts, before anything
+// can fail: which test ran which lever of which surface with which seed,
+// and the command that replays it. A leg that fails before its first fault
+// arms writes no fault record; its start record still carries its seed,
+// so that a rerun, the ladder and every replay line use the seed it ran
+// with, never 0.
+type LegStart struct {
+	Schema    string    `json:"schema"`
+	RunID     string    `json:"run_id"`
+	Test      string    `json:"test"`
+	Package   string    `json:"package"`
+	Surface   string    `json:"surface"`
+	Leg       string    `json:"leg"`
+	Seed      int64     `json:"seed"`
+	Level     int       `json:"level"`
+	Replay    string    `json:"replay"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// WriteStart writes s as a new file under the results directory's legs/,
+// atomically, and returns its path.
+func (r *Recorder) WriteStart(s LegStart) (string, error) {
+	s.Schema = StartSchema
+	if s.RunID == "" {
+		s.RunID = r.runID
+	}
+	if s.Package == "" {
+		s.Package = r.pkg
+	}
+	s.StartedAt = utc(s.StartedAt)
+	if s.Test == "" || s.Leg == "" {
+		return "", fmt.Errorf("write the start of %s/%s: a start record names its test and leg", s.Test, s.Leg)
+	}
+	data, err := json.MarshalIndent(&s, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("write the start of %s/%s: %w", s.Test, s.Leg, err)
+	}
+	root, err := atomicfile.MakeRoot(filepath.Dir(r.dir))
+	if err != nil {
+		return "", fmt.Errorf("write the start of %s/%s: %w", s.Test, s.Leg, err)
+	}
+	name := recordFileName(s.RunID, s.Test, s.Leg)
+	if err := root.Write(LegsDirName+"/"+name, append(data, '\n')); err != nil {
+		return "", fmt.Errorf("write the start of %s/%s: %w", s.Test, s.Leg, err)
+	}
+	return filepath.Join(filepath.Dir(r.dir), LegsDirName, name), nil
+}
+
+// ReadStarts reads the start records under the results directory root,
+// oldest first, with the artifacts' one loader: no link followed, no FIFO
+// waited on, no file over its cap read. A file that is not a start record
+// is skipped and counted; a missing folder holds none.
+func ReadStarts(root string) (starts []LegStart, skipped int, err error) {
+	r, err := atomicfile.OpenRoot(root)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read the legs' start records: %w", err)
+	}
+	d, err := r.OpenDir(LegsDirName)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("read the legs' start records: %w", err)
+	}
+	defer d.Close()
+	entries, err := d.ReadDir(-1)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read the legs' start records: %w", err)
+	}
+	var buf []byte
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		data, _, err := d.ReadFile(e.Name(), buf, maxStartSize)
+		if err != nil {
+			skipped++
+			continue
+		}
+		buf = data[:0]
+		var s LegStart
+		if json.Unmarshal(data, &s) != nil || s.Schema != StartSchema || s.Test == "" {
+			skipped++
+			continue
+		}
+		starts = append(starts, s)
+	}
+	slices.SortFunc(starts, func(a, b LegStart) int { return a.StartedAt.Compare(b.StartedAt) })
+	return starts, skipped, nil
+}
+
+// StartOf returns the start record of test (or, for a test with legs, of
+// its subtest that ran lever leg when leg is set) in package pkg (empty:
+// any), the latest when there are several.
+func StartOf(starts []LegStart, pkg, test string) (LegStart, bool) {
+	for i := len(starts) - 1; i >= 0; i-- {
+		s := starts[i]
+		if s.Test == test && (pkg == "" || s.Package == "" || s.Package == pkg) {
+			return s, true
+		}
+	}
+	return LegStart{}, false
+}
