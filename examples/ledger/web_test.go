@@ -21,9 +21,14 @@ import (
 	"github.com/contested/contested/faultlayer/faulttest"
 )
 
-// webTimeout is the front's backend timeout in these tests: short, so that a slow backend
-// costs the test little.
-const webTimeout = 500 * time.Millisecond
+// minWebTimeout is the front's backend timeout in these tests on a machine that answers a
+// healthy page quickly: short, so that a slow backend costs the test little.
+const minWebTimeout = 500 * time.Millisecond
+
+// healthyFactor is how much slower than the slowest healthy page measured just before a case
+// the front's timeout is: the margin that keeps a healthy backend from reading as slow while
+// the machine is busy (a shared CI runner, a noisy neighbour, the rest of the battery).
+const healthyFactor = 10
 
 // webRig is the web front over a pool that reaches a victim database through a real
 // Toxiproxy proxy (the faults), and a direct pool to the same database (the truth).
@@ -67,11 +72,47 @@ func newWebRig(t *testing.T) *webRig {
 	return r
 }
 
-// fault arms one condition on the proxy and returns what heals it.
-type fault func(t *testing.T, p *toxiproxy.Proxy) (heal func())
+// bounds are one case's timings, derived from what the machine gives it (webRig.measure):
+// the front's backend timeout, and the slack the front has beyond it to answer a page.
+type bounds struct {
+	timeout, slack time.Duration
+}
+
+// measure derives a case's bounds from the slowest of five healthy pages, fetched now through
+// the same proxy from a front with a timeout it cannot reach: the timeout is healthyFactor times
+// that (at least minWebTimeout), and the slack beyond it four times that (at least the second
+// the front's contract allows). On an idle machine these are 500 ms and 1 s; on a saturated
+// one, what keeps a healthy backend healthy.
+func (r *webRig) measure(t *testing.T) bounds {
+	t.Helper()
+	web := ledger.NewWeb(r.pool, ledger.WebTimeout(time.Minute))
+	srv := httptest.NewServer(web)
+	defer srv.Close()
+	defer web.Close(context.Background())
+	var slowest time.Duration
+	for range 5 {
+		start := time.Now()
+		resp, err := http.Get(srv.URL + "/")
+		if err != nil {
+			t.Fatalf("measure a healthy page: %v", err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		slowest = max(slowest, time.Since(start))
+	}
+	b := bounds{timeout: max(minWebTimeout, healthyFactor*slowest), slack: max(time.Second, 4*slowest)}
+	if b.timeout > minWebTimeout {
+		t.Logf("a healthy page took up to %s here: the front's timeout is %s, its slack %s", slowest.Round(time.Millisecond), b.timeout, b.slack)
+	}
+	return b
+}
+
+// fault arms one condition on the proxy, for a front whose backend timeout is timeout, and
+// returns what heals it.
+type fault func(t *testing.T, p *toxiproxy.Proxy, timeout time.Duration) (heal func())
 
 // backendDown disables the proxy: connections are refused, open ones closed.
-func backendDown(t *testing.T, p *toxiproxy.Proxy) func() {
+func backendDown(t *testing.T, p *toxiproxy.Proxy, _ time.Duration) func() {
 	if err := p.Disable(); err != nil {
 		t.Fatalf("disable proxy: %v", err)
 	}
@@ -82,11 +123,11 @@ func backendDown(t *testing.T, p *toxiproxy.Proxy) func() {
 	}
 }
 
-// toxic arms one toxic on stream (upstream: the requests; downstream: the answers) and
-// returns what removes it.
-func toxic(typ, stream string, attrs toxiproxy.Attributes) fault {
-	return func(t *testing.T, p *toxiproxy.Proxy) func() {
-		if _, err := p.AddToxic(typ, typ, stream, 1, attrs); err != nil {
+// toxic arms one toxic on stream (upstream: the requests; downstream: the answers), its
+// attributes made for the front's timeout, and returns what removes it.
+func toxic(typ, stream string, attrs func(timeout time.Duration) toxiproxy.Attributes) fault {
+	return func(t *testing.T, p *toxiproxy.Proxy, timeout time.Duration) func() {
+		if _, err := p.AddToxic(typ, typ, stream, 1, attrs(timeout)); err != nil {
 			t.Fatalf("add %s toxic: %v", typ, err)
 		}
 		return func() {
@@ -113,11 +154,17 @@ var (
 	transferRe = regexp.MustCompile(`<li data-id="([^"]+)">`)
 )
 
+// fixed is toxic attributes that do not depend on the timeout.
+func fixed(a toxiproxy.Attributes) func(time.Duration) toxiproxy.Attributes {
+	return func(time.Duration) toxiproxy.Attributes { return a }
+}
+
 // webClient makes requests to one front and holds each answer to the contract's bound: within
-// the timeout plus one second.
+// the front's timeout plus its slack (one second, on a machine with CPU to spare).
 type webClient struct {
 	t    *testing.T
 	base string
+	b    bounds
 }
 
 func (c webClient) do(method, path string, form url.Values) answer {
@@ -134,7 +181,7 @@ func (c webClient) do(method, path string, form url.Values) answer {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
 	start := time.Now()
-	resp, err := (&http.Client{Timeout: webTimeout + 10*time.Second}).Do(req)
+	resp, err := (&http.Client{Timeout: c.b.timeout + c.b.slack + 10*time.Second}).Do(req)
 	if err != nil {
 		c.t.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -143,8 +190,8 @@ func (c webClient) do(method, path string, form url.Values) answer {
 	if err != nil {
 		c.t.Fatalf("%s %s: read the answer: %v", method, path, err)
 	}
-	if took := time.Since(start); took > webTimeout+time.Second {
-		c.t.Errorf("%s %s answered after %s, beyond the timeout %s + 1s", method, path, took.Round(time.Millisecond), webTimeout)
+	if took := time.Since(start); took > c.b.timeout+c.b.slack {
+		c.t.Errorf("%s %s answered after %s, beyond the timeout %s + %s", method, path, took.Round(time.Millisecond), c.b.timeout, c.b.slack)
 	}
 	a := answer{status: resp.StatusCode, body: string(b)}
 	if m := bannerRe.FindStringSubmatch(a.body); m != nil {
@@ -292,7 +339,9 @@ func TestWebFront(t *testing.T) {
 		},
 		{
 			name:  "backend slower than the timeout: slow banner, a pending submission settled once",
-			fault: toxic("latency", "downstream", toxiproxy.Attributes{"latency": int(3 * webTimeout / time.Millisecond)}),
+			fault: toxic("latency", "downstream", func(timeout time.Duration) toxiproxy.Attributes {
+				return toxiproxy.Attributes{"latency": int(3 * timeout / time.Millisecond)}
+			}),
 			flow: func(t *testing.T, c webClient) (string, int64) {
 				c.do("POST", "/transfer", submission("web-slow", "40")).expect(t, "POST /transfer", http.StatusAccepted, "slow", "pending")
 				c.do("GET", "/", nil).expect(t, "GET /", http.StatusOK, "slow", "")
@@ -303,7 +352,7 @@ func TestWebFront(t *testing.T) {
 		},
 		{
 			name:    "the answer reset after the transfer applied: pending, then confirmed once",
-			fault:   toxic("limit_data", "downstream", toxiproxy.Attributes{"bytes": 1}),
+			fault:   toxic("limit_data", "downstream", fixed(toxiproxy.Attributes{"bytes": 1})),
 			settled: "confirmed",
 			flow: func(t *testing.T, c webClient) (string, int64) {
 				c.do("POST", "/transfer", submission("web-reset", "50")).expect(t, "POST /transfer", http.StatusAccepted, "unreachable", "pending")
@@ -312,7 +361,7 @@ func TestWebFront(t *testing.T) {
 		},
 		{
 			name:    "the request lost on the way: pending, then settled by the front with the same key, confirmed once",
-			fault:   toxic("timeout", "upstream", toxiproxy.Attributes{"timeout": 0}),
+			fault:   toxic("timeout", "upstream", fixed(toxiproxy.Attributes{"timeout": 0})),
 			settled: "confirmed",
 			flow: func(t *testing.T, c webClient) (string, int64) {
 				c.do("POST", "/transfer", submission("web-lost", "60")).expect(t, "POST /transfer", http.StatusAccepted, "slow", "pending")
@@ -326,20 +375,21 @@ func TestWebFront(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := r.balances(t)
-			web := ledger.NewWeb(r.pool, ledger.WebTimeout(webTimeout))
+			b := r.measure(t)
+			web := ledger.NewWeb(r.pool, ledger.WebTimeout(b.timeout))
 			srv := httptest.NewServer(web)
 			defer srv.Close()
-			c := webClient{t: t, base: srv.URL}
+			c := webClient{t: t, base: srv.URL, b: b}
 			// A connection in the pool used just now: the fault meets a transfer on an open
 			// connection, as it would mid-traffic, rather than a connect.
 			c.do("GET", "/readyz", nil).expect(t, "GET /readyz before the fault", http.StatusOK, "", "")
 			heal := func() {}
 			if tt.fault != nil {
-				heal = tt.fault(t, r.proxy)
+				heal = tt.fault(t, r.proxy, b.timeout)
 			}
 			key, amount := tt.flow(t, c)
 			heal()
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), max(20*time.Second, 10*b.timeout))
 			defer cancel()
 			if err := web.Close(ctx); err != nil {
 				t.Errorf("the pending submissions did not settle once healed: %v", err)
@@ -387,9 +437,10 @@ func TestWebCommand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			b := r.measure(t)
 			heal := func() {}
 			if tt.fault != nil {
-				heal = tt.fault(t, r.proxy)
+				heal = tt.fault(t, r.proxy, b.timeout)
 			}
 			defer heal()
 			ctx, cancel := context.WithCancel(context.Background())
@@ -398,7 +449,7 @@ func TestWebCommand(t *testing.T) {
 			var errb syncBuffer
 			done := make(chan int, 1)
 			go func() {
-				done <- ledger.Main(ctx, []string{"web", "-dsn", r.dsn, "-listen", "127.0.0.1:0", "-timeout", webTimeout.String()}, w, &errb)
+				done <- ledger.Main(ctx, []string{"web", "-dsn", r.dsn, "-listen", "127.0.0.1:0", "-timeout", b.timeout.String()}, w, &errb)
 				w.Close()
 			}()
 			line, err := bufio.NewReader(out).ReadString('\n')
@@ -407,7 +458,7 @@ func TestWebCommand(t *testing.T) {
 			if err != nil || !ok {
 				t.Fatalf("first line %q (%v), want \"ledger web: listening on http://HOST:PORT\"; stderr:\n%s", line, err, errb.String())
 			}
-			c := webClient{t: t, base: addr}
+			c := webClient{t: t, base: addr, b: b}
 			c.do("GET", "/readyz", nil).expect(t, "GET /readyz", tt.ready, "", "")
 			c.do("GET", "/", nil).expect(t, "GET /", http.StatusOK, tt.banner, "")
 			cancel()
@@ -416,7 +467,7 @@ func TestWebCommand(t *testing.T) {
 				if code != 0 {
 					t.Errorf("ledger web exited %d when stopped, want 0; stderr:\n%s", code, errb.String())
 				}
-			case <-time.After(webTimeout + 5*time.Second):
+			case <-time.After(b.timeout + b.slack + 5*time.Second):
 				t.Fatal("ledger web did not exit after its context ended")
 			}
 		})

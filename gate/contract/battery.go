@@ -3,21 +3,16 @@ package contract
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 
-	"github.com/contested/contested/contested"
-	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate"
 	"github.com/contested/contested/gate/verdict"
-	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/capability"
 	"github.com/contested/contested/registry"
@@ -36,11 +31,15 @@ type Battery struct {
 	Records []faultrecord.Record
 	Level   int
 	// Reruns says, per failing test id (battery.Test.ID), whether it failed
-	// again when rerun alone with its leg's seed (see RerunFailures).
+	// again on every rerun alone with its leg's seed (the ladder's reruns);
+	// a failing test without an entry was not rerun.
 	Reruns map[string]bool
 	// Capabilities is what the machine has (capability.Work); nil when
 	// nobody worked it out.
 	Capabilities capability.Matrix
+	// Starts are the legs' start records of the battery: the seed a leg
+	// that failed before it armed ran with, for its replay.
+	Starts []faultrecord.LegStart
 }
 
 // JudgeBattery judges every registered surface that ran in the battery (one
@@ -65,7 +64,7 @@ func JudgeBattery(b Battery) []*Result {
 
 // run gathers a surface's evidence from the battery.
 func (b Battery) run(s registry.Surface) (SeedRun, bool) {
-	run := SeedRun{Passed: true, Failures: map[string]string{}, RerunTests: map[string]bool{}}
+	run := SeedRun{Passed: true, Failures: map[string]string{}, RerunTests: map[string]bool{}, Starts: b.Starts}
 	ran := false
 	if b.Result != nil {
 		mine := func(t battery.Test) bool {
@@ -177,74 +176,6 @@ func ModulePath(dir string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("read the module path: %s has no module line", filepath.Join(dir, "go.mod"))
-}
-
-// RerunOptions configures RerunFailures.
-type RerunOptions struct {
-	// Env is the run: its module root, registry, level and the fault
-	// layer's coordinates.
-	Env runenv.Env
-	// Root is where each rerun gets a results directory of its own, so its
-	// records never mix with the battery's.
-	Root string
-	Out  io.Writer
-	// Binaries, when set, are the command's test binaries (battery.Binaries).
-	Binaries *battery.Binaries
-}
-
-// RerunFailures reruns alone, up to Reruns times until a rerun passes, each
-// failing test of a registered surface that has no failing subtest (a
-// leg), with the seed its records carry (none when it failed before
-// drawing one, which a seed could not change), so that a failure is judged
-// FAIL-reproducible or FAIL-nondeterministic by the rule contested applies
-// to its seeds. It returns test id → failed on every rerun. Tests no
-// surface lists are not rerun: they are not contract tests.
-func RerunFailures(ctx context.Context, b Battery, opts RerunOptions) (map[string]bool, error) {
-	out := map[string]bool{}
-	if b.Result == nil {
-		return out, nil
-	}
-	w := opts.Out
-	if w == nil {
-		w = io.Discard
-	}
-	for _, t := range LeafFailures(b.Result) {
-		if _, ok := SurfaceOf(b.Registry, b.Module, t.Package, t.Name); !ok {
-			continue
-		}
-		seed := int64(0)
-		for _, r := range b.Records {
-			if r.Test == t.Name && (r.Package == "" || r.Package == t.Package) {
-				seed = r.Seed
-				break
-			}
-		}
-		name := faultrecord.SafeFileName(t.ID())
-		dir := filepath.Join(opts.Root, name)
-		// opts.Root is <results>/reruns: made and emptied from the results
-		// directory, so that reruns/ itself is never reached through a link.
-		if err := atomicfile.EmptyDir(filepath.Dir(opts.Root), filepath.Join(filepath.Base(opts.Root), name)); err != nil {
-			return out, fmt.Errorf("rerun %s: %w", t.ID(), err)
-		}
-		env := opts.Env.WithResultsDir(dir)
-		how := "without a seed (it failed before drawing one)"
-		if seed != 0 {
-			env = env.WithSeed(seed)
-			how = fmt.Sprintf("with its seed %d", seed)
-		}
-		failed := true
-		for i := 1; i <= Reruns && failed; i++ {
-			fmt.Fprintf(w, "verdict: rerunning %s alone %s (%d of at most %d), to tell reproducible from not\n", t.ID(), how, i, Reruns)
-			res, err := battery.Run(ctx, battery.Options{Dir: opts.Env.ModuleRoot, Patterns: []string{t.Package},
-				Args: []string{"-run", contested.RunPattern(t.Name)}, Env: env.Environ(), Binaries: opts.Binaries})
-			if err != nil {
-				return out, fmt.Errorf("rerun %s: %w", t.ID(), err)
-			}
-			failed = !res.OK()
-		}
-		out[t.ID()] = failed
-	}
-	return out, nil
 }
 
 // LeafFailures returns the failing tests that have no failing subtest: the

@@ -52,6 +52,10 @@ type Options struct {
 	// Capabilities, when set, is what the machine has: a leg that cannot
 	// run for a missing one names it and the command that provides it.
 	Capabilities capability.Matrix
+	// Tests, when set, are the tests to run instead of the surface's own:
+	// one leg's subtest, say, which the ladder runs alone over a seed
+	// budget without its siblings.
+	Tests []string
 }
 
 // SeedRun is one run of the surface's tests: under contested, one go test
@@ -79,6 +83,9 @@ type SeedRun struct {
 	// Lacked maps each test that skipped (or failed) for a missing
 	// capability to the capabilities it named (battery.Test.Missing).
 	Lacked map[string][]string `json:"-"`
+	// Starts are the legs' start records of a battery run (Seed 0): the
+	// seed of a leg that wrote no fault record.
+	Starts []faultrecord.LegStart `json:"-"`
 	// Tests is every test outcome of the run and of its reruns, in the
 	// order they ran, for the flake history.
 	Tests []battery.Test `json:"-"`
@@ -247,7 +254,11 @@ func Run(ctx context.Context, s registry.Surface, opts Options) (*Result, error)
 				return nil, err
 			}
 			fmt.Fprintf(opts.Out, "contested: %s seed %d/%d (%s=%d)\n", s.ID, i+1, len(opts.Seeds), envvar.Seed, seed)
-			run, err := runSeed(ctx, s, s.Tests, seed, opts, "")
+			tests := s.Tests
+			if len(opts.Tests) > 0 {
+				tests = opts.Tests
+			}
+			run, err := runSeed(ctx, s, tests, seed, opts, "")
 			if err != nil {
 				return nil, err
 			}

@@ -370,7 +370,8 @@ func Reason(failure, output string) string {
 	return FirstFailureLine(output)
 }
 
-// seedOf is the seed test ran lever with: the run's, or its record's.
+// seedOf is the seed test ran lever with: the run's, its record's, or
+// the one its leg recorded when it started.
 func seedOf(run SeedRun, lever, test string) int64 {
 	if run.Seed != 0 {
 		return run.Seed
@@ -380,17 +381,24 @@ func seedOf(run SeedRun, lever, test string) int64 {
 			return r.Seed
 		}
 	}
+	if s, ok := faultrecord.StartOf(run.Starts, "", test); ok {
+		return s.Seed
+	}
 	return 0
 }
 
 // replay is the command that reruns test with the seed and level it ran
-// with: its record's when the run had no seed of its own (a battery).
+// with: its record's (or its start record's) when the run had no seed of
+// its own (a battery).
 func replay(run SeedRun, lever, test, dir string, level int) string {
 	if run.Seed == 0 {
 		for _, r := range run.Records {
 			if r.Leg == lever && r.Test == test && r.Replay != "" {
 				return r.Replay
 			}
+		}
+		if s, ok := faultrecord.StartOf(run.Starts, "", test); ok && s.Replay != "" {
+			return s.Replay
 		}
 	}
 	return contested.ReplayCommandAt(seedOf(run, lever, test), level, dir, test)

@@ -10,7 +10,10 @@ import (
 // Meta is what every outcome of one run shares.
 type Meta struct {
 	RunID, Shard, Commit, Command string
-	Time                          time.Time
+	// Dirty and Diff say the work tree had changes Commit does not hold.
+	Dirty bool
+	Diff  string
+	Time  time.Time
 }
 
 // FromBattery is one outcome per test and subtest that res ran (passed,
@@ -27,7 +30,7 @@ func FromBattery(res *battery.Result, recs []faultrecord.Record, m Meta) []Outco
 	}
 	out := make([]Outcome, 0, len(res.Tests))
 	for _, t := range res.Tests {
-		o := Outcome{Schema: Schema, Time: m.Time, RunID: m.RunID, Shard: m.Shard, Commit: m.Commit, Command: m.Command,
+		o := Outcome{Schema: Schema, Time: m.Time, RunID: m.RunID, Shard: m.Shard, Commit: m.Commit, Dirty: m.Dirty, Diff: m.Diff, Command: m.Command,
 			Package: t.Package, Test: t.Name, Verdict: t.Action, Duration: t.Elapsed}
 		if r, ok := legs[id{t.Package, t.Name}]; ok {
 			o.Surface, o.Leg, o.Seed = r.Surface, r.Leg, r.Seed

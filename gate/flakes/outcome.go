@@ -18,6 +18,12 @@ type Outcome struct {
 	Shard string `json:"shard,omitempty"`
 	// Commit is the module's commit (git rev-parse HEAD), when known.
 	Commit string `json:"commit,omitempty"`
+	// Dirty says the work tree had changes Commit does not hold (git
+	// status was not clean), and Diff is a digest of them (git diff HEAD),
+	// so that a failure is never pinned on a commit that does not hold the
+	// code that failed.
+	Dirty bool   `json:"dirty,omitempty"`
+	Diff  string `json:"diff,omitempty"`
 	// Command is the target that ran the test: validate, contested or
 	// arbitrate.
 	Command string `json:"command"`

@@ -24,10 +24,30 @@ type Summary struct {
 
 // Run is one run of a test.
 type Run struct {
-	RunID  string    `json:"run_id"`
-	Commit string    `json:"commit,omitempty"`
+	RunID  string `json:"run_id"`
+	Commit string `json:"commit,omitempty"`
+	// Dirty says the run's work tree had changes Commit does not hold;
+	// Diff is their digest.
+	Dirty  bool      `json:"dirty,omitempty"`
+	Diff   string    `json:"diff,omitempty"`
 	Time   time.Time `json:"time"`
 	Failed bool      `json:"failed"`
+}
+
+// Where says where a run ran from: "commit abc123", "commit abc123 with
+// uncommitted changes (diff 9f2e…)", or "(unknown commit)".
+func (r Run) Where() string {
+	if r.Commit == "" {
+		return "(unknown commit)"
+	}
+	s := "commit " + short(r.Commit)
+	if r.Dirty {
+		s += " with uncommitted changes"
+		if r.Diff != "" {
+			s += " (diff " + r.Diff + ")"
+		}
+	}
+	return s
 }
 
 // Leg is one fault leg of a test over the runs.
@@ -73,7 +93,7 @@ func Summarize(outs []Outcome, test string, last int) Summary {
 		}
 		r := byRun[o.RunID]
 		if r == nil {
-			r = &Run{RunID: o.RunID, Commit: o.Commit, Time: o.Time}
+			r = &Run{RunID: o.RunID, Commit: o.Commit, Dirty: o.Dirty, Diff: o.Diff, Time: o.Time}
 			byRun[o.RunID] = r
 			order = append(order, o.RunID)
 		}
@@ -164,7 +184,7 @@ func (s Summary) Write(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	if f := s.FirstFailure; f != nil {
-		fmt.Fprintf(w, "  first failing run %s on commit %s (%s)\n", f.RunID, orUnknown(short(f.Commit)), f.Time.UTC().Format(time.RFC3339))
+		fmt.Fprintf(w, "  first failing run %s on %s (%s)\n", f.RunID, f.Where(), f.Time.UTC().Format(time.RFC3339))
 	}
 	for _, l := range s.Legs {
 		fmt.Fprintf(w, "  leg %-17s failed %d of %d runs", l.Leg, l.Failed, l.Runs)

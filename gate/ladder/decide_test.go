@@ -39,7 +39,8 @@ func fixtureOptions(t *testing.T) Options {
 	// The battery the failure was reported from.
 	seen := &battery.Result{Tests: []battery.Test{{Package: "example.com/adopter", Name: "TestStockContract/reset", Action: "fail"}}}
 	return Options{Env: env, Registry: reg, Reruns: 1, Out: testlog.Writer(t), Seen: seen, Binaries: batterytest.Binaries(t),
-		Contracts: map[string]*contract.Result{"adopter.stock": {Surface: "adopter.stock", Contract: verdict.Green}}}
+		Contracts: map[string]*contract.Result{"adopter.stock": {Surface: "adopter.stock", Contract: verdict.Green,
+			Legs: []contract.LegResult{{Lever: "burst", Verdict: verdict.PassSmoke}, {Lever: "reset", Verdict: verdict.PassSmoke}}}}}
 }
 
 // TestAFailedPreflightAlwaysCannotRun: whatever else is known, a preflight

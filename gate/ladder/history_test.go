@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/contested/contested/gate/flakes"
 )
 
@@ -23,56 +25,58 @@ func history(n int, failing ...int) []flakes.Outcome {
 	return out
 }
 
-func TestRerunsWeighTheHistory(t *testing.T) {
+// TestTheHistoryIsContextNeverAVote: what the flake history holds of a
+// test is read into the outcome (runs, failures, the first and last
+// failing commits), and nothing of it changes the class of this run's
+// reruns.
+func TestTheHistoryIsContextNeverAVote(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		reruns  Reruns
 		history []flakes.Outcome
-		class   string
-		says    string
+		want    *History
 	}{
-		{"no history: the reruns alone", Reruns{Runs: 3, Failures: 3, Class: "consistent"}, nil, "consistent", "failed 3 of 3 reruns (consistent)"},
-		{"failing reruns, a history that passed", Reruns{Runs: 3, Failures: 3, Class: "consistent"}, history(20, 4, 9, 17), "flaky", "3 of its last 20 runs in the flake history (first failing run run-4, commit c4)"},
-		{"passing reruns, a history that failed", Reruns{Runs: 3, Class: "passes"}, history(5, 2), "flaky", "1 of its last 5 runs"},
-		{"failing reruns, a history that always failed", Reruns{Runs: 3, Failures: 3, Class: "consistent"}, history(4, 0, 1, 2, 3), "consistent", "4 of its last 4 runs"},
-		{"only the last 20 runs", Reruns{Runs: 3, Class: "passes"}, history(30, 0, 1, 2), "passes", "0 of its last 20 runs"},
-		{"a package that does not run", Reruns{Runs: 3, Failures: 3, NotRun: 3, Class: PackageFails}, history(5, 1), PackageFails, "(package fails)"},
-		{"a test that never runs", Reruns{Runs: 3, Absent: 3, Class: NeverRuns}, history(5, 1), NeverRuns, "ran in none of 3 reruns, which its package passed (never runs)"},
-		{"another package's test", Reruns{Runs: 3, Failures: 3, Class: "consistent"}, func() []flakes.Outcome {
+		{"no history", nil, nil},
+		{"a history that passed", history(20, 4, 9, 17), &History{Runs: 20, Failures: 3, FirstFailingRun: "run-4", FirstFailingCommit: "c4", LastFailingCommit: "c17"}},
+		{"only the last 20 runs", history(30, 0, 1, 2), &History{Runs: 20}},
+		{"another package's test", func() []flakes.Outcome {
 			h := history(5, 1)
 			for i := range h {
 				h[i].Package = "other"
 			}
 			return h
-		}(), "consistent", "failed 3 of 3 reruns (consistent)"},
+		}(), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := withHistory(tc.reruns, tc.history, "m", "TestC")
-			if r.Class != tc.class || !strings.Contains(r.Say(), tc.says) {
-				t.Fatalf("class %q, %q; want %q saying %q", r.Class, r.Say(), tc.class, tc.says)
+			got := fromHistory(tc.history, "m", "TestC")
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("history (-want +got):\n%s", diff)
 			}
 		})
 	}
+	dirty := history(3, 1)
+	dirty[1].Dirty, dirty[1].Diff = true, "9f2e41c0ab12"
+	h := fromHistory(dirty, "m", "TestC")
+	if !h.Dirty || !strings.Contains(h.Say(), "commit c1 with uncommitted changes (diff 9f2e41c0ab12)") {
+		t.Errorf("a failing run from a dirty tree reads %q", h.Say())
+	}
 }
 
-// TestSayNamesTheFirstFailingRun: the flake evidence names the history's
-// first failing run with its commit, without one when the run has none,
-// and no run when the history holds no failure.
+// TestSayNamesTheFirstFailingRun: the history names its first failing run
+// with its commit, without one when the run has none, and no run when it
+// holds no failure.
 func TestSayNamesTheFirstFailingRun(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		h    History
 		want string
 	}{
-		{"with its commit", History{Runs: 5, Failed: 1, FirstFailingRun: "run-2", FirstFailingCommit: "c2"}, "1 of its last 5 runs in the flake history (first failing run run-2, commit c2) (flaky)"},
-		{"without a commit", History{Runs: 5, Failed: 1, FirstFailingRun: "run-2"}, "1 of its last 5 runs in the flake history (first failing run run-2) (flaky)"},
-		{"no failure", History{Runs: 5}, "0 of its last 5 runs in the flake history (flaky)"},
+		{"with its commit", History{Runs: 5, Failures: 1, FirstFailingRun: "run-2", FirstFailingCommit: "c2"}, "failed in 1 of its last 5 runs (first failing run run-2, commit c2)"},
+		{"without a commit", History{Runs: 5, Failures: 1, FirstFailingRun: "run-2"}, "failed in 1 of its last 5 runs (first failing run run-2)"},
+		{"no failure", History{Runs: 5}, "failed in 0 of its last 5 runs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := tc.h
-			r := Reruns{Runs: 3, Failures: 1, Class: "flaky", History: &h}
-			if got := r.Say(); got != "the test failed 1 of 3 reruns and "+tc.want {
-				t.Errorf("Say() = %q, want %q", got, "the test failed 1 of 3 reruns and "+tc.want)
+			if got := tc.h.Say(); got != tc.want {
+				t.Errorf("Say() = %q, want %q", got, tc.want)
 			}
 		})
 	}

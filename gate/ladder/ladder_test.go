@@ -65,35 +65,35 @@ func TestAFaultLayerThatIsDownCannotRun(t *testing.T) {
 	}
 }
 
-// TestATestOutsideTheRegistryIsNotAContractTest: a test no surface lists
-// is not walked, and the user is told to run and fix it like any unit
-// test, never to register it.
-func TestATestOutsideTheRegistryIsNotAContractTest(t *testing.T) {
-	dir, err := filepath.Abs("../../testdata/adopter")
-	if err != nil {
-		t.Fatal(err)
+// TestATestOutsideTheRegistryWalksTheLadderToo: a test no surface lists
+// is walked as an ordinary test: rerun alone, and owned by its author once
+// the evidence is in (never "register it"); one that did not fail has
+// nothing to arbitrate.
+func TestATestOutsideTheRegistryWalksTheLadderToo(t *testing.T) {
+	opts := options(t)
+	if _, err := Locate(context.Background(), "TestOutsideRegistry", opts); !errors.Is(err, ErrNotContractTest) {
+		t.Fatalf("Locate: %v, want ErrNotContractTest", err)
 	}
-	regPath := filepath.Join(dir, "contested-surfaces.toml")
-	reg, err := registry.Load(regPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// No fault layer: step 1 decides before one is needed.
-	opts := Options{Env: runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: t.TempDir()}, Registry: reg, Out: testlog.Writer(t)}
 	for _, id := range []string{"TestOutsideRegistry", "example.com/adopter.TestOutsideRegistry"} {
 		o, err := Walk(context.Background(), id, opts)
-		if !errors.Is(err, ErrNotContractTest) || o != nil {
-			t.Fatalf("Walk(%s) = %v, %v; want ErrNotContractTest and no outcome", id, o, err)
+		if err != nil {
+			t.Fatalf("Walk(%s): %v", id, err)
 		}
-		msg := err.Error()
-		for _, want := range []string{"not a contract test", "go test", "-run '^TestOutsideRegistry$'", "like any unit test", PlainOwner} {
-			if !strings.Contains(msg, want) {
-				t.Errorf("%s: the message lacks %q: %s", id, want, msg)
-			}
+		if o.Surface != nil || o.Reruns.Runs == 0 || !o.NoFailure() {
+			t.Fatalf("Walk(%s) without a battery: surface %v, reruns %+v, verdict %s; want no surface, reruns, NO FAILURE", id, o.Surface, o.Reruns, o.Verdict)
 		}
-		if strings.Contains(strings.ToLower(msg), "register") {
-			t.Errorf("%s: the message tells the user to register a test: %s", id, msg)
-		}
+	}
+	opts.Seen = &battery.Result{Tests: []battery.Test{{Package: "example.com/adopter", Name: "TestOutsideRegistry", Action: "fail", Failure: "stock_test.go:145: boom"}}}
+	o, err := Walk(context.Background(), "TestOutsideRegistry", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Write(testlog.Writer(t))
+	if o.Owner != TestAuthor || o.Verdict != "fails only in the battery" || o.Reruns.Class != Passes || o.Reason != "stock_test.go:145: boom" {
+		t.Fatalf("owner %s, verdict %q, reruns %+v, reason %q; want the test author's, fails only in the battery, with its reason", o.Owner, o.Verdict, o.Reruns, o.Reason)
+	}
+	if strings.Contains(strings.ToLower(o.Action), "register") {
+		t.Errorf("the action tells the user to register a test: %s", o.Action)
 	}
 	// A registered test's name in another package is not the surface's.
 	if _, err := Locate(context.Background(), "example.com/elsewhere.TestStockContract/burst", opts); err == nil {
@@ -174,7 +174,8 @@ func TestPlainSaysWhatEndedATest(t *testing.T) {
 		{"a test the timeout ended", PlainTest(timedOut), timedOut.Cause,
 			"go test's -timeout (10m0s) ended its test binary: run it alone with go test example.com/m/e2e -run '^TestValidate$/^a_defect$' -count=1 -v to see where it waits, then make it faster, or raise the battery's timeout (CONTESTED_TEST_TIMEOUT, go test's -timeout; default 30m"},
 		{"a test a panic ended", PlainTest(panicked), "panic: the worker gave up", "a panic outside the test's goroutine"},
-		{"a test that failed", PlainTest(battery.Test{Package: pkg, Name: "TestX", Output: "    x_test.go:3: no\n"}), "x_test.go:3: no", "not a contract test"},
+		{"a test that failed", PlainTest(battery.Test{Package: pkg, Name: "TestX", Output: "    x_test.go:3: no\n"}), "x_test.go:3: no", "go tool mage arbitrate TestX"},
+		{"a test that logged, then failed", PlainTest(battery.Test{Package: pkg, Name: "TestX", Output: "    x_test.go:2: 15 tenures\n    x_test.go:3: no\n", Failure: "x_test.go:3: no"}), "x_test.go:3: no", "go test example.com/m/e2e -run '^TestX$'"},
 		{"a package the timeout ended outside any test", PlainPackage(inMain, 0), "timed out after 30m0s", "outside any test (TestMain or its teardown)"},
 		{"a package that does not build", PlainPackage(battery.Package{Name: pkg, Output: "# example.com/m/e2e\ne2e/x_test.go:3:2: undefined: x\nFAIL\texample.com/m/e2e [build failed]\n"}, 0), "e2e/x_test.go:3:2: undefined: x", "fix the compile error"},
 	}

@@ -10,24 +10,73 @@ import (
 	"github.com/contested/contested/internal/envvar"
 )
 
-// PlainOwner owns a failing test that is not a contract test.
+// PlainOwner owns a failing test before the ladder has walked it, and a
+// package that failed outside any test.
 const PlainOwner = "test author / the package's maintainers"
 
-// Plain is a failure that is not a contract test's: a test no surface in
-// the registry lists (a test of the project's machinery, such as its
-// providers, images, sweep or signal handling, or an ordinary unit test),
-// or a package that failed outside any test. It is not arbitrated: it has
-// no surface, no legs and no owning team to choose between, so it gets no
-// ladder walk and no issue body, only what failed and how to rerun it.
+// Plain is one failure of a battery, as validate.json's battery_failures
+// lists it: a failing test (contract test or not) with the evidence its
+// ladder walk gathered (With), or a package that failed outside any test,
+// which no walk can rerun: it says what happened and how to rerun it.
 type Plain struct {
 	Package string `json:"package"`
 	Test    string `json:"test,omitempty"` // empty for a package that failed outside any test
 	// What says what happened to a package that failed outside any test
 	// (PackageFailure): it does not build, its TestMain exited, ...
-	What      string `json:"what,omitempty"`
+	What string `json:"what,omitempty"`
+	// FirstLine is the failure as the test reported it (its t.Error or
+	// t.Fatal message, the oracle's violation, the panic), or the line
+	// that says what ended its package.
 	FirstLine string `json:"first_failure_line"`
 	Owner     string `json:"owner"`
 	Action    string `json:"action"`
+	// The ladder's evidence, once it walked the failure (With): its
+	// finer verdict, the reruns alone ({ran, failed}) and their class
+	// (consistent, flaky, passes), what the machine gave it, its flake
+	// history, the surface's verdict when one lists it, and the seed and
+	// replay of the failing run.
+	Verdict        string            `json:"verdict,omitempty"`
+	Reruns         *Count            `json:"reruns,omitempty"`
+	Class          string            `json:"class,omitempty"`
+	Capacity       *CapacityEvidence `json:"capacity,omitempty"`
+	History        *History          `json:"history,omitempty"`
+	Surface        string            `json:"surface,omitempty"`
+	SurfaceVerdict string            `json:"surface_verdict,omitempty"`
+	Seed           int64             `json:"seed,omitempty"`
+	Replay         string            `json:"replay,omitempty"`
+	// Arbitrated says the ladder walked it; Incomplete what it did not
+	// reach.
+	Arbitrated bool   `json:"arbitrated"`
+	Incomplete string `json:"incomplete,omitempty"`
+}
+
+// With is p with the evidence, owner and action of its ladder walk; p as it
+// is when o is nil (the budget did not reach it).
+func (p Plain) With(o *Outcome) Plain {
+	if o == nil {
+		p.Action = fmt.Sprintf("not arbitrated (the ladder's budget ended before it started): go tool mage arbitrate %s", p.Test)
+		return p
+	}
+	p.Arbitrated, p.Incomplete = true, o.Incomplete
+	p.Owner, p.Action, p.Verdict = string(o.Owner), o.Action, o.Verdict
+	if o.OwnerName != "" {
+		p.Owner += " (" + o.OwnerName + ")"
+	}
+	if o.NoFailure() {
+		p.Owner = "none"
+	}
+	if o.Reruns.Runs > 0 {
+		p.Reruns = &Count{Ran: o.Reruns.Runs, Failed: o.Reruns.Failures}
+	}
+	p.Class, p.Capacity, p.History = o.Reruns.Class, o.Capacity, o.History
+	if o.Surface != nil {
+		p.Surface, p.SurfaceVerdict = o.Surface.ID, string(o.Contract)
+	}
+	p.Seed, p.Replay = o.Seed, o.Replay
+	if o.Reason != "" {
+		p.FirstLine = o.Reason
+	}
+	return p
 }
 
 // NewPlain describes a plain failure of test in pkg (an import path;
@@ -38,7 +87,7 @@ func NewPlain(pkg, test, output string) Plain {
 		return PackageFailure(pkg, output, -1)
 	}
 	p := Plain{Package: pkg, Test: test, Owner: PlainOwner, FirstLine: contract.FirstFailureLine(output)}
-	p.Action = fmt.Sprintf("not a contract test: run it alone with go test %s -run '%s' -count=1 and fix it like any unit test", where(pkg), contested.RunPattern(test))
+	p.Action = fmt.Sprintf("run it alone with go test %s -run '%s' -count=1 -v, or walk the ladder for it: go tool mage arbitrate %s", where(pkg), contested.RunPattern(test), test)
 	return p
 }
 

@@ -46,7 +46,11 @@ type Test struct {
 	Name    string        `json:"name"`
 	Action  string        `json:"action"` // pass, fail, skip
 	Elapsed time.Duration `json:"elapsed_ns"`
-	Output  string        `json:"output,omitempty"` // kept for failures
+	// Started is when the test started (its run event), zero when the
+	// stream did not say: with Elapsed, the window the machine's capacity
+	// samples are read over for it.
+	Started time.Time `json:"started,omitzero"`
+	Output  string    `json:"output,omitempty"` // kept for failures
 	// Failure is what the test reported as its failure: its t.Error and
 	// t.Fatal messages (and its subtests'), or the panic that ended it;
 	// never its log lines, which stay in Output.
@@ -72,7 +76,11 @@ type Package struct {
 	Name    string        `json:"name"`
 	Action  string        `json:"action"` // pass, fail, skip
 	Elapsed time.Duration `json:"elapsed_ns"`
-	Output  string        `json:"output,omitempty"` // kept for failures (build errors, panics)
+	// Started is when the test started (its run event), zero when the
+	// stream did not say: with Elapsed, the window the machine's capacity
+	// samples are read over for it.
+	Started time.Time `json:"started,omitzero"`
+	Output  string    `json:"output,omitempty"` // kept for failures (build errors, panics)
 	// Timeout is go test's -timeout, as it printed it ("10m0s"), when the
 	// package's test binary ran out of it; Running are the tests it was
 	// running then, most specific only, longest-running first.
@@ -104,6 +112,11 @@ type Result struct {
 	Elapsed  time.Duration `json:"elapsed_ns"`
 	// ExitCode is go test's exit code (0 when everything passed).
 	ExitCode int `json:"exit_code"`
+	// Ceiling is the most packages that might run at once (-p), and
+	// MostAtOnce how many did at most: fewer when the machine had no CPU
+	// to give more (Options.Admit).
+	Ceiling    int `json:"ceiling,omitempty"`
+	MostAtOnce int `json:"most_at_once,omitempty"`
 }
 
 // Failed returns the tests that failed, top-level and subtests alike, in
@@ -172,6 +185,11 @@ type Options struct {
 	// Binaries, when set, holds the command's test binaries: a package is
 	// built once and run again without go test (see [Binaries]).
 	Binaries *Binaries
+	// Admit, when set, decides whether one more package may start while
+	// running run (with test binaries: go test itself starts its -p):
+	// what the machine can give, rather than a fixed -p, which then is
+	// only the ceiling (capacity.Admission).
+	Admit func(running int) bool
 }
 
 // DefaultTimeout is the battery's go test -timeout when
@@ -508,6 +526,9 @@ func (f *follower) event(ev Event) {
 		el := time.Duration(ev.Elapsed * float64(time.Second))
 		if ev.Test != "" {
 			t := &Test{Package: pkg, Name: ev.Test, Action: ev.Action, Elapsed: el}
+			if o := f.open[key(pkg, ev.Test)]; o != nil {
+				t.Started = o.started
+			}
 			out := f.buf(key(pkg, ev.Test)).String()
 			if ev.Action != "pass" {
 				t.Missing = missingCapabilities(out)
@@ -600,7 +621,7 @@ func (f *follower) blameUnfinished(p *Package, end time.Time) {
 		if !tp.wasRunning(name, o) {
 			continue
 		}
-		t := &Test{Package: pkg, Name: name, Action: "fail", Elapsed: end.Sub(o.started), Output: f.buf(k).String(),
+		t := &Test{Package: pkg, Name: name, Action: "fail", Elapsed: end.Sub(o.started), Started: o.started, Output: f.buf(k).String(),
 			Cause: "the test binary exited while it ran: a panic outside the test's goroutine, os.Exit or a crash"}
 		t.Failure = failureText(f.failureBuf(k).String(), t.Output+p.Output, &f.sources, f.dirs[pkg])
 		if tp != nil {

@@ -66,7 +66,7 @@ func runPrebuilt(ctx context.Context, opts Options, env, flags []string) (*Resul
 	if n == 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	slots := make(chan struct{}, n)
+	slots := newSlots(n, opts.Admit)
 	var wg sync.WaitGroup
 	for _, p := range pkgs {
 		if !p.hasTests() {
@@ -76,12 +76,10 @@ func runPrebuilt(ctx context.Context, opts Options, env, flags []string) (*Resul
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			select {
-			case slots <- struct{}{}:
-			case <-ctx.Done():
+			if !slots.acquire(ctx) {
 				return
 			}
-			defer func() { <-slots }()
+			defer slots.release()
 			path, err := opts.Binaries.binaryFor(ctx, opts.Dir, env, inv.build, p.ImportPath, opts.Out)
 			if err != nil {
 				if ctx.Err() != nil {
@@ -100,6 +98,7 @@ func runPrebuilt(ctx context.Context, opts Options, env, flags []string) (*Resul
 	wg.Wait()
 	stopBeat()
 	res.Elapsed = time.Since(res.Started)
+	res.Ceiling, res.MostAtOnce = n, slots.most
 	res.Packages, res.Tests = f.results()
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("battery cancelled: %w", ctx.Err())
@@ -112,6 +111,67 @@ func runPrebuilt(ctx context.Context, opts Options, env, flags []string) (*Resul
 	}
 	f.summarize(res)
 	return res, nil
+}
+
+// slots lets packages start: at most ceiling at once, and, with admit, one
+// more only when admit says the machine can give it (never fewer than one
+// running), at most one every spacing so that a package's own load shows
+// in what admit reads before the next starts.
+type slots struct {
+	mu      sync.Mutex
+	ceiling int
+	admit   func(running int) bool
+	running int
+	most    int
+	last    time.Time
+	freed   chan struct{} // closed (and replaced) when a package ends
+}
+
+// spacing is the least time between two admissions of packages.
+const spacing = 500 * time.Millisecond
+
+func newSlots(ceiling int, admit func(int) bool) *slots {
+	return &slots{ceiling: max(ceiling, 1), admit: admit, freed: make(chan struct{})}
+}
+
+// acquire waits for a slot; false when ctx ends first. A slot freed wakes
+// it at once; what admit reads is asked again every 100 ms.
+func (s *slots) acquire(ctx context.Context) bool {
+	for {
+		ok, freed := s.try()
+		if ok {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-freed:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (s *slots) try() (bool, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running >= s.ceiling {
+		return false, s.freed
+	}
+	if s.admit != nil && s.running > 0 && (time.Since(s.last) < spacing || !s.admit(s.running)) {
+		return false, s.freed
+	}
+	s.running++
+	s.most = max(s.most, s.running)
+	s.last = time.Now()
+	return true, s.freed
+}
+
+func (s *slots) release() {
+	s.mu.Lock()
+	s.running--
+	close(s.freed)
+	s.freed = make(chan struct{})
+	s.mu.Unlock()
 }
 
 // noTestFiles is what go test -json prints for a package without tests.

@@ -299,3 +299,31 @@ func Load(path string) (*Report, error) {
 	}
 	return &r, nil
 }
+
+// Window is the report of the samples taken while something ran, from
+// from to to, with the sample before and the one after (one interval
+// either side, so that a test shorter than the interval still has two):
+// what the machine gave one test, rather than the whole run.
+func (r Report) Window(from, to time.Time) Report {
+	var in []Sample
+	before, after := -1, -1
+	for i, s := range r.Samples {
+		switch {
+		case s.At.Before(from):
+			before = i
+		case s.At.After(to):
+			if after < 0 {
+				after = i
+			}
+		default:
+			in = append(in, s)
+		}
+	}
+	if before >= 0 {
+		in = append([]Sample{r.Samples[before]}, in...)
+	}
+	if after >= 0 {
+		in = append(in, r.Samples[after])
+	}
+	return Analyze(in)
+}

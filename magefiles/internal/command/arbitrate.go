@@ -19,7 +19,10 @@ import (
 	"github.com/fatih/color"
 
 	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/faultlayer/noise"
+	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/gate/flakes"
 	"github.com/contested/contested/gate/ladder"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
@@ -34,17 +37,16 @@ type ArbitrateOptions struct {
 	Out  io.Writer
 }
 
-// Arbitrate walks the arbitration ladder for one failing test and prints
-// its owner and action, saving ladder/<test>.json and ladder/<test>.md (a
-// ready-to-paste "fix:" issue body) under the results directory. It uses
-// the capacity samples and the battery of the last validate run, when
-// there are any. Exit: 3 when the fault layer cannot run or the module's
-// tests cannot be listed; 2 for an unknown test id, and for a test no
-// surface lists (not a contract test: there is nothing to arbitrate, and
-// the message says how to run and fix it); 0 for a test that did not fail
-// (not in the last validate run, nor in any rerun: nothing is saved);
-// otherwise 1: a failing contract test always ends with an owner and an
-// action to take.
+// Arbitrate walks the arbitration ladder for one failing test, contract
+// test or not, and prints its owner and action, saving ladder/<test>.json
+// and ladder/<test>.md (a ready-to-paste "fix:" issue body) under the
+// results directory. It uses the capacity samples, the legs' seeds, the
+// neighbour and the battery of the last validate run, when there are any.
+// Exit: 3 when the fault layer cannot run or the module's tests cannot be
+// listed; 2 for an unknown test id; 0 for a test that did not fail (not in
+// the last validate run, nor in any rerun: nothing is saved, whatever its
+// flake history says); otherwise 1: a failing test always ends with an
+// owner and an action to take.
 func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
@@ -72,8 +74,8 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	if err := declaredTest(ctx, dir, opts.Test); err != nil {
 		return err
 	}
-	// Step 1 first: a test that is not a contract test needs no fault layer.
-	if _, err := ladder.Locate(ctx, opts.Test, lo); err != nil {
+	// Step 1 first: an unknown test is refused before any layer comes up.
+	if _, err := ladder.Locate(ctx, opts.Test, lo); err != nil && !errors.Is(err, ladder.ErrNotContractTest) {
 		return arbitrateError(err)
 	}
 	hintIgnore(ctx, dir, root, out)
@@ -91,7 +93,9 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 		lo.Capacity = c
 		fmt.Fprintf(out, "ladder: using the capacity samples of the last validate run (%d samples)\n", len(c.Samples))
 	}
-	lo.Seen = lastBattery(root, out)
+	last := lastValidate(root, out)
+	lo.Seen, lo.Noise = last.Battery, last.Noise
+	lo.Starts, _, _ = faultrecord.ReadStarts(root)
 	lo.History = history
 	var closeBinaries func()
 	lo.Binaries, closeBinaries = testBinaries(root, out)
@@ -100,7 +104,7 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	if err != nil {
 		return arbitrateError(err)
 	}
-	appendRuns(context.WithoutCancel(ctx), root, ws.reg.Guard.CanonicalDatabases, "arbitrate", lo.Env.RunID, o.Runs, gitHead(ctx, dir), out)
+	appendRuns(context.WithoutCancel(ctx), root, ws.reg.Guard.CanonicalDatabases, "arbitrate", lo.Env.RunID, o.Runs, flakes.ReadRevision(ctx, dir), out)
 	fmt.Fprintln(out)
 	o.Write(out)
 	fmt.Fprintln(out)
@@ -175,7 +179,7 @@ func declaresFunc(path, name string) (bool, error) {
 // cannot be listed at all cannot be arbitrated.
 func arbitrateError(err error) error {
 	switch {
-	case errors.Is(err, ladder.ErrUnknownTest), errors.Is(err, ladder.ErrNotContractTest):
+	case errors.Is(err, ladder.ErrUnknownTest):
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	case errors.Is(err, ladder.ErrCannotList):
 		return fmt.Errorf("%w: %v; fix what go says (go.mod, a module it cannot find) and arbitrate again", ErrCannotRun, err)
@@ -183,22 +187,26 @@ func arbitrateError(err error) error {
 	return err
 }
 
-// lastBattery is the battery of the last validate run (validate.json under
-// the results directory), nil when there is none or it cannot be read.
-func lastBattery(root string, out io.Writer) *battery.Result {
+// lastRun is what arbitrate reads of the last validate run.
+type lastRun struct {
+	RunID   string          `json:"run_id"`
+	Battery *battery.Result `json:"battery"`
+	Noise   *noise.Evidence `json:"noise"`
+}
+
+// lastValidate is the last validate run (validate.json under the results
+// directory), empty when there is none or it cannot be read.
+func lastValidate(root string, out io.Writer) lastRun {
+	var last lastRun
 	r, err := atomicfile.OpenRoot(root)
 	if err != nil {
-		return nil
-	}
-	var last struct {
-		RunID   string          `json:"run_id"`
-		Battery *battery.Result `json:"battery"`
+		return lastRun{}
 	}
 	if err := r.ReadJSON("validate.json", &last, atomicfile.MaxArtifact); err != nil || last.Battery == nil {
-		return nil
+		return lastRun{}
 	}
 	fmt.Fprintf(out, "ladder: comparing with the last validate run (run %s, %d tests)\n", last.RunID, len(last.Battery.Tests))
-	return last.Battery
+	return last
 }
 
 // capacityFile is where validate keeps the battery's capacity samples.

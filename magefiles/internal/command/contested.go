@@ -11,6 +11,7 @@ import (
 
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/gate/flakes"
 	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/gotest"
 	"github.com/contested/contested/registry"
@@ -99,7 +100,7 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 	for _, res := range results {
 		runs = append(runs, res.Seeds...)
 	}
-	appendRuns(context.WithoutCancel(ctx), root, reg.Guard.CanonicalDatabases, "contested", copts.Env.RunID, runs, gitHead(ctx, dir), out)
+	appendRuns(context.WithoutCancel(ctx), root, reg.Guard.CanonicalDatabases, "contested", copts.Env.RunID, runs, flakes.ReadRevision(ctx, dir), out)
 
 	fmt.Fprintln(out)
 	worst := verdict.Green

@@ -99,11 +99,11 @@ func historyStore(ctx context.Context, root string, canonical []string) (store f
 }
 
 // appendHistory appends the battery's outcomes to the flake history.
-func appendHistory(ctx context.Context, root string, canonical []string, command, runID, shardSpec string, res *battery.Result, recs []faultrecord.Record, commit string, out io.Writer) {
+func appendHistory(ctx context.Context, root string, canonical []string, command, runID, shardSpec string, res *battery.Result, recs []faultrecord.Record, rev flakes.Revision, out io.Writer) {
 	if res == nil {
 		return
 	}
-	outs := flakes.FromBattery(res, recs, flakes.Meta{RunID: runID, Shard: shardSpec, Commit: commit, Command: command, Time: time.Now().UTC()})
+	outs := flakes.FromBattery(res, recs, rev.Meta(flakes.Meta{RunID: runID, Shard: shardSpec, Command: command, Time: time.Now().UTC()}))
 	saveHistory(ctx, root, canonical, command, outs, out)
 }
 
@@ -111,8 +111,8 @@ func appendHistory(ctx context.Context, root string, canonical []string, command
 // contested or arbitrate run made (each seed, each rerun), all under its
 // run id, each test with the leg and seed of its own run's records: a
 // test that failed and passed within the run is flaky in it.
-func appendRuns(ctx context.Context, root string, canonical []string, command, runID string, runs []contract.SeedRun, commit string, out io.Writer) {
-	meta := flakes.Meta{RunID: runID, Commit: commit, Command: command, Time: time.Now().UTC()}
+func appendRuns(ctx context.Context, root string, canonical []string, command, runID string, runs []contract.SeedRun, rev flakes.Revision, out io.Writer) {
+	meta := rev.Meta(flakes.Meta{RunID: runID, Command: command, Time: time.Now().UTC()})
 	var outs []flakes.Outcome
 	for _, r := range runs {
 		for _, o := range flakes.FromBattery(&battery.Result{Tests: r.Tests}, r.Records, meta) {

@@ -42,15 +42,15 @@ func TestContestedAndArbitrateRunsAppendToTheHistory(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
 			var out strings.Builder
-			appendRuns(context.Background(), root, nil, tt.command, "run-1", tt.runs, "abc123", &out)
+			appendRuns(context.Background(), root, nil, tt.command, "run-1", tt.runs, flakes.Revision{Commit: "abc123", Dirty: true, Diff: "d1ff"}, &out)
 			got, err := flakes.NewFile(root).Read(context.Background())
 			if err != nil || len(got) != tt.rows {
 				t.Fatalf("the history holds %d rows (%v), want %d; output:\n%s", len(got), err, tt.rows, out.String())
 			}
 			var seeds []string
 			for _, o := range got {
-				if o.RunID != "run-1" || o.Command != tt.command || o.Commit != "abc123" || o.Package != "example.com/m" {
-					t.Errorf("row %+v: want run-1, %s, commit abc123", o, tt.command)
+				if o.RunID != "run-1" || o.Command != tt.command || o.Commit != "abc123" || !o.Dirty || o.Diff != "d1ff" || o.Package != "example.com/m" {
+					t.Errorf("row %+v: want run-1, %s, commit abc123 with the dirty tree's diff d1ff", o, tt.command)
 				}
 				if o.Test == "TestLeg/reset" && (o.Leg != "reset" || o.Surface != "m.store") {
 					t.Errorf("row %+v lacks its leg and surface", o)

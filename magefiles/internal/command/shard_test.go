@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate/flakes"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/envvar"
 )
@@ -110,7 +111,7 @@ func TestHistoryPrintsTheTrend(t *testing.T) {
 	for i, verdict := range []string{"pass", "fail", "pass", "fail"} {
 		res := &battery.Result{Tests: []battery.Test{{Package: "m", Name: "TestLeg", Action: verdict}, {Package: "m", Name: "TestLeg/reset", Action: verdict}}}
 		recs := []faultrecord.Record{{Package: "m", Test: "TestLeg/reset", Leg: "reset", Seed: int64(40 + i)}}
-		appendHistory(context.Background(), results, nil, "validate", fmt.Sprintf("run-%d", i), "", res, recs, fmt.Sprintf("commit%d", i), &out)
+		appendHistory(context.Background(), results, nil, "validate", fmt.Sprintf("run-%d", i), "", res, recs, flakes.Revision{Commit: fmt.Sprintf("commit%d", i)}, &out)
 	}
 	out.Reset()
 	if err := History(context.Background(), HistoryOptions{Dir: dir, Test: "TestLeg/reset", Out: &out}); err != nil {

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,7 @@ import (
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate"
 	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/gate/flakes"
 	"github.com/contested/contested/gate/ladder"
 	"github.com/contested/contested/gate/report"
 	"github.com/contested/contested/gate/shard"
@@ -190,9 +192,9 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	if v.shard != nil {
 		v.shard.writeManifest(v.env.ResultsDir, v.faultDir(), verified, res, v.out)
 	}
-	judged := v.judge(ctx, res, verified)
-	contractFails, contracts := v.arbitrate(ctx, res, budget)
-	v.summarize(res, verified, judged, contractFails)
+	contracts := v.arbitrate(ctx, res, budget)
+	judged := v.judge(res, verified)
+	v.summarize(res, verified, judged)
 	v.rep.Reasons = validateReasons(res, verified, judged, v.whole, v.rep.Registry, v.caps)
 	v.rep.Green = len(v.rep.Reasons) == 0
 	v.rep.Took = time.Since(start)
@@ -221,6 +223,8 @@ type validation struct {
 	caps capability.Matrix
 	// noise is the neighbour armed beside the battery, nil when none was.
 	noise *noise.Evidence
+	// starts are the legs' start records of the battery: their seeds.
+	starts []faultrecord.LegStart
 }
 
 // faultDir is the run's fault directory.
@@ -260,13 +264,19 @@ func (v *validation) stamp() error {
 }
 
 // runBattery runs go test over the module with the run environment, its
-// events saved, while the machine is sampled; the registry's [battery]
+// events saved, while the machine is sampled. The registry's [battery]
 // packages_per_core sets go test's -p (flags of validate's own come later
-// and win).
+// and win), which is only the ceiling: another package starts only while
+// the machine's run queue is under two per core (capacity.Admission), so
+// the battery takes what the machine can give, its own load and a noisy
+// neighbour's alike.
 func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*battery.Result, error) {
-	if p := v.reg.Battery.P(runtime.GOMAXPROCS(0)); p > 0 {
-		args = append([]string{"-p", strconv.Itoa(p)}, args...)
+	ceiling := v.reg.Battery.P(runtime.GOMAXPROCS(0))
+	if ceiling > 0 {
+		args = append([]string{"-p", strconv.Itoa(ceiling)}, args...)
 	}
+	queue := capacity.FollowRunQueue(ctx)
+	defer queue.Stop()
 	root := v.env.ResultsDir
 	events, err := createArtifact(root, filepath.Join("battery", "go-test.json"))
 	if err != nil {
@@ -280,7 +290,8 @@ func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*
 		return nil, err
 	}
 	bo := battery.Options{Dir: v.env.ModuleRoot, Patterns: patterns, Args: args,
-		Env: v.env.Environ(), Out: v.out, Events: events, Binaries: v.binaries}
+		Env: v.env.Environ(), Out: v.out, Events: events, Binaries: v.binaries,
+		Admit: capacity.Admission{Queue: queue}.Admit}
 	var res *battery.Result
 	if v.shard != nil {
 		res, err = v.shard.runShare(ctx, bo)
@@ -289,6 +300,9 @@ func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*
 	}
 	v.recordNoise(neighbour)
 	events.Close()
+	if res != nil && res.MostAtOnce > 0 {
+		fmt.Fprintf(v.out, "battery: at most %d of %d packages ran at once (another started only while the machine's run queue was under 2 per core)\n", res.MostAtOnce, res.Ceiling)
+	}
 	v.capacity = sampler.Stop()
 	v.rep.Capacity = &v.capacity
 	if path, err := saveJSON(root, capacityFile, v.capacity); err != nil {
@@ -328,22 +342,21 @@ func (v *validation) verify(ctx context.Context, res *battery.Result) (*gate.Rep
 }
 
 // judge gives every registered surface that ran its contract verdict from
-// this battery (one verdict: a failing leg is first rerun alone with its
-// seed), and saves the verdicts beside the six phases.
-func (v *validation) judge(ctx context.Context, res *battery.Result, verified *gate.Report) []*contract.Result {
+// this battery (one verdict: a failing leg is judged by its reruns alone
+// with its seed, the ladder's), and saves the verdicts beside the six
+// phases.
+func (v *validation) judge(res *battery.Result, verified *gate.Report) []*contract.Result {
 	mod, _ := contract.ModulePath(v.env.ModuleRoot)
 	recs, err := contract.ReadRecords(v.faultDir())
 	if err != nil {
 		fmt.Fprintf(v.out, "validate: read the records to judge the surfaces: %v\n", err)
 	}
-	bat := contract.Battery{Registry: v.reg, Module: mod, Result: res, Records: recs, Level: v.env.Level, Capabilities: v.caps}
-	if !res.OK() {
-		reruns, err := contract.RerunFailures(ctx, bat, contract.RerunOptions{Env: v.env,
-			Root: filepath.Join(v.env.ResultsDir, "reruns"), Out: v.out, Binaries: v.binaries})
-		if err != nil {
-			fmt.Fprintf(v.out, "validate: %v (a failure not rerun is FAIL-nondeterministic)\n", err)
+	bat := contract.Battery{Registry: v.reg, Module: mod, Result: res, Records: recs, Level: v.env.Level, Capabilities: v.caps,
+		Starts: v.starts, Reruns: map[string]bool{}}
+	for _, o := range v.rep.Ladder {
+		if o.Reruns.Runs > 0 && o.Reruns.Class != ladder.PackageFails && o.Reruns.Class != ladder.NeverRuns {
+			bat.Reruns[o.Package+"."+o.Test] = o.Reruns.Class == ladder.Consistent
 		}
-		bat.Reruns = reruns
 	}
 	judged := contract.JudgeBattery(bat)
 	v.rep.Surfaces = contract.Verdicts(judged)
@@ -354,27 +367,34 @@ func (v *validation) judge(ctx context.Context, res *battery.Result, verified *g
 	return judged
 }
 
-// arbitrate walks the ladder for the failing contract tests, within the
-// budget; every other failure is listed as plain.
-func (v *validation) arbitrate(ctx context.Context, res *battery.Result, budget time.Duration) ([]battery.Test, map[string]*contract.Result) {
-	mod, _ := contract.ModulePath(v.env.ModuleRoot)
-	var contractFails []battery.Test
-	for _, t := range contract.LeafFailures(res) {
-		if _, ok := contract.SurfaceOf(v.reg, mod, t.Package, t.Name); ok {
-			contractFails = append(contractFails, t)
-			continue
-		}
-		v.rep.BatteryFailures = append(v.rep.BatteryFailures, ladder.PlainTest(t))
+// arbitrate walks the ladder for every failing test of the battery, the
+// cheapest to decide first, within the budget, and lists every failure
+// (and every package that failed outside a test) with the evidence the
+// walk gathered.
+func (v *validation) arbitrate(ctx context.Context, res *battery.Result, budget time.Duration) map[string]*contract.Result {
+	failures := contract.LeafFailures(res)
+	starts, skipped, err := faultrecord.ReadStarts(v.env.ResultsDir)
+	if err != nil || skipped > 0 {
+		fmt.Fprintf(v.out, "validate: the legs' start records: %d skipped, %v\n", skipped, err)
+	}
+	v.starts = starts
+	contracts := map[string]*contract.Result{}
+	v.rep.Ladder, v.rep.NotArbitrated = arbitrateAll(ctx, failures, budget, ladder.Options{
+		Env: v.env, Registry: v.reg, Preflight: &v.preflight, Capacity: &v.capacity, Contracts: contracts, Seen: res, Out: v.out, Binaries: v.binaries,
+		Starts: starts, Noise: v.noise,
+		History: readHistoryIf(ctx, v.env.ResultsDir, v.reg.Guard.CanonicalDatabases, len(failures) > 0, v.out),
+	}, v.out)
+	walked := map[string]*ladder.Outcome{}
+	for _, o := range v.rep.Ladder {
+		walked[o.Package+"."+o.Test] = o
+	}
+	for _, t := range failures {
+		v.rep.BatteryFailures = append(v.rep.BatteryFailures, ladder.PlainTest(t).With(walked[t.ID()]))
 	}
 	for _, p := range res.FailedPackages() {
 		v.rep.BatteryFailures = append(v.rep.BatteryFailures, ladder.PlainPackage(p, testsRan(res, p.Name)))
 	}
-	contracts := map[string]*contract.Result{}
-	v.rep.Ladder, v.rep.NotArbitrated = arbitrateAll(ctx, contractFails, budget, ladder.Options{
-		Env: v.env, Registry: v.reg, Preflight: &v.preflight, Capacity: &v.capacity, Contracts: contracts, Seen: res, Out: v.out, Binaries: v.binaries,
-		History: readHistoryIf(ctx, v.env.ResultsDir, v.reg.Guard.CanonicalDatabases, len(contractFails) > 0, v.out),
-	}, v.out)
-	return contractFails, contracts
+	return contracts
 }
 
 // testsRan is how many tests of pkg ran to an end in the battery.
@@ -390,7 +410,7 @@ func testsRan(res *battery.Result, pkg string) int {
 
 // summarize prints the six phases, the surfaces, the battery, the ladder
 // and the registry's problems.
-func (v *validation) summarize(res *battery.Result, verified *gate.Report, judged []*contract.Result, contractFails []battery.Test) {
+func (v *validation) summarize(res *battery.Result, verified *gate.Report, judged []*contract.Result) {
 	fmt.Fprintln(v.out)
 	verified.WriteSummary(v.out)
 	note := ""
@@ -402,7 +422,7 @@ func (v *validation) summarize(res *battery.Result, verified *gate.Report, judge
 	}
 	writeSurfaceSummary(v.out, judged, v.env.Level, note)
 	writeCapabilities(v.out, v.caps)
-	writeBatterySummary(v.out, res, contractFails, v.rep.BatteryFailures)
+	writeBatterySummary(v.out, res, v.rep.BatteryFailures)
 	writeLadderSummary(v.out, v.rep)
 	if len(v.rep.Registry) > 0 {
 		fmt.Fprintf(v.out, "\n%s\n", bold("registry"))
@@ -419,7 +439,7 @@ func (v *validation) finish(res *battery.Result, verified *gate.Report, judged [
 		saveTimings(root, v.out, res)
 	}
 	recs, _ := contract.ReadRecords(v.faultDir())
-	appendHistory(context.Background(), root, v.reg.Guard.CanonicalDatabases, "validate", rep.RunID, rep.Shard, res, recs, gitHead(context.Background(), v.env.ModuleRoot), v.out)
+	appendHistory(context.Background(), root, v.reg.Guard.CanonicalDatabases, "validate", rep.RunID, rep.Shard, res, recs, flakes.ReadRevision(context.Background(), v.env.ModuleRoot), v.out)
 	writeReports(root, report.Page{Title: "contested validate", RunID: rep.RunID, Layer: rep.Layer, Green: rep.Green,
 		Reasons: rep.Reasons, Gate: verified, Battery: res, Surfaces: judged, Level: v.env.Level, Plain: rep.BatteryFailures,
 		Ladder: rep.Ladder, Contracts: contractList(contracts), Capacity: rep.Capacity,
@@ -678,22 +698,16 @@ func failedPhases(r *gate.Report) string {
 	return strings.Join(parts, ", ")
 }
 
-// writeBatterySummary prints the battery's outcome: the failing contract
-// tests (arbitrated below), then every plain failure with its first
-// failure line, owner and action.
-func writeBatterySummary(out io.Writer, res *battery.Result, contractFails []battery.Test, plain []ladder.Plain) {
+// writeBatterySummary prints the battery's outcome: every failure with
+// its reason (what the test reported, never a log line); the arbitration
+// below gives each one's owner and action.
+func writeBatterySummary(out io.Writer, res *battery.Result, failures []ladder.Plain) {
 	fmt.Fprintf(out, "\n%s\n", bold("battery"))
 	if res.OK() {
 		fmt.Fprintf(out, "  %s: %d tests in %d packages (%s)\n", color.GreenString("passed"), len(res.Tests), len(res.Packages), res.Elapsed.Round(time.Second))
 		return
 	}
-	for _, t := range contractFails {
-		fmt.Fprintf(out, "  %s %s %s (%s): a contract test, arbitrated below\n", color.RedString("FAIL"), t.Package, t.Name, t.Elapsed.Round(10*time.Millisecond))
-	}
-	if len(plain) > 0 {
-		fmt.Fprintf(out, "  not contract tests (no surface lists them): not arbitrated; owner %s\n", ladder.PlainOwner)
-	}
-	for _, p := range plain {
+	for _, p := range failures {
 		what := "package " + p.Package
 		switch {
 		case p.Test != "":
@@ -701,7 +715,10 @@ func writeBatterySummary(out io.Writer, res *battery.Result, contractFails []bat
 		case p.What != "":
 			what += ": " + p.What
 		}
-		fmt.Fprintf(out, "  %s %s\n      %s\n      action: %s\n", color.RedString("FAIL"), what, p.FirstLine, p.Action)
+		fmt.Fprintf(out, "  %s %s\n      %s\n", color.RedString("FAIL"), what, p.FirstLine)
+		if p.Test == "" {
+			fmt.Fprintf(out, "      owner %s; action: %s\n", p.Owner, p.Action)
+		}
 	}
 }
 
@@ -885,22 +902,27 @@ func startSampler(ctx context.Context, root string) *capacity.Sampler {
 	return capacity.Start(ctx, root, stats, 2*time.Second)
 }
 
-// arbitrateAll walks the ladder for each failing contract test until the
-// budget is spent; the tests it did not reach are returned with the
+// arbitrateAll walks the ladder for each failing test, the cheapest to
+// decide first (the shortest in the battery: a rerun costs about what the
+// test took), until the budget is spent. A walk the budget ends reports
+// what it learned so far; the tests it did not reach are returned with the
 // command that arbitrates them.
 func arbitrateAll(ctx context.Context, tests []battery.Test, budget time.Duration, lo ladder.Options, out io.Writer) ([]*ladder.Outcome, []string) {
 	if len(tests) == 0 {
 		return nil, nil
 	}
-	fmt.Fprintf(out, "\nvalidate: walking the arbitration ladder for %d failing contract tests (budget %s)\n", len(tests), budget)
+	tests = slices.Clone(tests)
+	slices.SortStableFunc(tests, func(a, b battery.Test) int { return cmp.Compare(a.Elapsed, b.Elapsed) })
+	fmt.Fprintf(out, "\nvalidate: walking the arbitration ladder for %d failing tests, the quickest first (budget %s, %s)\n", len(tests), budget, envvar.LadderBudget)
 	deadline := time.Now().Add(budget)
 	var done []*ladder.Outcome
 	var left []string
-	for _, t := range tests {
+	for i, t := range tests {
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			left = append(left, t.ID())
 			continue
 		}
+		fmt.Fprintf(out, "ladder: [%d/%d] %s (%s in the battery)\n", i+1, len(tests), t.ID(), t.Elapsed.Round(10*time.Millisecond))
 		wctx, cancel := context.WithDeadline(ctx, deadline)
 		o, err := ladder.Walk(wctx, t.ID(), lo)
 		cancel()
@@ -909,12 +931,16 @@ func arbitrateAll(ctx context.Context, tests []battery.Test, budget time.Duratio
 			left = append(left, t.ID())
 			continue
 		}
-		saveOutcome(lo.Env.ResultsDir, o, out)
+		if !o.NoFailure() {
+			saveOutcome(lo.Env.ResultsDir, o, out)
+		}
 		done = append(done, o)
 	}
 	return done, left
 }
 
+// writeLadderSummary prints each walked failure's owner, verdict, action
+// and evidence, and the failures the budget did not reach.
 func writeLadderSummary(out io.Writer, rep *ValidateReport) {
 	if len(rep.Ladder) == 0 && len(rep.NotArbitrated) == 0 {
 		return
@@ -925,11 +951,23 @@ func writeLadderSummary(out io.Writer, rep *ValidateReport) {
 		if o.OwnerName != "" {
 			owner += " (" + o.OwnerName + ")"
 		}
-		fmt.Fprintf(out, "  %s\n      owner %s; %s\n      action: %s\n", o.Test, owner, o.Verdict, o.Action)
+		if o.NoFailure() {
+			owner = color.GreenString("none")
+		}
+		fmt.Fprintf(out, "  %s %s\n      owner %s; %s\n      action: %s\n", o.Package, o.Test, owner, o.Verdict, o.Action)
+		if o.Replay != "" && !o.NoFailure() {
+			fmt.Fprintf(out, "      replay: %s\n", o.Replay)
+		}
+		for _, e := range o.Evidence {
+			fmt.Fprintf(out, "      %s\n", e)
+		}
+		if o.Incomplete != "" {
+			fmt.Fprintf(out, "      incomplete: %s\n", o.Incomplete)
+		}
 	}
 	for _, t := range rep.NotArbitrated {
 		_, name := ladder.SplitID(t)
-		fmt.Fprintf(out, "  %s\n      not arbitrated (budget spent): go tool mage arbitrate %s\n", t, name)
+		fmt.Fprintf(out, "  %s\n      not arbitrated (the budget ended before it started; raise %s): go tool mage arbitrate %s\n", t, envvar.LadderBudget, name)
 	}
 }
 

@@ -1,0 +1,61 @@
+package flakes
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// Revision is what a run ran from: the module's commit, and whether its
+// work tree held changes that commit does not (with a digest of them).
+type Revision struct {
+	Commit string
+	Dirty  bool
+	// Diff is 12 hex digits of the SHA-256 of git diff HEAD and of the
+	// untracked files' names: two runs of the same uncommitted change
+	// carry the same digest.
+	Diff string
+}
+
+// ReadRevision asks git about the module in dir; outside a repository (or
+// without git) it is empty.
+func ReadRevision(ctx context.Context, dir string) Revision {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	git := func(args ...string) ([]byte, error) {
+		cmd := exec.CommandContext(ctx, "git", args...)
+		cmd.Dir = dir
+		return cmd.Output()
+	}
+	head, err := git("rev-parse", "HEAD")
+	if err != nil {
+		return Revision{}
+	}
+	r := Revision{Commit: strings.TrimSpace(string(head))}
+	status, err := git("status", "--porcelain", "--untracked-files=normal")
+	if err != nil || len(bytes.TrimSpace(status)) == 0 {
+		return r
+	}
+	r.Dirty = true
+	h := sha256.New()
+	if diff, err := git("diff", "HEAD", "--binary"); err == nil {
+		h.Write(diff)
+	}
+	for _, l := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(l, "?? ") {
+			h.Write([]byte(l + "\n"))
+		}
+	}
+	r.Diff = hex.EncodeToString(h.Sum(nil))[:12]
+	return r
+}
+
+// Meta is the revision's part of a run's outcomes.
+func (r Revision) Meta(m Meta) Meta {
+	m.Commit, m.Dirty, m.Diff = r.Commit, r.Dirty, r.Diff
+	return m
+}

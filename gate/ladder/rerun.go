@@ -1,0 +1,260 @@
+package ladder
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/contested/contested/contested"
+	"github.com/contested/contested/faultlayer/noise"
+	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/gate/flakes"
+	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/battery"
+)
+
+// rerunAlone runs the failing test alone (its -run pattern selects it and
+// nothing else: a leg's siblings never run), with the seed its leg drew
+// when it started, up to opts.Reruns times: it stops as soon as the test
+// has both failed and passed (flaky), since more reruns would not change
+// that. Each rerun has a private results directory so its records never
+// mix with a battery's. A run in which the test never ran because its
+// package failed first counts as failed and NotRun, and the package's
+// failure is returned.
+func rerunAlone(ctx context.Context, name, pkg string, seed int64, opts Options) (Reruns, *Plain, []contract.SeedRun) {
+	r := Reruns{Class: NotRerun, Seed: seed}
+	var pf *Plain
+	var runs []contract.SeedRun
+	top, _, _ := strings.Cut(name, "/")
+	for i := range opts.Reruns {
+		if ctx.Err() != nil || (r.Failures > 0 && r.Failures < r.Runs) {
+			break
+		}
+		res, dir, _, err := runOnce(ctx, name, pkg, seed, fmt.Sprintf("run-%d", i+1), opts, nil)
+		if err != nil {
+			if opts.Out != nil && ctx.Err() == nil {
+				fmt.Fprintf(opts.Out, "ladder: not rerunning %s: %v\n", name, err)
+			}
+			break
+		}
+		r.Runs++
+		recs, _ := contract.ReadRecords(faultrecord.FaultDir(dir))
+		runs = append(runs, contract.SeedRun{Seed: seed, Dir: dir, Passed: res.OK(), Tests: res.Tests, Records: recs})
+		if !res.OK() {
+			r.Failures++
+			if t, ok := find(res, name); ok {
+				r.Reason = contract.Reason(t.Failure, t.Output)
+			}
+		}
+		if failed := res.FailedPackages(); len(failed) > 0 && !ran(res, top) {
+			r.NotRun++
+			p := PackageFailure(failed[0].Name, failed[0].Output, 0)
+			pf = &p
+		} else if res.OK() && !ran(res, top) {
+			r.Absent++
+		}
+	}
+	r.Class = classOf(r)
+	return r, pf, runs
+}
+
+// classOf reads the reruns' class.
+func classOf(r Reruns) string {
+	switch {
+	case r.Runs == 0:
+		return NotRerun
+	case r.NotRun == r.Runs:
+		return PackageFails
+	case r.Absent == r.Runs:
+		return NeverRuns
+	case r.Failures == r.Runs:
+		return Consistent
+	case r.Failures == 0:
+		return Passes
+	}
+	return Flaky
+}
+
+// runOnce runs the test alone once, under ladder/reruns/<test>/<label> of
+// the results directory, with seed (0: none), beside a neighbour when
+// beside is not nil, and returns what that neighbour did.
+func runOnce(ctx context.Context, name, pkg string, seed int64, label string, opts Options, beside *noise.Spec) (*battery.Result, string, *noise.Evidence, error) {
+	if pkg == "" {
+		pkg = "./..."
+	}
+	rel := filepath.Join("ladder", "reruns", FileName(name), label)
+	dir := filepath.Join(opts.Env.ResultsDir, rel)
+	if err := atomicfile.EmptyDir(opts.Env.ResultsDir, rel); err != nil {
+		return nil, dir, nil, err
+	}
+	env := opts.Env.WithResultsDir(dir)
+	if seed != 0 {
+		env = env.WithSeed(seed)
+	}
+	var n *noise.Neighbour
+	if beside != nil {
+		var err error
+		if n, err = noise.Start(ctx, *beside, seed+1, dir); err != nil {
+			return nil, dir, nil, err
+		}
+	}
+	res, err := battery.Run(ctx, battery.Options{Dir: opts.Env.ModuleRoot, Patterns: []string{pkg},
+		Args: []string{"-run", contested.RunPattern(name)}, Env: env.Environ(), Binaries: opts.Binaries})
+	var e *noise.Evidence
+	if n != nil {
+		ev := n.Stop()
+		e = &ev
+	}
+	return res, dir, e, err
+}
+
+// find returns the test named name in res.
+func find(res *battery.Result, name string) (battery.Test, bool) {
+	for _, t := range res.Tests {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return battery.Test{}, false
+}
+
+// ran reports whether the top-level test ran to an end in res.
+func ran(res *battery.Result, top string) bool {
+	_, ok := find(res, top)
+	return ok
+}
+
+// besideReruns is how many times a test that passed alone is rerun beside
+// a neighbour; the first failure ends them.
+const besideReruns = 2
+
+// capacityOf is the capacity step, for a test that did not fail every
+// rerun alone: the capacity samples taken while it failed in the battery,
+// the neighbour the battery ran beside, and, when either says the machine
+// was busy, reruns beside a neighbour (the battery's, else one busy thread
+// per core) to see whether it fails only when the machine is.
+func capacityOf(ctx context.Context, o *Outcome, pkg string, opts Options) *CapacityEvidence {
+	c := &CapacityEvidence{}
+	if t, ok := failedTest(opts, o.Package, o.Test); ok && opts.Capacity != nil && !t.Started.IsZero() {
+		w := opts.Capacity.Window(t.Started, t.Started.Add(t.Elapsed))
+		c.Saturated, c.Contended, c.PeakLoadPerCPU, c.Samples = w.Saturated, w.Contended, w.Peak.Load1PerCPU, len(w.Samples)
+	} else if opts.Capacity != nil {
+		c.Saturated, c.Contended, c.PeakLoadPerCPU, c.Samples = opts.Capacity.Saturated, opts.Capacity.Contended, opts.Capacity.Peak.Load1PerCPU, len(opts.Capacity.Samples)
+	}
+	spec := noise.Spec{CPU: runtime.NumCPU()}
+	if opts.Noise != nil {
+		c.Neighbour = opts.Noise.Injector() + "; " + opts.Noise.VictimSide()
+		spec = opts.Noise.Spec
+	}
+	if !c.Saturated && opts.Noise == nil {
+		return c
+	}
+	c.Beside = &Count{}
+	for i := range besideReruns {
+		if ctx.Err() != nil || c.Beside.Failed > 0 {
+			break
+		}
+		res, _, e, err := runOnce(ctx, o.Test, pkg, o.Seed, fmt.Sprintf("beside-%d", i+1), opts, &spec)
+		if err != nil {
+			break
+		}
+		c.Beside.Ran++
+		if !res.OK() {
+			c.Beside.Failed++
+		}
+		if e != nil {
+			c.BesideEvidence = e.Injector() + "; " + e.VictimSide()
+		}
+	}
+	c.Fragile = o.Reruns.Class == Passes && c.Beside.Failed > 0
+	fmt.Fprintf(opts.Out, "ladder: %s: %s\n", o.Test, c.Say())
+	return c
+}
+
+// Say is the capacity evidence in words.
+func (c *CapacityEvidence) Say() string {
+	if c == nil {
+		return "no capacity evidence"
+	}
+	s := fmt.Sprintf("the machine while it failed: peak load %.1f per CPU over %d samples", c.PeakLoadPerCPU, c.Samples)
+	if c.Saturated {
+		s += " (saturated: " + strings.Join(c.Contended, "; ") + ")"
+	}
+	if c.Neighbour != "" {
+		s += "; the battery ran beside a neighbour: " + c.Neighbour
+	}
+	if c.Beside != nil {
+		s += fmt.Sprintf("; rerun beside a neighbour it failed %d of %d", c.Beside.Failed, c.Beside.Ran)
+		if c.BesideEvidence != "" {
+			s += " (" + c.BesideEvidence + ")"
+		}
+	}
+	return s
+}
+
+// fromHistory is what the flake history holds of the test: context.
+func fromHistory(outs []flakes.Outcome, pkg, name string) *History {
+	if len(outs) == 0 {
+		return nil
+	}
+	id := name
+	if pkg != "" {
+		id = pkg + "." + name
+	}
+	s := flakes.Summarize(outs, id, historyRuns)
+	if len(s.Runs) == 0 {
+		return nil
+	}
+	h := &History{Runs: len(s.Runs), Failures: s.Failed}
+	if f := s.FirstFailure; f != nil {
+		h.FirstFailingRun, h.FirstFailingCommit, h.Dirty, h.Diff = f.RunID, f.Commit, f.Dirty, f.Diff
+	}
+	for i := len(s.Runs) - 1; i >= 0; i-- {
+		if s.Runs[i].Failed {
+			h.LastFailingCommit = s.Runs[i].Commit
+			break
+		}
+	}
+	return h
+}
+
+// historyRuns is how many of a test's last runs the ladder reads.
+const historyRuns = 20
+
+// Say is the history in words: "failed in 3 of its last 20 runs (first
+// failing run R on commit C, uncommitted changes D)".
+func (h *History) Say() string {
+	s := fmt.Sprintf("failed in %d of its last %d runs", h.Failures, h.Runs)
+	if h.FirstFailingRun != "" {
+		s += fmt.Sprintf(" (first failing run %s", h.FirstFailingRun)
+		if h.FirstFailingCommit != "" {
+			s += ", commit " + h.FirstFailingCommit
+			if h.Dirty {
+				s += " with uncommitted changes"
+				if h.Diff != "" {
+					s += " (diff " + h.Diff + ")"
+				}
+			}
+		}
+		s += ")"
+	}
+	return s
+}
+
+// Say is the reruns in words.
+func (r Reruns) Say() string {
+	s := fmt.Sprintf("the test failed %d of %d reruns alone", r.Failures, r.Runs)
+	switch r.Class {
+	case NeverRuns:
+		s = fmt.Sprintf("the test ran in none of %d reruns, which its package passed", r.Runs)
+	case NotRerun:
+		s = "the test was not rerun"
+	}
+	if r.Seed != 0 {
+		s += fmt.Sprintf(" with its seed %d", r.Seed)
+	}
+	return s + " (" + r.Class + ")"
+}
