@@ -338,7 +338,7 @@ func TestWebFront(t *testing.T) {
 			},
 		},
 		{
-			name:  "backend slower than the timeout: slow banner, a pending submission settled once",
+			name: "backend slower than the timeout: slow banner, a pending submission settled once",
 			fault: toxic("latency", "downstream", func(timeout time.Duration) toxiproxy.Attributes {
 				return toxiproxy.Attributes{"latency": int(3 * timeout / time.Millisecond)}
 			}),
