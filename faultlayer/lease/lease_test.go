@@ -1,10 +1,12 @@
 package lease_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -14,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,8 +51,8 @@ type event struct {
 }
 
 // hammer runs 16 goroutines that acquire, hold briefly and release until
-// the deadline, and returns the history.
-func hammer(ctx context.Context, tbl *lease.Table, proc string, until time.Time) []event {
+// stop is closed, and returns the history; done counts the leases.
+func hammer(ctx context.Context, tbl *lease.Table, proc string, stop <-chan struct{}, done *atomic.Int64) []event {
 	var mu sync.Mutex
 	var hist []event
 	var wg sync.WaitGroup
@@ -58,7 +61,12 @@ func hammer(ctx context.Context, tbl *lease.Table, proc string, until time.Time)
 		go func() {
 			defer wg.Done()
 			holder := fmt.Sprintf("%s/g%d", proc, g)
-			for time.Now().Before(until) {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
 				actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 				l, err := tbl.Acquire(actx, holder)
 				cancel()
@@ -76,6 +84,7 @@ func hammer(ctx context.Context, tbl *lease.Table, proc string, until time.Time)
 				mu.Lock()
 				hist = append(hist, ev)
 				mu.Unlock()
+				done.Add(1)
 			}
 		}()
 	}
@@ -86,10 +95,11 @@ func hammer(ctx context.Context, tbl *lease.Table, proc string, until time.Time)
 const (
 	envPorts   = "LEASE_TEST_PORTS"
 	envHistory = "LEASE_TEST_HISTORY"
-	envUntil   = "LEASE_TEST_UNTIL"
 )
 
-// leaseClient is the second process of the mutual-exclusion test.
+// leaseClient is the second process of the mutual-exclusion test. It
+// says "ready" once connected, starts on "go", prints how many leases it
+// made as it goes, and stops when its standard input closes.
 func leaseClient() int {
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, os.Getenv(envvar.PostgresDSN))
@@ -98,13 +108,40 @@ func leaseClient() int {
 		return 2
 	}
 	defer pool.Close()
+	if err := pool.Ping(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
 	var ports []int
 	for _, p := range strings.Split(os.Getenv(envPorts), ",") {
 		n, _ := strconv.Atoi(p)
 		ports = append(ports, n)
 	}
-	until, _ := strconv.ParseInt(os.Getenv(envUntil), 10, 64)
-	hist := hammer(ctx, lease.New(pool, ports, nil), "child", time.Unix(0, until))
+	in := bufio.NewReader(os.Stdin)
+	fmt.Println("ready")
+	if line, err := in.ReadString('\n'); err != nil || strings.TrimSpace(line) != "go" {
+		return 2
+	}
+	stop := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, in) // until the parent closes it
+		close(stop)
+	}()
+	var done atomic.Int64
+	counted := make(chan struct{})
+	go func() {
+		defer close(counted)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+				fmt.Println(done.Load())
+			}
+		}
+	}()
+	hist := hammer(ctx, lease.New(pool, ports, nil), "child", stop, &done)
+	<-counted
 	b, _ := json.Marshal(hist)
 	if err := os.WriteFile(os.Getenv(envHistory), b, 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -132,19 +169,56 @@ func TestNoPortIsEverHeldByTwoHoldersAtOnce(t *testing.T) {
 	l := faulttest.Layer(t)
 	ports := privatePorts(t, 41101, 41102, 41103, 41104)
 	ctx := context.Background()
-	until := time.Now().Add(3 * time.Second)
 	histFile := filepath.Join(t.TempDir(), "child.json")
 	var ps []string
 	for _, p := range ports {
 		ps = append(ps, strconv.Itoa(p))
 	}
-	cmd := reexec.Command(t, "lease-client", append(l.Env(),
-		envPorts+"="+strings.Join(ps, ","), envHistory+"="+histFile, envUntil+"="+strconv.FormatInt(until.UnixNano(), 10))...)
+	cmd := reexec.Command(t, "lease-client", append(l.Env(), envPorts+"="+strings.Join(ps, ","), envHistory+"="+histFile)...)
 	cmd.Stderr = os.Stderr
+	childIn, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	childOut, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	hist := hammer(ctx, lease.New(l.DB(), ports, nil), "parent", until)
+	// The contention is made, not hoped for: both processes start together
+	// once the child is connected, and both run until each has made
+	// minLeases leases, however slowly this machine runs them. The bound
+	// is only for a child that hangs.
+	const minLeases = 60
+	lines := bufio.NewScanner(childOut)
+	if !lines.Scan() || lines.Text() != "ready" {
+		t.Fatalf("the child did not say ready: %q", lines.Text())
+	}
+	var childLeases atomic.Int64
+	go func() {
+		for lines.Scan() {
+			if n, err := strconv.ParseInt(lines.Text(), 10, 64); err == nil {
+				childLeases.Store(n)
+			}
+		}
+	}()
+	stop := make(chan struct{})
+	var parentLeases atomic.Int64
+	histc := make(chan []event, 1)
+	go func() { histc <- hammer(ctx, lease.New(l.DB(), ports, nil), "parent", stop, &parentLeases) }()
+	fmt.Fprintln(childIn, "go")
+	for deadline := time.Now().Add(5 * time.Minute); parentLeases.Load() < minLeases || childLeases.Load() < minLeases; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(stop)
+			childIn.Close()
+			t.Fatalf("the two processes did not make %d leases each in 5 minutes: parent %d, child %d", minLeases, parentLeases.Load(), childLeases.Load())
+		}
+	}
+	close(stop)
+	childIn.Close()
+	hist := <-histc
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("child: %v", err)
 	}
@@ -168,13 +242,14 @@ func TestNoPortIsEverHeldByTwoHoldersAtOnce(t *testing.T) {
 		procs[ev.Proc]++
 		byPort[ev.Port] = append(byPort[ev.Port], ev)
 	}
-	if procs["parent"] < 20 || procs["child"] < 20 {
-		t.Fatalf("too little contention to prove anything: parent %d leases, child %d", procs["parent"], procs["child"])
-	}
+	turns := 0 // a port passing from one process to the other: the two contended for it
 	for port, evs := range byPort {
 		sort.Slice(evs, func(i, j int) bool { return evs[i].Acquired.Before(evs[j].Acquired) })
 		for i := 1; i < len(evs); i++ {
 			prev, cur := evs[i-1], evs[i]
+			if prev.Proc != cur.Proc {
+				turns++
+			}
 			if !cur.Acquired.After(prev.Released) {
 				t.Errorf("port %d held twice: %s [%s, %s] overlaps %s [%s, %s]", port,
 					prev.Holder, prev.Acquired.Format(time.RFC3339Nano), prev.Released.Format(time.RFC3339Nano),
@@ -185,7 +260,10 @@ func TestNoPortIsEverHeldByTwoHoldersAtOnce(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d leases over %d ports: parent %d, child %d", len(hist), len(byPort), procs["parent"], procs["child"])
+	if procs["parent"] < minLeases || procs["child"] < minLeases || turns < 10 {
+		t.Fatalf("too little contention to prove anything: parent %d leases, child %d, %d hand-overs between them", procs["parent"], procs["child"], turns)
+	}
+	t.Logf("%d leases over %d ports: parent %d, child %d, %d hand-overs between the processes", len(hist), len(byPort), procs["parent"], procs["child"], turns)
 }
 
 func TestReleaseAndRenewAreFencedByEpoch(t *testing.T) {
