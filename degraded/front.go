@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -179,4 +180,50 @@ func (s *scrubbed) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// healthyFactor is how much slower than the slowest healthy page the
+// front's timeout must be for a healthy backend never to read as slow.
+const healthyFactor = 10
+
+// calibrationTimeout is the front's timeout while its healthy pages are
+// timed: one no healthy page reaches.
+const calibrationTimeout = time.Minute
+
+// measureFront times five healthy pages of a front started with a timeout
+// no healthy page reaches, and returns the slowest: what this machine,
+// busy or not, takes to answer a page when nothing is wrong.
+func measureFront(ctx context.Context, bin string, cfg registry.Degraded, dsn, logPath string) (time.Duration, error) {
+	cfg.Timeout = calibrationTimeout
+	f, err := startFront(ctx, bin, cfg, dsn, logPath)
+	if err != nil {
+		return 0, err
+	}
+	defer f.stop()
+	client := &http.Client{Timeout: calibrationTimeout + time.Second}
+	var slowest time.Duration
+	for range 5 {
+		start := time.Now()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.url+"/", nil)
+		if err != nil {
+			return 0, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, fmt.Errorf("time a healthy page of the front: %w", err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		slowest = max(slowest, time.Since(start))
+	}
+	return slowest, nil
+}
+
+// frontTimeout is the timeout the front runs the stage with: the
+// registry's, unless this machine answers a healthy page so slowly that
+// a healthy backend would read as slow under it (slower than a tenth of
+// it): then healthyFactor times the slowest healthy page, so that the
+// conditions, not the machine, are what the cells meet.
+func frontTimeout(configured, slowest time.Duration) time.Duration {
+	return max(configured, healthyFactor*slowest)
 }

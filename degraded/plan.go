@@ -24,26 +24,32 @@ type Plan struct {
 type planned struct {
 	amount  int64
 	latency time.Duration
+	// times is the latency in the front's timeouts: what the seed draws,
+	// the same on every machine whatever timeout the front runs with.
+	times float64
 }
 
 // newPlan draws the plan of cells from seed: amounts distinct per cell (an
 // offset drawn once, plus the cell's place in the whole matrix) and a
 // latency for each from 1.5 to 2.5 times the front's timeout, always above
-// it, so the write commits and its answer comes too late.
+// it, so the write commits and its answer comes too late. The seed draws
+// the latency in timeouts, so that one seed is one plan (one digest) on a
+// machine whose front runs with a longer timeout (frontTimeout) too.
 func newPlan(seed int64, cells []Cell, timeout time.Duration) Plan {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x6465677261646564)) // "degraded"
 	p := Plan{Seed: seed, cells: map[string]planned{}}
 	base := 10 + rng.Int64N(40)
 	var desc []string
 	for i, c := range Matrix() {
-		lat := timeout + timeout/2 + time.Duration(rng.Int64N(int64(timeout)+1))
-		p.cells[c.ID()] = planned{amount: base + int64(i), latency: lat.Round(time.Millisecond)}
+		times := 1.5 + float64(rng.Int64N(1001))/1000
+		lat := time.Duration(times * float64(timeout))
+		p.cells[c.ID()] = planned{amount: base + int64(i), latency: lat.Round(time.Millisecond), times: times}
 	}
 	for _, c := range cells {
 		pc := p.cells[c.ID()]
 		d := fmt.Sprintf("%s amount %d", c.ID(), pc.amount)
 		if c.Condition.Name == "latency" {
-			d += fmt.Sprintf(" latency %s", pc.latency)
+			d += fmt.Sprintf(" latency %.3f timeouts", pc.times)
 		}
 		desc = append(desc, d)
 	}

@@ -20,6 +20,18 @@ const webListenLine = "ledger web: listening on http://%s\n"
 // connections to dsn, on listen, until ctx ends. Then it stops taking requests, lets the
 // in-flight ones answer and the pending submissions settle for up to timeout + 1s, and
 // returns nil.
+// ConfigureWebPool sets what the web front expects of its pool: ConfigurePool, and no
+// liveness ping before an idle connection is used. The request itself is the probe, and its
+// failure is classified as any other (refused when it certainly did not apply, pending
+// otherwise). pgxpool's default pings a connection idle for more than a second; under a slow
+// backend that ping spends the request's whole timeout and refuses a transfer that a faster
+// machine, reaching the statement within the second, would have sent: what the user sees
+// would depend on how fast the machine is, not on what the backend did.
+func ConfigureWebPool(cfg *pgxpool.Config) {
+	ConfigurePool(cfg)
+	cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
+}
+
 func serveWeb(ctx context.Context, dsn, listen string, timeout time.Duration, poolSize int, stdout, stderr io.Writer) error {
 	if timeout <= 0 {
 		return fmt.Errorf("-timeout %s: must be positive", timeout)
@@ -31,7 +43,7 @@ func serveWeb(ctx context.Context, dsn, listen string, timeout time.Duration, po
 	if err != nil {
 		return fmt.Errorf("parse DSN: %w", err)
 	}
-	ConfigurePool(cfg)
+	ConfigureWebPool(cfg)
 	cfg.MaxConns = int32(poolSize)
 	cfg.MinConns = 0 // lazy: the front starts, and serves its degraded page, with the backend down
 	pool, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)

@@ -65,7 +65,13 @@ func newWebRig(t *testing.T) *webRig {
 	u.Host = port.Dial
 	r := &webRig{t: t, proxy: proxy, dsn: u.String(), opening: 1000}
 	r.direct = newRig(t, direct, 4, r.opening).directPool(2)
-	if r.pool, err = ledger.Connect(ctx, r.dsn, 4); err != nil {
+	cfg, err := pgxpool.ParseConfig(r.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledger.ConfigureWebPool(cfg)
+	cfg.MaxConns = 4
+	if r.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.pool.Close)
