@@ -249,7 +249,7 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 		fmt.Fprintf(out, "degraded: a healthy page took up to %s on this machine: the front runs with a timeout of %s instead of the registry's %s, so that a healthy backend never reads as slow\n",
 			slowest.Round(time.Millisecond), t.Round(time.Millisecond), cfg.Timeout)
 		cfg.Timeout = t.Round(time.Millisecond)
-		res.Timeout, res.Bound = cfg.Timeout.String(), (cfg.Timeout+time.Second+browserSlack).String()
+		res.Timeout, res.Bound = cfg.Timeout.String(), (cfg.Timeout + time.Second + browserSlack).String()
 	}
 	if fr, err = startFront(ctx, bin, cfg, frontDSN, filepath.Join(dir, "front.log")); err != nil {
 		return res, err
