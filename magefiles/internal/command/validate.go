@@ -550,7 +550,7 @@ type workspace struct {
 // when it cannot, each go test builds its own as before, and it says why.
 // The returned function removes the command's own (the kept copies stay).
 func testBinaries(root string, out io.Writer) (*battery.Binaries, func()) {
-	b, err := battery.NewBinaries(root)
+	b, err := battery.NewBinaries(root, battery.WithLog(out))
 	if err != nil {
 		fmt.Fprintf(out, "contested: every rerun builds its own test binary: %v\n", err)
 		return nil, func() {}
