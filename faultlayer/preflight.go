@@ -19,6 +19,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/contested/contested/faultlayer/lease"
+	"github.com/contested/contested/internal/dbguard"
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/secret"
@@ -522,8 +523,16 @@ func checkPostgres(ctx context.Context, l *Layer) Check {
 		c.Fix = "check " + envvar.PostgresDSN + " (host, port, user, password, database) and that Postgres is up"
 		return c
 	}
+	// Nothing is created in a service's real database, whatever the DSN
+	// said and wherever a pooler's alias led.
+	db, err := dbguard.CheckServer(ctx, l.DB(), l.canonical, "the test-plane Postgres")
+	if err != nil {
+		c.Detail = err.Error()
+		c.Fix = guardFix
+		return c
+	}
 	c.OK = true
-	c.Detail = fmt.Sprintf("Postgres %s answers", version)
+	c.Detail = fmt.Sprintf("Postgres %s answers (database %s)", version, db)
 	if l.direct {
 		c.Detail += fmt.Sprintf(" (on the layer's network at %s, not through the published port)", l.PostgresDirect)
 	}

@@ -243,3 +243,27 @@ func TestAnotherRecordsWarmLayerIsNeverReapedFromHere(t *testing.T) {
 		t.Errorf("attaching does not say whose layer it is:\n%s", log.String())
 	}
 }
+
+// TestAWarmLayerWhoseDatabaseIsCanonicalIsRefused: a warm record whose
+// test plane is a database [guard] canonical_databases lists is not
+// attached to: the run says the guard refused it and brings up its own.
+func TestAWarmLayerWhoseDatabaseIsCanonicalIsRefused(t *testing.T) {
+	requireContainers(t)
+	isolatedCache(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	t.Cleanup(func() { WarmDown(context.Background(), io.Discard) })
+	if _, _, err := WarmUp(ctx, ConfigFor(Auto)); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	cfg := ConfigFor(Auto)
+	cfg.Log, cfg.Canonical = &log, []string{"ledger", strings.ToUpper(testPlaneDB)}
+	if l := upWarm(ctx, cfg); l != nil {
+		l.Close(ctx)
+		t.Fatalf("attached to a warm layer whose database is canonical:\n%s", log.String())
+	}
+	if !strings.Contains(log.String(), "canonical_databases") || !strings.Contains(log.String(), "a layer of its own") {
+		t.Errorf("the run did not say the guard refused the warm layer:\n%s", log.String())
+	}
+}

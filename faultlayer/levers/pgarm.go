@@ -9,11 +9,13 @@ import (
 	"net/url"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/contested/contested/internal/dbguard"
 	"github.com/contested/contested/internal/secret"
 )
 
@@ -68,9 +70,20 @@ func randomHex(n int) string {
 func NewPgFaultArmer(ctx context.Context, admin *pgxpool.Pool, canonical []string) (*PgFaultArmer, error) {
 	a := &PgFaultArmer{admin: admin, canonical: map[string]bool{}, spares: newSpareNames(sparePrefix)}
 	for _, n := range append(append([]string(nil), builtinCanonical...), canonical...) {
-		a.canonical[n] = true
+		a.canonical[strings.ToLower(n)] = true
 	}
-	a.canonical[admin.Config().ConnConfig.Database] = true
+	a.canonical[strings.ToLower(admin.Config().ConnConfig.Database)] = true
+	// The harness table is created in the admin pool's database: never in
+	// one the guard lists, whatever the pool's DSN said.
+	if err := dbguard.CheckConfig(&admin.Config().ConnConfig.Config, canonical, "the test plane's DSN"); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCanonicalDB, err)
+	}
+	if _, err := dbguard.CheckServer(ctx, admin, canonical, "the test plane"); err != nil {
+		if errors.Is(err, dbguard.ErrCanonical) {
+			return nil, fmt.Errorf("%w: %w", ErrCanonicalDB, err)
+		}
+		return nil, err
+	}
 	table := pgx.Identifier{harnessTable}.Sanitize()
 	if _, err := admin.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
 		name text PRIMARY KEY, role text NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), holder text)`); err != nil {
@@ -114,7 +127,7 @@ func (a *PgFaultArmer) CreateVictim(ctx context.Context, holder string) (*Victim
 	id := "cv_" + randomHex(5)
 	v := &Victim{database: id, role: id, password: randomHex(16), armer: a}
 	secret.Add(v.password)
-	if !victimName.MatchString(id) || a.canonical[id] {
+	if !victimName.MatchString(id) || a.isCanonical(id) {
 		return nil, fmt.Errorf("%w: generated name %q", ErrCanonicalDB, id)
 	}
 	name := pgx.Identifier{id}.Sanitize()
@@ -241,7 +254,7 @@ func (a *PgFaultArmer) guardRole(ctx context.Context, database, role string) err
 // declared canonical; otherwise an error wrapping ErrCanonicalDB that says
 // why.
 func (a *PgFaultArmer) Guard(ctx context.Context, database string) error {
-	if a.canonical[database] {
+	if a.isCanonical(database) {
 		return fmt.Errorf("%w: %q is canonical (built in, the test plane's own database, or listed in [guard] canonical_databases)", ErrCanonicalDB, database)
 	}
 	var n int
@@ -392,3 +405,7 @@ func (e *Exhaustion) Release(ctx context.Context) error {
 func (e *Exhaustion) String() string {
 	return fmt.Sprintf("database %s at its connection limit: %d backends of %d allowed, %d held by the armer", e.Database, e.Observed, e.Limit, e.Held)
 }
+
+// isCanonical reports whether name is canonical, case folded: when unsure,
+// refuse.
+func (a *PgFaultArmer) isCanonical(name string) bool { return a.canonical[strings.ToLower(name)] }

@@ -53,7 +53,7 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 		return err
 	}
 	hintIgnore(ctx, dir, root, out)
-	cfg, err := layerConfig(ws.env, out)
+	cfg, err := layerConfig(ws, out)
 	if err != nil {
 		return err
 	}

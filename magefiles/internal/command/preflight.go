@@ -44,6 +44,9 @@ func FaultPreflight(ctx context.Context, opts PreflightOptions) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Canonical, err = canonicalHere(); err != nil {
+		return err
+	}
 	if mod, err := workingModule(); err == nil && root != "" {
 		hintIgnore(ctx, mod, root, opts.Out)
 	}

@@ -130,7 +130,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 			return err
 		}
 	}
-	cfg, err := layerConfig(ws.env, opts.Out)
+	cfg, err := layerConfig(ws, opts.Out)
 	if err != nil {
 		return err
 	}
@@ -582,11 +582,13 @@ func openWorkspace(dir string) (*workspace, error) {
 }
 
 // layerConfig is the fault layer's configuration from the environment
-// (faultlayer.ConfigFromEnv), carrying the run's id, with progress going to
+// (faultlayer.ConfigFromEnv), carrying the run's id and the registry's
+// canonical databases (refused as a test plane), with progress going to
 // out.
-func layerConfig(env runenv.Env, out io.Writer) (faultlayer.Config, error) {
+func layerConfig(ws *workspace, out io.Writer) (faultlayer.Config, error) {
 	cfg, err := faultlayer.ConfigFromEnv()
-	cfg.RunID, cfg.SharedRunID, cfg.Log = env.RunID, env.SharedRunID, out
+	cfg.RunID, cfg.SharedRunID, cfg.Log = ws.env.RunID, ws.env.SharedRunID, out
+	cfg.Canonical = ws.reg.Guard.CanonicalDatabases
 	return cfg, err
 }
 
