@@ -268,22 +268,11 @@ func WarmStatus(ctx context.Context, cfg Config) (WarmState, error) {
 // variable means a new image). With ensure, images missing now are built
 // (what a recreation needs anyway); without, a missing one is stale.
 func warmStale(ctx context.Context, cli *testcontainers.DockerClient, cfg Config, rec WarmRecord, ensure bool) string {
-	list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("label", reap.LabelRun+"="+rec.RunID)})
-	if err != nil {
-		return "its containers cannot be listed: " + err.Error()
-	}
-	running := map[string]bool{}
-	for _, c := range list.Items {
-		if c.Labels[reap.LabelWarm] != "" && c.State == "running" {
-			running[c.Labels[reap.LabelRole]] = true
-		}
-	}
-	for _, role := range []string{rolePrefix + "postgres", rolePrefix + "toxiproxy"} {
-		if !running[role] {
-			return fmt.Sprintf("its %s container is not running", role[len(rolePrefix):])
-		}
+	if why := warmRunning(ctx, cli, rec); why != "" {
+		return why
 	}
 	var pg, tp string
+	var err error
 	if ensure {
 		pg, tp, err = containerImages(ctx, cli, cfg)
 		if err != nil {
@@ -301,6 +290,27 @@ func warmStale(ctx context.Context, cli *testcontainers.DockerClient, cfg Config
 		}
 		if id := imageID(ctx, cli, im.ref); id != im.recID {
 			return fmt.Sprintf("the %s image %s was rebuilt since it started", im.what, im.ref)
+		}
+	}
+	return ""
+}
+
+// warmRunning says which container of rec's layer is not running, "" when
+// both run.
+func warmRunning(ctx context.Context, cli *testcontainers.DockerClient, rec WarmRecord) string {
+	list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("label", reap.LabelRun+"="+rec.RunID)})
+	if err != nil {
+		return "its containers cannot be listed: " + err.Error()
+	}
+	running := map[string]bool{}
+	for _, c := range list.Items {
+		if c.Labels[reap.LabelWarm] != "" && c.State == "running" {
+			running[c.Labels[reap.LabelRole]] = true
+		}
+	}
+	for _, role := range []string{rolePrefix + "postgres", rolePrefix + "toxiproxy"} {
+		if !running[role] {
+			return fmt.Sprintf("its %s container is not running", role[len(rolePrefix):])
 		}
 	}
 	return ""

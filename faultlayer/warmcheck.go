@@ -15,11 +15,15 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
+	"github.com/contested/contested/internal/dbguard"
+	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/private"
 	"github.com/contested/contested/internal/reap"
+	"github.com/contested/contested/internal/secret"
 )
 
 // ErrWarmRecord reports a warm layer record that is not the caller's own:
@@ -182,4 +186,46 @@ func verifyWarm(ctx context.Context, d inspector, path string, rec WarmRecord) s
 		}
 	}
 	return ""
+}
+
+// WarmTestPlane connects to the test-plane Postgres of the caller's own
+// warm layer, for a sweep that reclaims what killed runs left in it: the
+// record must be the caller's own (readWarm), its layer current and its
+// coordinates its containers' (verifyWarm), its database none the guard
+// lists. ErrNoWarm when no warm layer is recorded; an error saying why
+// otherwise. Close the pool when done.
+func WarmTestPlane(ctx context.Context, canonical []string) (*pgxpool.Pool, WarmRecord, error) {
+	path, err := WarmRecordPath()
+	if err != nil {
+		return nil, WarmRecord{}, err
+	}
+	rec, err := readWarm(path)
+	if err != nil {
+		return nil, rec, err
+	}
+	cli, err := dockerenv.Connect(ctx)
+	if err != nil {
+		return nil, rec, fmt.Errorf("%w: the warm layer runs on containers: %v", ErrCannotRun, err)
+	}
+	defer cli.Close()
+	if why := warmRunning(ctx, cli, rec); why != "" {
+		return nil, rec, fmt.Errorf("the warm layer is not running: %s", why)
+	}
+	if why := verifyWarm(ctx, cli, path, rec); why != "" {
+		return nil, rec, fmt.Errorf("the warm layer's record does not match its containers: %s", why)
+	}
+	cfg, err := pgxpool.ParseConfig(rec.PostgresDSN)
+	if err != nil {
+		return nil, rec, fmt.Errorf("the warm layer's DSN: %s", secret.ParseError(err))
+	}
+	if err := dbguard.CheckConfig(&cfg.ConnConfig.Config, canonical, "the warm layer's record"); err != nil {
+		return nil, rec, err
+	}
+	secret.AddDSN(rec.PostgresDSN)
+	cfg.MaxConns = 2
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, rec, fmt.Errorf("connect to the warm layer's Postgres: %s", secret.ScrubString(err.Error()))
+	}
+	return pool, rec, nil
 }

@@ -67,6 +67,8 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 		defer l.Close(context.WithoutCancel(ctx))
 		if _, perr := Preflight(ctx, l, true, root, out); perr != nil {
 			copts.EnvMissing = perr.Error()
+		} else {
+			reclaimVictims(ctx, l.DB(), cfg.Canonical, "fault layer", out)
 		}
 		copts.Env = copts.Env.Attach(l.Env(), l.RunID)
 	} else {
