@@ -35,7 +35,7 @@ func TestTheHistoryFileIsReadAndWrittenSafely(t *testing.T) {
 		name     string
 		setup    func(t *testing.T, root string)
 		readErr  string // "" when the read succeeds, in whole or in part
-		outcomes int // how many times the good lines
+		outcomes int    // how many times the good lines
 		tooLong  int
 		bad      int
 		skipped  bool

@@ -1,9 +1,9 @@
 package flakes
 
 import (
-	"errors"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
