@@ -32,6 +32,7 @@ import (
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/gotest"
+	"github.com/contested/contested/internal/terminal"
 	"github.com/contested/contested/registry"
 )
 
@@ -690,9 +691,9 @@ func writeSurfaceSummary(out io.Writer, judged []*contract.Result, level int, no
 	for _, r := range judged {
 		fmt.Fprintf(out, "  %-22s %s\n", r.Surface, paintContract(r.Contract))
 		for _, l := range r.Legs {
-			fmt.Fprintf(out, "      %-17s %-30s %s\n", l.Lever, paintVerdict(l.Verdict), l.Reason)
+			fmt.Fprintf(out, "      %-17s %-30s %s\n", l.Lever, paintVerdict(l.Verdict), terminal.Escape(l.Reason))
 			if l.Replay != "" && !l.Verdict.Pass() {
-				fmt.Fprintf(out, "      %-17s replay: %s\n", "", l.Replay)
+				fmt.Fprintf(out, "      %-17s replay: %s\n", "", terminal.Escape(l.Replay))
 			}
 		}
 	}
