@@ -16,8 +16,8 @@ import (
 	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/gate/report"
 	"github.com/contested/contested/gate/shard"
-	"github.com/contested/contested/internal/terminal"
 	"github.com/contested/contested/internal/gotest"
+	"github.com/contested/contested/internal/terminal"
 )
 
 // MergeReport is what program-gate -merge found, saved as merge.json under
