@@ -14,10 +14,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/dbguard"
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/flock"
 	"github.com/contested/contested/internal/images"
@@ -239,10 +241,10 @@ func WarmStatus(ctx context.Context, cfg Config) (WarmState, error) {
 		switch {
 		case held == path && rerr == nil && run == rec.RunID:
 		case held == path && reap.WarmHeld(held, run):
-			st.Others = append(st.Others, fmt.Sprintf("%s (run %s, held by the refused record %s)", name, run, held))
+			st.Others = append(st.Others, fmt.Sprintf("%s (run %s) is held by this cache directory's refused record; go tool mage layer down removes both", name, run))
 			continue
 		case held != path && reap.WarmHeld(held, run):
-			st.Others = append(st.Others, fmt.Sprintf("%s (run %s, held by the record %s)", name, run, held))
+			st.Others = append(st.Others, fmt.Sprintf("%s (run %s) is held by the record %s, another cache directory's or user's: no sweep or layer down from here removes it while that record holds it", name, run, held))
 			continue
 		default:
 			st.Unheld = append(st.Unheld, name)
@@ -374,6 +376,11 @@ func WarmUp(ctx context.Context, cfg Config) (rec WarmRecord, reused bool, err e
 
 func warmUpLocked(ctx context.Context, cli *testcontainers.DockerClient, cfg Config, path string) (WarmRecord, bool, error) {
 	old, err := readWarm(path)
+	if err == nil {
+		// A record naming a database the guard lists is refused as it is,
+		// neither attached to nor replaced: someone pointed it there.
+		err = guardWarm(old, cfg.Canonical)
+	}
 	switch {
 	case err == nil:
 		why := warmStale(ctx, cli, cfg, old, true)
@@ -425,6 +432,19 @@ func warmUpLocked(ctx context.Context, cli *testcontainers.DockerClient, cfg Con
 	l.keep()
 	fmt.Fprintf(cfg.Log, "warm layer: up: run %s, Toxiproxy %s, Postgres %s; record %s\n", rec.RunID, rec.ToxiproxyURL, secret.ScrubString(rec.PostgresDSN), path)
 	return rec, false, nil
+}
+
+// guardWarm refuses a record whose test-plane DSN names a database the
+// registry's [guard] canonical_databases lists (ErrConfig).
+func guardWarm(rec WarmRecord, canonical []string) error {
+	pc, err := pgxpool.ParseConfig(rec.PostgresDSN)
+	if err != nil {
+		return fmt.Errorf("%w: the warm layer's record: its DSN does not parse (%s); remove it with go tool mage layer down", ErrConfig, secret.ParseError(err))
+	}
+	if err := dbguard.CheckConfig(&pc.ConnConfig.Config, canonical, "the warm layer's record"); err != nil {
+		return fmt.Errorf("%w: %w; %s: remove it with go tool mage layer down", ErrConfig, err, guardFix)
+	}
+	return nil
 }
 
 // WarmDown removes the warm layer: its containers and network, whatever
@@ -524,6 +544,9 @@ func attachWarm(ctx context.Context, cfg Config) (*Layer, error) {
 	wcfg := cfg
 	wcfg.Log = cfg.Log
 	rec, reused, err := warmUpLocked(ctx, cli, wcfg, path)
+	if errors.Is(err, ErrConfig) {
+		return nil, err // the record is refused, not stale
+	}
 	if err != nil {
 		return nil, fmt.Errorf("recreate the stale warm layer: %w", err)
 	}
@@ -531,7 +554,7 @@ func attachWarm(ctx context.Context, cfg Config) (*Layer, error) {
 	if !reused {
 		how = "attached to the warm layer recreated now"
 	}
-	how += " " + rec.Whose()
+	how += ", " + rec.Whose()
 	l := &Layer{
 		Kind:               Containers,
 		Reason:             fmt.Sprintf("%s (go tool mage layer up; run %s, up %s, images %s and %s)", how, rec.RunID, age(rec.Created), rec.PostgresImage, rec.ToxiproxyImage),
@@ -608,7 +631,7 @@ func FormatWarm(w io.Writer, st WarmState) {
 		}
 	}
 	for _, n := range st.Others {
-		fmt.Fprintf(w, "  held: %s: a warm layer another record holds; never removed from here while it does\n", n)
+		fmt.Fprintf(w, "  held: %s\n", n)
 	}
 	for _, n := range st.Unheld {
 		fmt.Fprintf(w, "  unheld: %s carries the warm label and no record holds it; the next sweep (or go tool mage layer down) removes it\n", n)

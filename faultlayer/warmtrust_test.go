@@ -266,4 +266,30 @@ func TestAWarmLayerWhoseDatabaseIsCanonicalIsRefused(t *testing.T) {
 	if !strings.Contains(log.String(), "canonical_databases") || !strings.Contains(log.String(), "a layer of its own") {
 		t.Errorf("the run did not say the guard refused the warm layer:\n%s", log.String())
 	}
+
+	// A record edited to name a canonical database is refused as it is:
+	// neither attached to nor replaced by a layer of its own.
+	path, _ := WarmRecordPath()
+	rec, err := readWarm(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := rec
+	forged.PostgresDSN = strings.Replace(rec.PostgresDSN, "/"+testPlaneDB+"?", "/stock?", 1)
+	b, _ := json.Marshal(forged)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log.Reset()
+	cfg.Canonical = []string{"stock"}
+	if l := upWarm(ctx, cfg); l != nil {
+		l.Close(ctx)
+		t.Fatalf("attached to a warm record naming a canonical database:\n%s", log.String())
+	}
+	if !strings.Contains(log.String(), `names database "stock", which [guard] canonical_databases lists`) {
+		t.Errorf("the run did not say the guard refused the record:\n%s", log.String())
+	}
+	if after, err := readWarmToRemove(path); err != nil || after.RunID != rec.RunID {
+		t.Errorf("the refused record was replaced: %v, %v", after.RunID, err)
+	}
 }

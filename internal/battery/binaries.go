@@ -274,11 +274,8 @@ func removeLegacy(resultsDir string, log io.Writer) {
 			removed += n
 		}
 	}
-	if left, _ := os.ReadDir(root.Join(legacyBinDir)); len(left) == 0 {
-		_ = root.Remove(legacyBinDir)
-		if left, _ := os.ReadDir(root.Join("battery")); len(left) == 0 {
-			_ = root.Remove("battery")
-		}
+	if left, err := os.ReadDir(root.Join(legacyBinDir)); err == nil && len(left) == 0 {
+		_ = root.RemoveAll(legacyBinDir)
 	}
 	if removed > 0 {
 		fmt.Fprintf(log, "battery: removed %d files from %s: test binaries are kept in the user cache directory (only this user can write there), and nothing under the results directory is ever run\n", removed, root.Join(legacyBinDir))
