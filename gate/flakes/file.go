@@ -76,7 +76,7 @@ var _ Store = (*File)(nil)
 func NewFile(root string) *File { return &File{Path: filepath.Join(root, FileName), root: root} }
 
 // Append writes outs as lines at the end of the file, creating it (and
-// its directory) when missing.
+// its directories, the results directory included) when missing.
 func (f *File) Append(ctx context.Context, outs []Outcome) error {
 	if len(outs) == 0 {
 		return nil
@@ -91,7 +91,7 @@ func (f *File) Append(ctx context.Context, outs []Outcome) error {
 		buf.Write(b)
 		buf.WriteByte('\n')
 	}
-	r, err := atomicfile.OpenRoot(f.root)
+	r, err := atomicfile.MakeRoot(f.root)
 	if err != nil {
 		return fmt.Errorf("append to the history: %w", err)
 	}
