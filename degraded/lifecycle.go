@@ -73,9 +73,22 @@ func writeMarker(resultsDir string, m Marker) error {
 	return nil
 }
 
+// maxMarker caps the marker read back: a few names and a time.
+const maxMarker = 1 << 20
+
+// loadMarker reads the marker with the results directory's loader: no link
+// under it followed, a FIFO never waited on, the size capped.
+func loadMarker(resultsDir string) ([]byte, error) {
+	root, err := atomicfile.OpenRoot(resultsDir)
+	if err != nil {
+		return nil, err
+	}
+	return root.ReadFile(DirName+"/"+MarkerName, maxMarker)
+}
+
 // readMarker reads the marker; ok is false when there is none.
 func readMarker(resultsDir string) (m Marker, ok bool, err error) {
-	b, err := os.ReadFile(MarkerPath(resultsDir))
+	b, err := loadMarker(resultsDir)
 	if errors.Is(err, os.ErrNotExist) {
 		return m, false, nil
 	}

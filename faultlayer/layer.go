@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contested/contested/faultlayer/lease"
+	"github.com/contested/contested/internal/dbguard"
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/runid"
 	"github.com/contested/contested/internal/secret"
@@ -74,6 +75,10 @@ type Config struct {
 	// NoWarm makes Up ignore the warm layer (go tool mage layer up) even
 	// when auto would attach to it.
 	NoWarm bool
+	// Canonical are the databases no layer may be (the registry's [guard]
+	// canonical_databases): a test plane that names or reaches one is
+	// refused before anything is created in it (internal/dbguard).
+	Canonical []string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 
@@ -127,9 +132,12 @@ func (c *Config) validate() error {
 		}
 	}
 	if c.PostgresDSN != "" {
-		if _, err := pgxpool.ParseConfig(c.PostgresDSN); err != nil {
-			// pgx echoes the string it could not parse; its own masking is best effort.
-			return fmt.Errorf("%w: %s does not parse: %s", ErrConfig, envvar.PostgresDSN, secret.ScrubString(err.Error()))
+		pc, err := pgxpool.ParseConfig(c.PostgresDSN)
+		if err != nil {
+			return fmt.Errorf("%w: %s does not parse: %s", ErrConfig, envvar.PostgresDSN, secret.ParseError(err))
+		}
+		if err := dbguard.CheckConfig(&pc.ConnConfig.Config, c.Canonical, envvar.PostgresDSN); err != nil {
+			return fmt.Errorf("%w: %w; %s", ErrConfig, err, guardFix)
 		}
 	}
 	if c.PostgresDirect != "" {
@@ -157,6 +165,9 @@ func (c *Config) validate() error {
 	}
 	return nil
 }
+
+// guardFix says what to do about a test plane the database guard refused.
+const guardFix = "the test plane (its lease and harness tables, victim databases and roles) is never a service's real database: give the fault layer a database of its own"
 
 // listenAddr parses a proxy listen host: an IP address, or "localhost".
 func listenAddr(host string) (netip.Addr, error) {
@@ -222,6 +233,9 @@ type Layer struct {
 
 	// postgresContainer is the container we started for Postgres, if any.
 	postgresContainer string
+	// canonical are the databases the test plane may not be
+	// (Config.Canonical); Identity refuses a server that reached one.
+	canonical []string
 
 	log     io.Writer
 	direct  bool // the pool reaches Postgres at PostgresDirect
@@ -277,7 +291,7 @@ func Up(ctx context.Context, cfg Config) (_ *Layer, err error) {
 	if err != nil {
 		return nil, err
 	}
-	l.Kind, l.Reason, l.RunID, l.log = kind, reason, cfg.RunID, cfg.Log
+	l.Kind, l.Reason, l.RunID, l.log, l.canonical = kind, reason, cfg.RunID, cfg.Log, cfg.Canonical
 	// The password the layer generated (or was given) is masked in
 	// everything this process prints or saves from now on.
 	secret.AddDSN(l.PostgresDSN)
@@ -324,13 +338,18 @@ func upWarm(ctx context.Context, cfg Config) *Layer {
 	if l == nil {
 		return nil
 	}
-	l.RunID, l.log = cfg.RunID, cfg.Log
+	l.RunID, l.log, l.canonical = cfg.RunID, cfg.Log, cfg.Canonical
 	secret.AddDSN(l.PostgresDSN)
 	fmt.Fprintf(cfg.Log, "fault layer: %s\n", l.Reason)
 	refuse := func(why string) *Layer {
 		l.Close(context.WithoutCancel(ctx))
 		fmt.Fprintf(cfg.Log, "fault layer: the warm layer failed %s; bringing up a layer of its own (go tool mage layer status tells more)\n", why)
 		return nil
+	}
+	if pc, err := pgxpool.ParseConfig(l.PostgresDSN); err != nil {
+		return refuse("its record's DSN: " + secret.ParseError(err))
+	} else if err := dbguard.CheckConfig(&pc.ConnConfig.Config, cfg.Canonical, "its record's DSN"); err != nil {
+		return refuse("the database guard: " + err.Error())
 	}
 	if err := l.open(); err != nil {
 		return refuse(firstLine(err.Error()))

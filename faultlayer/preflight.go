@@ -19,6 +19,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/contested/contested/faultlayer/lease"
+	"github.com/contested/contested/internal/dbguard"
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/secret"
@@ -200,10 +201,9 @@ func checkLoopback(ctx context.Context, l *Layer, insp Inspector) Check {
 		c.Fix = "set " + envvar.ToxiproxyURL + " to http://127.0.0.1:PORT"
 		return c
 	}
-	// The container we started: its bindings are the proof.
-	if l.ToxiproxyContainer != "" {
-		return loopbackOfContainer(ctx, c, l.ToxiproxyContainer, insp)
-	}
+	// Whatever provider: the URL runs reach it at is loopback (a warm
+	// layer's record or a container's bindings prove nothing about an
+	// address the URL names elsewhere).
 	if !resolvesToLoopback(ctx, u.Hostname()) {
 		c.Detail = fmt.Sprintf("%s is not a loopback address", u.Host)
 		c.Fix = "reach the control API on 127.0.0.1 and publish it on 127.0.0.1 only"
@@ -212,6 +212,10 @@ func checkLoopback(ctx context.Context, l *Layer, insp Inspector) Check {
 			c.Detail = fmt.Sprintf("the control API answers on %s, a non-loopback address", u.Host)
 		}
 		return c
+	}
+	// The container we started: its bindings are the proof.
+	if l.ToxiproxyContainer != "" {
+		return loopbackOfContainer(ctx, c, l.ToxiproxyContainer, u, insp)
 	}
 	if l.Kind == Embedded {
 		c.OK = true
@@ -239,7 +243,7 @@ func resolvesToLoopback(ctx context.Context, host string) bool {
 // loopbackOfContainer decides c from the bindings of the Toxiproxy
 // container the layer started (those of the container whose network
 // namespace it runs in, when it shares one).
-func loopbackOfContainer(ctx context.Context, c Check, id string, insp Inspector) Check {
+func loopbackOfContainer(ctx context.Context, c Check, id string, u *url.URL, insp Inspector) Check {
 	if insp == nil {
 		c.Detail = "cannot inspect the Toxiproxy container: no Docker engine answers"
 		c.Fix = "restart the Docker engine"
@@ -255,6 +259,17 @@ func loopbackOfContainer(ctx context.Context, c Check, id string, insp Inspector
 		c.Hard = true
 		c.Detail = fmt.Sprintf("Toxiproxy container %s publishes %s: reachable off this host", pub.name, strings.Join(bad, ", "))
 		c.Fix = "publish every port on 127.0.0.1 only (\"127.0.0.1::8474\")"
+		return c
+	}
+	// The URL must reach this container's control port: a URL naming
+	// another port is another service, whatever this one publishes.
+	reached := false
+	for _, b := range pub.ports[network.MustParsePort(fmt.Sprintf("%d/tcp", controlPort))] {
+		reached = reached || b.HostPort == u.Port() && reaches(b.HostIP, u.Hostname())
+	}
+	if !reached {
+		c.Detail = fmt.Sprintf("the control URL %s is not where Toxiproxy container %s publishes its control API", u.Host, pub.name)
+		c.Fix = "bring the layer up again (go tool mage layer down, then layer up, for a warm layer)"
 		return c
 	}
 	c.OK = true
@@ -508,8 +523,16 @@ func checkPostgres(ctx context.Context, l *Layer) Check {
 		c.Fix = "check " + envvar.PostgresDSN + " (host, port, user, password, database) and that Postgres is up"
 		return c
 	}
+	// Nothing is created in a service's real database, whatever the DSN
+	// said and wherever a pooler's alias led.
+	db, err := dbguard.CheckServer(ctx, l.DB(), l.canonical, "the test-plane Postgres")
+	if err != nil {
+		c.Detail = err.Error()
+		c.Fix = guardFix
+		return c
+	}
 	c.OK = true
-	c.Detail = fmt.Sprintf("Postgres %s answers", version)
+	c.Detail = fmt.Sprintf("Postgres %s answers (database %s)", version, db)
 	if l.direct {
 		c.Detail += fmt.Sprintf(" (on the layer's network at %s, not through the published port)", l.PostgresDirect)
 	}

@@ -11,14 +11,19 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 
+	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/dbguard"
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/flock"
 	"github.com/contested/contested/internal/images"
+	"github.com/contested/contested/internal/private"
 	"github.com/contested/contested/internal/reap"
 	"github.com/contested/contested/internal/runid"
 	"github.com/contested/contested/internal/secret"
@@ -58,6 +63,10 @@ type WarmRecord struct {
 	PostgresImageID    string      `json:"postgres_image_id"`
 	ToxiproxyImage     string      `json:"toxiproxy_image"`
 	ToxiproxyImageID   string      `json:"toxiproxy_image_id"`
+	// StartedIn and Module say whose layer it is: the checkout (module
+	// root) and module that started it; empty in an older record.
+	StartedIn string `json:"started_in,omitempty"`
+	Module    string `json:"module,omitempty"`
 }
 
 // WarmRecordPath is where the warm layer's owner record is kept:
@@ -72,32 +81,76 @@ func WarmRecordPath() (string, error) {
 	return filepath.Join(dir, "contested", "warm-layer.json"), nil
 }
 
-// readWarm reads the record at path; ErrNoWarm when there is none.
+// readWarm reads the record at path, when it is the caller's own: a
+// regular file of this user's, mode 0600 (no one else may read it: it
+// holds the test plane's password), in a directory only this user can
+// enter, written for this user. It follows no link and never waits on a
+// FIFO. ErrNoWarm when there is none; an error wrapping ErrWarmRecord when
+// it is refused.
 func readWarm(path string) (WarmRecord, error) {
 	var rec WarmRecord
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
 		return rec, ErrNoWarm
+	}
+	b, err := private.ReadFile(path, 0o077, maxWarmRecord)
+	if errors.Is(err, private.ErrNotPrivate) {
+		return rec, refuseWarm(path, err)
 	}
 	if err != nil {
 		return rec, fmt.Errorf("read the warm layer's record: %w", err)
 	}
+	if rec, err = parseWarm(path, b); err != nil {
+		return rec, err
+	}
+	if rec.UID != os.Getuid() {
+		return rec, refuseWarm(path, fmt.Errorf("it was written for uid %d, not this user (uid %d)", rec.UID, os.Getuid()))
+	}
+	return rec, nil
+}
+
+// readWarmToRemove reads the record at path for layer down, which removes
+// the layer a record names whatever its mode: the containers it selects
+// carry this record's path in their warm label, so they are this user's
+// layer in any case. It still follows no link, reads regular files only
+// and caps the size.
+func readWarmToRemove(path string) (WarmRecord, error) {
+	b, err := atomicfile.Load(path, maxWarmRecord)
+	if errors.Is(err, os.ErrNotExist) {
+		return WarmRecord{}, ErrNoWarm
+	}
+	if err != nil {
+		return WarmRecord{}, fmt.Errorf("read the warm layer's record: %w", err)
+	}
+	return parseWarm(path, b)
+}
+
+func parseWarm(path string, b []byte) (WarmRecord, error) {
+	var rec WarmRecord
 	if err := json.Unmarshal(b, &rec); err != nil || rec.Schema != WarmSchema || rec.RunID == "" {
 		return rec, fmt.Errorf("%s is not a warm layer record (%v); remove it with go tool mage layer down", path, err)
 	}
 	return rec, nil
 }
 
-// writeWarm writes the record atomically, readable by its user only.
+// writeWarm writes the record atomically, readable by its user only, in a
+// directory only its user can enter: one this user owns is made so (0700)
+// before a password is written into it; one another user owns is refused.
 func writeWarm(path string, rec WarmRecord) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("write the warm layer's record: %w", err)
+	dir := filepath.Dir(path)
+	if err := private.MkdirAll(dir); err != nil {
+		fi, lerr := os.Lstat(dir)
+		if !errors.Is(err, private.ErrNotPrivate) || lerr != nil || !fi.IsDir() || !private.Owned(fi) {
+			return fmt.Errorf("write the warm layer's record: %w", err)
+		}
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("write the warm layer's record: %w", err)
+		}
 	}
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".warm-layer-*.json")
+	f, err := os.CreateTemp(dir, ".warm-layer-*.json")
 	if err != nil {
 		return fmt.Errorf("write the warm layer's record: %w", err)
 	}
@@ -133,10 +186,16 @@ type WarmState struct {
 	// Stale says why the recorded layer cannot be attached to as is ("" when
 	// it can): a container gone or stopped, an image changed.
 	Stale string
+	// Refused says why the record at Path is not used ("" when it is, or
+	// when there is none): not this user's own, or open to others.
+	Refused string
 	// Unheld are warm-labelled resources no record holds (a bring-up that
 	// was interrupted, a record removed by hand): the next sweep removes
 	// them.
 	Unheld []string
+	// Others are warm layers another record holds (another cache
+	// directory's, another user's): never this command's to remove.
+	Others []string
 }
 
 // WarmContainer is one container of the warm layer.
@@ -155,7 +214,10 @@ func WarmStatus(ctx context.Context, cfg Config) (WarmState, error) {
 	st := WarmState{Path: path}
 	rec, rerr := readWarm(path)
 	if rerr != nil && !errors.Is(rerr, ErrNoWarm) {
-		return st, rerr
+		if !errors.Is(rerr, ErrWarmRecord) {
+			return st, rerr
+		}
+		st.Refused = strings.TrimPrefix(rerr.Error(), ErrWarmRecord.Error()+": ")
 	}
 	cli, err := dockerenv.Connect(ctx)
 	if err != nil {
@@ -175,7 +237,16 @@ func WarmStatus(ctx context.Context, cfg Config) (WarmState, error) {
 		if len(c.Names) > 0 {
 			name = c.Names[0][1:]
 		}
-		if rerr != nil || c.Labels[reap.LabelRun] != rec.RunID {
+		held, run := c.Labels[reap.LabelWarm], c.Labels[reap.LabelRun]
+		switch {
+		case held == path && rerr == nil && run == rec.RunID:
+		case held == path && reap.WarmHeld(held, run):
+			st.Others = append(st.Others, fmt.Sprintf("%s (run %s) is held by this cache directory's refused record; go tool mage layer down removes both", name, run))
+			continue
+		case held != path && reap.WarmHeld(held, run):
+			st.Others = append(st.Others, fmt.Sprintf("%s (run %s) is held by the record %s, another cache directory's or user's: no sweep or layer down from here removes it while that record holds it", name, run, held))
+			continue
+		default:
 			st.Unheld = append(st.Unheld, name)
 			continue
 		}
@@ -184,7 +255,11 @@ func WarmStatus(ctx context.Context, cfg Config) (WarmState, error) {
 	sort.Slice(st.Containers, func(i, j int) bool { return st.Containers[i].Name < st.Containers[j].Name })
 	if rerr == nil {
 		st.Record = &rec
-		st.Stale = warmStale(ctx, cli, cfg, rec, false)
+		if st.Stale = warmStale(ctx, cli, cfg, rec, false); st.Stale == "" {
+			if why := verifyWarm(ctx, cli, path, rec); why != "" {
+				st.Stale = "its record does not match its containers: " + why
+			}
+		}
 	}
 	return st, nil
 }
@@ -195,22 +270,11 @@ func WarmStatus(ctx context.Context, cfg Config) (WarmState, error) {
 // variable means a new image). With ensure, images missing now are built
 // (what a recreation needs anyway); without, a missing one is stale.
 func warmStale(ctx context.Context, cli *testcontainers.DockerClient, cfg Config, rec WarmRecord, ensure bool) string {
-	list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("label", reap.LabelRun+"="+rec.RunID)})
-	if err != nil {
-		return "its containers cannot be listed: " + err.Error()
-	}
-	running := map[string]bool{}
-	for _, c := range list.Items {
-		if c.Labels[reap.LabelWarm] != "" && c.State == "running" {
-			running[c.Labels[reap.LabelRole]] = true
-		}
-	}
-	for _, role := range []string{rolePrefix + "postgres", rolePrefix + "toxiproxy"} {
-		if !running[role] {
-			return fmt.Sprintf("its %s container is not running", role[len(rolePrefix):])
-		}
+	if why := warmRunning(ctx, cli, rec); why != "" {
+		return why
 	}
 	var pg, tp string
+	var err error
 	if ensure {
 		pg, tp, err = containerImages(ctx, cli, cfg)
 		if err != nil {
@@ -228,6 +292,27 @@ func warmStale(ctx context.Context, cli *testcontainers.DockerClient, cfg Config
 		}
 		if id := imageID(ctx, cli, im.ref); id != im.recID {
 			return fmt.Sprintf("the %s image %s was rebuilt since it started", im.what, im.ref)
+		}
+	}
+	return ""
+}
+
+// warmRunning says which container of rec's layer is not running, "" when
+// both run.
+func warmRunning(ctx context.Context, cli *testcontainers.DockerClient, rec WarmRecord) string {
+	list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("label", reap.LabelRun+"="+rec.RunID)})
+	if err != nil {
+		return "its containers cannot be listed: " + err.Error()
+	}
+	running := map[string]bool{}
+	for _, c := range list.Items {
+		if c.Labels[reap.LabelWarm] != "" && c.State == "running" {
+			running[c.Labels[reap.LabelRole]] = true
+		}
+	}
+	for _, role := range []string{rolePrefix + "postgres", rolePrefix + "toxiproxy"} {
+		if !running[role] {
+			return fmt.Sprintf("its %s container is not running", role[len(rolePrefix):])
 		}
 	}
 	return ""
@@ -291,9 +376,21 @@ func WarmUp(ctx context.Context, cfg Config) (rec WarmRecord, reused bool, err e
 
 func warmUpLocked(ctx context.Context, cli *testcontainers.DockerClient, cfg Config, path string) (WarmRecord, bool, error) {
 	old, err := readWarm(path)
+	if err == nil {
+		// A record naming a database the guard lists is refused as it is,
+		// neither attached to nor replaced: someone pointed it there.
+		err = guardWarm(old, cfg.Canonical)
+	}
 	switch {
 	case err == nil:
 		why := warmStale(ctx, cli, cfg, old, true)
+		if why == "" {
+			// Coordinates are attached to only as a fresh bring-up
+			// would derive them from its containers.
+			if bad := verifyWarm(ctx, cli, path, old); bad != "" {
+				why = "its record does not match its containers: " + bad
+			}
+		}
 		if why == "" {
 			return old, true, nil
 		}
@@ -324,6 +421,7 @@ func warmUpLocked(ctx context.Context, cli *testcontainers.DockerClient, cfg Con
 		ToxiproxyDirect: l.ToxiproxyDirect,
 		PostgresImage:   pg, PostgresImageID: imageID(ctx, cli, pg), ToxiproxyImage: tp, ToxiproxyImageID: imageID(ctx, cli, tp),
 	}
+	rec.StartedIn, rec.Module = startedIn()
 	if err := ctx.Err(); err != nil {
 		return rec, false, fmt.Errorf("%w: %v", ErrCannotRun, err)
 	}
@@ -334,6 +432,19 @@ func warmUpLocked(ctx context.Context, cli *testcontainers.DockerClient, cfg Con
 	l.keep()
 	fmt.Fprintf(cfg.Log, "warm layer: up: run %s, Toxiproxy %s, Postgres %s; record %s\n", rec.RunID, rec.ToxiproxyURL, secret.ScrubString(rec.PostgresDSN), path)
 	return rec, false, nil
+}
+
+// guardWarm refuses a record whose test-plane DSN names a database the
+// registry's [guard] canonical_databases lists (ErrConfig).
+func guardWarm(rec WarmRecord, canonical []string) error {
+	pc, err := pgxpool.ParseConfig(rec.PostgresDSN)
+	if err != nil {
+		return fmt.Errorf("%w: the warm layer's record: its DSN does not parse (%s); remove it with go tool mage layer down", ErrConfig, secret.ParseError(err))
+	}
+	if err := dbguard.CheckConfig(&pc.ConnConfig.Config, canonical, "the warm layer's record"); err != nil {
+		return fmt.Errorf("%w: %w; %s: remove it with go tool mage layer down", ErrConfig, err, guardFix)
+	}
+	return nil
 }
 
 // WarmDown removes the warm layer: its containers and network, whatever
@@ -356,7 +467,7 @@ func WarmDown(ctx context.Context, w io.Writer) (reap.Swept, error) {
 		return reap.Swept{}, fmt.Errorf("lock the warm layer: %w", err)
 	}
 	defer unlock()
-	rec, rerr := readWarm(path)
+	rec, rerr := readWarmToRemove(path)
 	if rerr != nil && !errors.Is(rerr, ErrNoWarm) {
 		fmt.Fprintf(w, "warm layer: %v; removing it\n", rerr)
 	}
@@ -409,7 +520,7 @@ func attachWarm(ctx context.Context, cfg Config) (*Layer, error) {
 	if err != nil {
 		return nil, nil
 	}
-	if _, err := os.Stat(path); err != nil {
+	if _, err := os.Lstat(path); err != nil {
 		return nil, nil
 	}
 	unlock, err := lockWarm(ctx, path)
@@ -433,6 +544,9 @@ func attachWarm(ctx context.Context, cfg Config) (*Layer, error) {
 	wcfg := cfg
 	wcfg.Log = cfg.Log
 	rec, reused, err := warmUpLocked(ctx, cli, wcfg, path)
+	if errors.Is(err, ErrConfig) {
+		return nil, err // the record is refused, not stale
+	}
 	if err != nil {
 		return nil, fmt.Errorf("recreate the stale warm layer: %w", err)
 	}
@@ -440,6 +554,7 @@ func attachWarm(ctx context.Context, cfg Config) (*Layer, error) {
 	if !reused {
 		how = "attached to the warm layer recreated now"
 	}
+	how += ", " + rec.Whose()
 	l := &Layer{
 		Kind:               Containers,
 		Reason:             fmt.Sprintf("%s (go tool mage layer up; run %s, up %s, images %s and %s)", how, rec.RunID, age(rec.Created), rec.PostgresImage, rec.ToxiproxyImage),
@@ -494,11 +609,15 @@ func age(t time.Time) string {
 // FormatWarm writes a warm layer's state for people: what runs, where,
 // since when, from which images, and whether a run would attach to it.
 func FormatWarm(w io.Writer, st WarmState) {
-	if st.Record == nil {
+	switch {
+	case st.Refused != "":
+		fmt.Fprintf(w, "warm layer: REFUSED: %s; no run attaches to it\n", st.Refused)
+	case st.Record == nil:
 		fmt.Fprintf(w, "warm layer: none (no record at %s); start one with go tool mage layer up\n", st.Path)
-	} else {
+	default:
 		r := st.Record
 		fmt.Fprintf(w, "warm layer: run %s, up %s (since %s), record %s\n", r.RunID, age(r.Created), r.Created.Format(time.RFC3339), st.Path)
+		fmt.Fprintf(w, "  whose      %s\n", r.Whose())
 		fmt.Fprintf(w, "  Toxiproxy  %s (container %s, image %s)\n", r.ToxiproxyURL, shortID(r.ToxiproxyContainer), r.ToxiproxyImage)
 		fmt.Fprintf(w, "  Postgres   %s (image %s)\n", secret.ScrubString(r.PostgresDSN), r.PostgresImage)
 		fmt.Fprintf(w, "  proxies    %d ports (%s inside, %s), network %s\n", len(r.Ports), portRange(r.Ports), proxyReach(r.Ports), r.Network)
@@ -510,6 +629,9 @@ func FormatWarm(w io.Writer, st WarmState) {
 		} else {
 			fmt.Fprintf(w, "  current: validate, contested, arbitrate and go test attach to it\n")
 		}
+	}
+	for _, n := range st.Others {
+		fmt.Fprintf(w, "  held: %s\n", n)
 	}
 	for _, n := range st.Unheld {
 		fmt.Fprintf(w, "  unheld: %s carries the warm label and no record holds it; the next sweep (or go tool mage layer down) removes it\n", n)

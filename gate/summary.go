@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/fatih/color"
+
+	"github.com/contested/contested/internal/terminal"
 )
 
 // SummaryOption changes how [Report.WriteSummary] writes.
@@ -69,7 +71,7 @@ func (r *Report) writeClasses(ew *errWriter, p palette) {
 	}
 	for _, c := range classes {
 		n := r.ByClass[c]
-		line := fmt.Sprintf("  %-*s  armed %5d  fired %5d", width, c, n.Armed, n.Fired)
+		line := fmt.Sprintf("  %-*s  armed %5d  fired %5d", width, esc(c), n.Armed, n.Fired)
 		tag := ""
 		switch {
 		case n.Fired == 0 && slices.Contains(r.RecordingClasses, c):
@@ -84,6 +86,10 @@ func (r *Report) writeClasses(ew *errWriter, p palette) {
 	}
 }
 
+// esc makes text read from the records (names, file names, details)
+// safe to print: a control character in it is shown, never acted on.
+func esc(s string) string { return terminal.Escape(s) }
+
 // writeProblems writes what refuses or weakens the run: unfired legs with
 // their replay commands, unreadable and stale files, classes with zero
 // fired, missing self-tests.
@@ -91,29 +97,29 @@ func (r *Report) writeProblems(ew *errWriter, p palette) {
 	if len(r.Unfired) > 0 {
 		ew.printf("\n%s\n", p.bad.Sprintf("unfired legs (%d)", len(r.Unfired)))
 		for _, u := range r.Unfired {
-			ew.printf("  %s  surface %s  class %s  leg %s  seed %d  (%s)\n", u.Test, u.Surface, u.Class, u.Leg, u.Seed, u.File)
+			ew.printf("  %s  surface %s  class %s  leg %s  seed %d  (%s)\n", esc(u.Test), esc(u.Surface), esc(u.Class), esc(u.Leg), u.Seed, esc(u.File))
 			replay := u.Replay
 			if replay == "" {
 				replay = "(no replay command recorded)"
 			}
-			ew.printf("    replay: %s\n", replay)
+			ew.printf("    replay: %s\n", esc(replay))
 		}
 	}
 	if len(r.Unreadable) > 0 {
 		ew.printf("\n%s\n", p.bad.Sprintf("unreadable files (%d)", len(r.Unreadable)))
 		for _, u := range r.Unreadable {
-			ew.printf("  %s: %s\n", u.File, u.Reason)
+			ew.printf("  %s: %s\n", esc(u.File), esc(u.Reason))
 		}
 	}
 	if len(r.Stale) > 0 {
 		ew.printf("\n%s\n", p.bad.Sprintf("records older than the stamp (%d)", len(r.Stale)))
 		for _, s := range r.Stale {
-			ew.printf("  %s\n", s)
+			ew.printf("  %s\n", esc(s))
 		}
 	}
 	if len(r.ClassesWithZeroFired) > 0 {
 		ew.printf("\n%s %s\n", p.warn.Sprint("classes_with_zero_fired (not recording classes, named not failed):"),
-			strings.Join(r.ClassesWithZeroFired, ", "))
+			esc(strings.Join(r.ClassesWithZeroFired, ", ")))
 	}
 	var missing []string
 	for _, s := range r.SelfTests {
@@ -135,7 +141,7 @@ func (r *Report) writePhases(ew *errWriter, p palette) {
 		if !ph.OK {
 			verdict = p.bad.Sprint("REFUSED")
 		}
-		ew.printf("  %d %-38s %s  %s\n", ph.Number, ph.Name, verdict, ph.Detail)
+		ew.printf("  %d %-38s %s  %s\n", ph.Number, ph.Name, verdict, esc(ph.Detail))
 	}
 	counts := fmt.Sprintf("%d records read, %d unreadable, %d armed, %d fired", r.RecordsRead, r.RecordsUnreadable, r.Armed, r.Fired)
 	if r.Certified {

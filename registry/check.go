@@ -168,8 +168,8 @@ func (c *checker) surface(sv *value, n int) Surface {
 
 	if pkg, v := c.str(sv, "package", label); v != nil {
 		pkg = strings.TrimSpace(pkg)
-		if pkg == "" || strings.ContainsAny(pkg, " \t") {
-			c.errorf(v.valueAt, "%s: package %q must be a Go package path as given to go test, e.g. \"./examples/ledger/store\"", label, pkg)
+		if why := outsideModule(pkg, true); why != "" {
+			c.errorf(v.valueAt, "%s: package %q must be a Go package path of this module as given to go test, e.g. \"./examples/ledger/store\": it %s", label, pkg, why)
 		} else {
 			s.Package = pkg
 		}

@@ -41,8 +41,8 @@ func (c *checker) cluster(root *value) *Cluster {
 	case t.fields["package"] == nil:
 		c.errorf(t.at, `[cluster] has no package; add package = "./path/to/pkg", the Go package (as go test takes it) whose test runs the cluster rig`)
 	case pv == nil:
-	case pkg == "" || strings.ContainsAny(pkg, " \t") || strings.Contains(pkg, "..."):
-		c.errorf(pv.valueAt, "[cluster] package %q must be one Go package as go test takes it, e.g. \"./examples/ledger\" (no spaces, no ...)", pkg)
+	case outsideModule(pkg, false) != "":
+		c.errorf(pv.valueAt, "[cluster] package %q must be one Go package of this module as go test takes it, e.g. \"./examples/ledger\": it %s", pkg, outsideModule(pkg, false))
 	default:
 		cl.Package = pkg
 	}

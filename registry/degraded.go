@@ -78,8 +78,8 @@ func (c *checker) degraded(root *value) Degraded {
 	d.Line = t.at.line
 	if s, v := c.str(t, "build", where); v != nil {
 		s = strings.TrimSpace(s)
-		if s == "" || strings.ContainsAny(s, " \t") || strings.Contains(s, "...") {
-			c.errorf(v.valueAt, "%s build %q must be one Go package as go build takes it, e.g. \"./examples/ledger/cmd/ledger\" (no spaces, no ...)", where, s)
+		if why := outsideModule(s, false); why != "" {
+			c.errorf(v.valueAt, "%s build %q must be one Go package of this module as go build takes it, e.g. \"./examples/ledger/cmd/ledger\": it %s", where, s, why)
 		} else {
 			d.Build = s
 		}

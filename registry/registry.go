@@ -1,10 +1,13 @@
 package registry
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/contested/contested/internal/envvar"
 )
@@ -89,11 +92,43 @@ type Surface struct {
 // errors.Is(err, fs.ErrNotExist) works); anything wrong inside the file is
 // an ErrorList matching ErrInvalid.
 func Load(path string) (*Registry, error) {
-	data, err := os.ReadFile(path)
+	data, err := readRegistry(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: cannot read the surface registry (set %s to its path, or create it): %w", path, envvar.Surfaces, err)
 	}
 	return Parse(path, data)
+}
+
+// maxRegistry caps the registry file: far above any real one.
+const maxRegistry = 4 << 20
+
+// errNotRegistryFile reports a registry path that is not a regular file
+// (a FIFO, a device, a directory): never read, never waited on.
+var errNotRegistryFile = errors.New("not a regular file")
+
+// readRegistry reads the file at path (a link to it is the user's
+// choice), opened non-blocking so that a FIFO never hangs the command,
+// regular files only, at most maxRegistry bytes.
+func readRegistry(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, err
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%w (%s)", errNotRegistryFile, fi.Mode().Type())
+	case fi.Size() > maxRegistry:
+		return nil, fmt.Errorf("%d bytes, over the %d MiB a registry may hold", fi.Size(), maxRegistry>>20)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxRegistry+1))
+	if err == nil && len(b) > maxRegistry {
+		err = fmt.Errorf("grew past %d MiB while read", maxRegistry>>20)
+	}
+	return b, err
 }
 
 // Parse validates data as a registry file called name (name is only used

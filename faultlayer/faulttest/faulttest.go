@@ -13,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/capability"
 )
 
@@ -35,6 +39,7 @@ func Layer(tb testing.TB) *faultlayer.Layer {
 		var cfg faultlayer.Config
 		if cfg, err = faultlayer.ConfigFromEnv(); err == nil {
 			cfg.Log = os.Stderr
+			cfg.Canonical = canonical()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			layer, err = faultlayer.Up(ctx, cfg)
 			cancel()
@@ -47,6 +52,34 @@ func Layer(tb testing.TB) *faultlayer.Layer {
 	}
 	return layer
 }
+
+// canonical is the registry's [guard] canonical_databases (the registry
+// runenv names), which the layer refuses to be; none when there is no
+// registry to read (a test that needs one fails on its own account). Only
+// that key is read, leniently: package registry, which checks the whole
+// file, imports the levers whose tests use this package.
+func canonical() []string {
+	env, err := runenv.Process()
+	if err != nil {
+		return nil
+	}
+	b, err := atomicfile.Load(env.Registry, maxRegistry)
+	if err != nil {
+		return nil
+	}
+	var reg struct {
+		Guard struct {
+			CanonicalDatabases []string `toml:"canonical_databases"`
+		} `toml:"guard"`
+	}
+	if toml.Unmarshal(b, &reg) != nil {
+		return nil
+	}
+	return reg.Guard.CanonicalDatabases
+}
+
+// maxRegistry caps the registry read for its guard.
+const maxRegistry = 4 << 20
 
 // Containers returns the configuration of a containers layer with the
 // images the environment names, for a test that exercises the containers

@@ -9,11 +9,15 @@ import (
 	"net/url"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/contested/contested/internal/dbguard"
+	"github.com/contested/contested/internal/reap"
 	"github.com/contested/contested/internal/secret"
 )
 
@@ -68,19 +72,42 @@ func randomHex(n int) string {
 func NewPgFaultArmer(ctx context.Context, admin *pgxpool.Pool, canonical []string) (*PgFaultArmer, error) {
 	a := &PgFaultArmer{admin: admin, canonical: map[string]bool{}, spares: newSpareNames(sparePrefix)}
 	for _, n := range append(append([]string(nil), builtinCanonical...), canonical...) {
-		a.canonical[n] = true
+		a.canonical[strings.ToLower(n)] = true
 	}
-	a.canonical[admin.Config().ConnConfig.Database] = true
+	a.canonical[strings.ToLower(admin.Config().ConnConfig.Database)] = true
+	// The harness table is created in the admin pool's database: never in
+	// one the guard lists, whatever the pool's DSN said.
+	if err := dbguard.CheckConfig(&admin.Config().ConnConfig.Config, canonical, "the test plane's DSN"); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCanonicalDB, err)
+	}
+	if _, err := dbguard.CheckServer(ctx, admin, canonical, "the test plane"); err != nil {
+		if errors.Is(err, dbguard.ErrCanonical) {
+			return nil, fmt.Errorf("%w: %w", ErrCanonicalDB, err)
+		}
+		return nil, err
+	}
 	table := pgx.Identifier{harnessTable}.Sanitize()
 	if _, err := admin.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
-		name text PRIMARY KEY, role text NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), holder text)`); err != nil {
+		name text PRIMARY KEY, role text NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), holder text, owner text)`); err != nil {
 		var exists bool
 		// Two processes creating it at once: the loser sees a duplicate type.
 		if qerr := admin.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, table).Scan(&exists); qerr != nil || !exists {
 			return nil, fmt.Errorf("create %s: %w", harnessTable, err)
 		}
 	}
+	// A table an older contested made has no owner column: victims it
+	// lists without an owner are never proven abandoned.
+	if _, err := admin.Exec(ctx, `ALTER TABLE `+table+` ADD COLUMN IF NOT EXISTS owner text`); err != nil && !isDuplicateColumn(err) {
+		return nil, fmt.Errorf("add the owner column to %s: %w", harnessTable, err)
+	}
 	return a, nil
+}
+
+// isDuplicateColumn reports the error of two processes adding the column
+// at once.
+func isDuplicateColumn(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && (pg.Code == "42701" || pg.Code == "23505")
 }
 
 // Victim is a database and a login role created by the harness for one
@@ -114,16 +141,27 @@ func (a *PgFaultArmer) CreateVictim(ctx context.Context, holder string) (*Victim
 	id := "cv_" + randomHex(5)
 	v := &Victim{database: id, role: id, password: randomHex(16), armer: a}
 	secret.Add(v.password)
-	if !victimName.MatchString(id) || a.canonical[id] {
+	if !victimName.MatchString(id) || a.isCanonical(id) {
 		return nil, fmt.Errorf("%w: generated name %q", ErrCanonicalDB, id)
 	}
 	name := pgx.Identifier{id}.Sanitize()
+	table := pgx.Identifier{harnessTable}.Sanitize()
+	// Registered first, with this process as its owner: a process killed
+	// anywhere after this leaves a row that says whose victim it was, and
+	// the next run or sweep reclaims it once that process is gone
+	// (ReclaimVictims).
+	if _, err := a.admin.Exec(ctx, `INSERT INTO `+table+` (name, role, holder, owner) VALUES ($1, $2, $3, $4)`, id, id, holder, reap.Self().String()); err != nil {
+		return nil, fmt.Errorf("register victim database: %w", err)
+	}
+	unregister := func() { a.admin.Exec(context.WithoutCancel(ctx), `DELETE FROM `+table+` WHERE name = $1`, id) }
 	// CREATE ROLE takes no bind parameters: Postgres quotes the literal.
 	var password string
 	if err := a.admin.QueryRow(ctx, `SELECT quote_literal($1::text)`, v.password).Scan(&password); err != nil {
+		unregister()
 		return nil, fmt.Errorf("create victim role: %w", err)
 	}
 	if _, err := a.admin.Exec(ctx, `CREATE ROLE `+name+` LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD `+password); err != nil {
+		unregister()
 		return nil, fmt.Errorf("create victim role: %w", err)
 	}
 	// A spare that cannot be taken is no reason to fail: make one instead.
@@ -133,10 +171,8 @@ func (a *PgFaultArmer) CreateVictim(ctx context.Context, holder string) (*Victim
 	}
 	if err != nil {
 		a.admin.Exec(context.WithoutCancel(ctx), `DROP ROLE IF EXISTS `+name)
+		unregister()
 		return nil, fmt.Errorf("create victim database: %w", err)
-	}
-	if _, err := a.admin.Exec(ctx, `INSERT INTO `+pgx.Identifier{harnessTable}.Sanitize()+` (name, role, holder) VALUES ($1, $2, $3)`, id, id, holder); err != nil {
-		return nil, fmt.Errorf("register victim database: %w", err)
 	}
 	return v, nil
 }
@@ -181,6 +217,13 @@ func (a *PgFaultArmer) DropVictim(ctx context.Context, v *Victim) error {
 // guards as DropVictim; a name the table lists that is not of a victim's
 // shape is left alone. It returns the databases it dropped.
 func (a *PgFaultArmer) DropVictimsHeldBy(ctx context.Context, left func(holder string) bool) ([]string, error) {
+	return a.dropVictims(ctx, func(_, holder string) bool { return left(holder) })
+}
+
+// dropVictims drops, through DropVictim's guards, the victims the harness
+// table lists that pick selects by name and holder; a name not of a
+// victim's shape is left alone.
+func (a *PgFaultArmer) dropVictims(ctx context.Context, pick func(name, holder string) bool) ([]string, error) {
 	rows, err := a.admin.Query(ctx, `SELECT name, role, coalesce(holder, '') FROM `+pgx.Identifier{harnessTable}.Sanitize()+` ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list victims: %w", err)
@@ -192,7 +235,7 @@ func (a *PgFaultArmer) DropVictimsHeldBy(ctx context.Context, left func(holder s
 			rows.Close()
 			return nil, fmt.Errorf("list victims: %w", err)
 		}
-		if left(holder) && victimName.MatchString(name) {
+		if pick(name, holder) && victimName.MatchString(name) {
 			stale = append(stale, &Victim{database: name, role: role, armer: a})
 		}
 	}
@@ -210,6 +253,76 @@ func (a *PgFaultArmer) DropVictimsHeldBy(ctx context.Context, left func(holder s
 		dropped = append(dropped, v.database)
 	}
 	return dropped, errors.Join(errs...)
+}
+
+// reclaimLock is the advisory lock key that makes one reclaim of abandoned
+// victims run at a time on a test plane ("contestv").
+const reclaimLock = 0x636f6e7465737476
+
+// ReclaimVictims drops the victim databases and roles of the test plane
+// admin reaches whose owner process is provably gone (reap.Owner: same
+// machine, same PID namespace, its PID free or reused, or the machine
+// rebooted since): what a run killed mid-battery left, which nothing else
+// removes while a warm or external layer lives. A victim whose owner is
+// alive, cannot be proven gone, or was not recorded (an older contested)
+// is left alone. Each goes through DropVictim's guards. It creates
+// nothing: a test plane without a harness table has no victims; and when
+// another process is reclaiming on the same test plane it returns at once.
+// It returns the databases it dropped.
+func ReclaimVictims(ctx context.Context, admin *pgxpool.Pool, canonical []string) ([]string, error) {
+	if _, err := dbguard.CheckServer(ctx, admin, canonical, "the test plane"); err != nil {
+		return nil, err
+	}
+	var exists bool
+	if err := admin.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, harnessTable).Scan(&exists); err != nil || !exists {
+		return nil, err
+	}
+	var hasOwner bool
+	if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_name = $1 AND column_name = 'owner' AND table_schema = current_schema())`, harnessTable).Scan(&hasOwner); err != nil || !hasOwner {
+		return nil, err
+	}
+	conn, err := admin.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	var locked bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, int64(reclaimLock)).Scan(&locked); err != nil || !locked {
+		return nil, err
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(reclaimLock))
+	a := &PgFaultArmer{admin: admin, canonical: map[string]bool{}}
+	for _, n := range append(append([]string(nil), builtinCanonical...), canonical...) {
+		a.canonical[strings.ToLower(n)] = true
+	}
+	a.canonical[strings.ToLower(admin.Config().ConnConfig.Database)] = true
+	owners := map[string]string{}
+	rows, err := admin.Query(ctx, `SELECT name, coalesce(owner, '') FROM `+pgx.Identifier{harnessTable}.Sanitize())
+	if err != nil {
+		return nil, fmt.Errorf("list victims: %w", err)
+	}
+	for rows.Next() {
+		var name, owner string
+		if err := rows.Scan(&name, &owner); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("list victims: %w", err)
+		}
+		owners[name] = owner
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list victims: %w", err)
+	}
+	gone := map[string]bool{}
+	for name, owner := range owners {
+		if o, err := reap.ParseOwner(owner); err == nil && o.Gone() {
+			gone[name] = true
+		}
+	}
+	if len(gone) == 0 {
+		return nil, nil
+	}
+	return a.dropVictims(ctx, func(name, _ string) bool { return gone[name] })
 }
 
 // guardRole returns nil only when role is the one the harness table
@@ -241,7 +354,7 @@ func (a *PgFaultArmer) guardRole(ctx context.Context, database, role string) err
 // declared canonical; otherwise an error wrapping ErrCanonicalDB that says
 // why.
 func (a *PgFaultArmer) Guard(ctx context.Context, database string) error {
-	if a.canonical[database] {
+	if a.isCanonical(database) {
 		return fmt.Errorf("%w: %q is canonical (built in, the test plane's own database, or listed in [guard] canonical_databases)", ErrCanonicalDB, database)
 	}
 	var n int
@@ -392,3 +505,7 @@ func (e *Exhaustion) Release(ctx context.Context) error {
 func (e *Exhaustion) String() string {
 	return fmt.Sprintf("database %s at its connection limit: %d backends of %d allowed, %d held by the armer", e.Database, e.Observed, e.Limit, e.Held)
 }
+
+// isCanonical reports whether name is canonical, case folded: when unsure,
+// refuse.
+func (a *PgFaultArmer) isCanonical(name string) bool { return a.canonical[strings.ToLower(name)] }

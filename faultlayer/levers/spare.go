@@ -50,7 +50,7 @@ func (a *PgFaultArmer) MakeSpares(ctx context.Context, n int) (int, error) {
 	made := 0
 	for ; have+made < min(n, spareCap); made++ {
 		name := a.spares.prefix + randomHex(5)
-		if !shape.MatchString(name) || a.canonical[name] {
+		if !shape.MatchString(name) || a.isCanonical(name) {
 			return made, fmt.Errorf("%w: generated spare name %q", ErrCanonicalDB, name)
 		}
 		if _, err := a.admin.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()); err != nil {
@@ -75,7 +75,7 @@ func (a *PgFaultArmer) takeSpare(ctx context.Context, id string) (bool, error) {
 	}
 	name := pgx.Identifier{id}.Sanitize()
 	for _, s := range spares {
-		if !shape.MatchString(s) || a.canonical[s] {
+		if !shape.MatchString(s) || a.isCanonical(s) {
 			continue
 		}
 		_, err := a.admin.Exec(ctx, `ALTER DATABASE `+pgx.Identifier{s}.Sanitize()+` RENAME TO `+name)

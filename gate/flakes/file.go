@@ -1,39 +1,82 @@
 package flakes
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
+
+	"github.com/contested/contested/internal/atomicfile"
 )
 
 // FileName is the local history, relative to the results directory.
 const FileName = "history/outcomes.jsonl"
 
-// maxLine bounds one outcome line when reading.
-const maxLine = 1 << 20
+// The history's caps when reading: a line longer than maxLine is skipped
+// (and counted); of a file larger than maxFile, its last maxFile bytes
+// are read: the newest runs, the ones a trend draws.
+const (
+	maxLine = 1 << 20
+	maxFile = 256 << 20
+)
 
-// File is the local store: JSON lines appended to one file. Each Append
-// is one write of whole lines under an exclusive lock, so concurrent
-// writers (shards on one machine, a validate and an arbitrate) never
-// interleave; a line a killed writer left unfinished is skipped on read.
+// ErrPartial wraps what Read says when it left part of the history out:
+// the outcomes it returns are the rest. Callers say it and go on.
+var ErrPartial = errors.New("part of the flake history was skipped")
+
+// PartialError says what Read left out of the history file.
+type PartialError struct {
+	Path string
+	// TooLong and Unreadable count skipped lines: over the line cap, and
+	// not an outcome line (does not parse, another schema, a writer killed
+	// mid-line).
+	TooLong, Unreadable int
+	// Skipped is how many bytes at the start of a file over the file cap
+	// were not read, of Size.
+	Skipped, Size int64
+}
+
+func (e *PartialError) Error() string {
+	var parts []string
+	if e.TooLong > 0 {
+		parts = append(parts, fmt.Sprintf("%d lines over the %d MiB line cap", e.TooLong, maxLine>>20))
+	}
+	if e.Unreadable > 0 {
+		parts = append(parts, fmt.Sprintf("%d lines that are not outcome lines", e.Unreadable))
+	}
+	if e.Skipped > 0 {
+		parts = append(parts, fmt.Sprintf("its first %d bytes: it holds %d, over the %d MiB cap, and its last %d MiB (the newest runs) were read", e.Skipped, e.Size, maxFile>>20, maxFile>>20))
+	}
+	return fmt.Sprintf("%s: skipped %s; the rest is read", e.Path, strings.Join(parts, ", "))
+}
+
+func (e *PartialError) Unwrap() error { return ErrPartial }
+
+// File is the local store: JSON lines appended to one file under the
+// results directory. Each Append is one write of whole lines under an
+// exclusive lock, so concurrent writers (shards on one machine, a
+// validate and an arbitrate) never interleave. Every open goes through the
+// results directory's loader (internal/atomicfile): no symbolic link
+// anywhere under the results directory is followed, a FIFO or a device in
+// the history's place is refused, never waited on or read, and a read is
+// capped per line and per file.
 type File struct {
 	Path string
+	root string // the results directory
 }
 
 var _ Store = (*File)(nil)
 
 // NewFile is the local store of the results directory root.
-func NewFile(root string) *File { return &File{Path: filepath.Join(root, FileName)} }
+func NewFile(root string) *File { return &File{Path: filepath.Join(root, FileName), root: root} }
 
 // Append writes outs as lines at the end of the file, creating it (and
-// its directory) when missing. It never follows a link at the file.
+// its directories, the results directory included) when missing.
 func (f *File) Append(ctx context.Context, outs []Outcome) error {
 	if len(outs) == 0 {
 		return nil
@@ -48,10 +91,11 @@ func (f *File) Append(ctx context.Context, outs []Outcome) error {
 		buf.Write(b)
 		buf.WriteByte('\n')
 	}
-	if err := os.MkdirAll(filepath.Dir(f.Path), 0o755); err != nil {
+	r, err := atomicfile.MakeRoot(f.root)
+	if err != nil {
 		return fmt.Errorf("append to the history: %w", err)
 	}
-	fd, err := os.OpenFile(f.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	fd, err := r.OpenAppend(FileName)
 	if err != nil {
 		return fmt.Errorf("append to the history: %w", err)
 	}
@@ -67,10 +111,20 @@ func (f *File) Append(ctx context.Context, outs []Outcome) error {
 }
 
 // Read returns every outcome in the file, in the order written; no file
-// is no history. Lines that do not parse (a writer killed mid-line, a
-// line of another schema) are skipped.
+// is no history. A line that is too long or not an outcome line is
+// skipped, and of a file over the cap its newest part is read: the
+// outcomes read are returned with a *PartialError (ErrPartial) that says
+// what was left out. A file that cannot be opened as the history (a link,
+// a FIFO, a device) is an error, and nothing is read.
 func (f *File) Read(ctx context.Context) ([]Outcome, error) {
-	fd, err := os.OpenFile(f.Path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	r, err := atomicfile.OpenRoot(f.root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the history: %w", err)
+	}
+	fd, err := r.OpenRead(FileName)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -79,17 +133,21 @@ func (f *File) Read(ctx context.Context) ([]Outcome, error) {
 	}
 	defer fd.Close()
 	var out []Outcome
-	sc := bufio.NewScanner(fd)
-	sc.Buffer(make([]byte, 64<<10), maxLine)
-	for sc.Scan() {
+	partial := &PartialError{Path: f.Path}
+	st, err := atomicfile.ReadLines(fd, maxFile, maxLine, func(line []byte) {
 		var o Outcome
-		if json.Unmarshal(sc.Bytes(), &o) != nil || o.Schema != Schema {
-			continue
+		if json.Unmarshal(line, &o) != nil || o.Schema != Schema {
+			partial.Unreadable++
+			return
 		}
 		out = append(out, o)
+	})
+	if err != nil {
+		return out, fmt.Errorf("read the history: %w", err)
 	}
-	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("read the history %s: %w", f.Path, err)
+	partial.TooLong, partial.Skipped, partial.Size = st.TooLong, st.Skipped, st.Size
+	if partial.TooLong+partial.Unreadable > 0 || partial.Skipped > 0 {
+		return out, partial
 	}
 	return out, nil
 }

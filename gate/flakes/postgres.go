@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/contested/contested/internal/dbguard"
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/secret"
 )
@@ -66,17 +66,25 @@ const appendLock = 0x636f6e7465737466
 // a DSN that does not parse is [ErrBadDSN]. Errors never carry the
 // password.
 func OpenPostgres(ctx context.Context, dsn string, canonical []string) (*Postgres, error) {
+	secret.AddDSN(dsn)
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s; give a postgres:// URL or key=value DSN", ErrBadDSN, secret.ScrubString(err.Error()))
+		return nil, fmt.Errorf("%w: it does not parse (%s); give a postgres:// URL or key=value DSN", ErrBadDSN, secret.ParseError(err))
 	}
-	secret.AddDSN(dsn)
-	if db := cfg.ConnConfig.Database; slices.Contains(canonical, db) {
-		return nil, fmt.Errorf("%w: %s names database %q, which [guard] canonical_databases lists: give the history a database of its own", ErrGuard, envvar.HistoryDSN, db)
+	if err := dbguard.CheckConfig(&cfg.ConnConfig.Config, canonical, envvar.HistoryDSN); err != nil {
+		return nil, fmt.Errorf("%w: %w: give the history a database of its own", ErrGuard, err)
 	}
 	cfg.MaxConns = 2
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
+		return nil, fmt.Errorf("open the history database: %s", secret.ScrubString(err.Error()))
+	}
+	// The database the server reached, before anything is created in it.
+	if _, err := dbguard.CheckServer(ctx, pool, canonical, "the history database ("+envvar.HistoryDSN+")"); err != nil {
+		pool.Close()
+		if errors.Is(err, dbguard.ErrCanonical) {
+			return nil, fmt.Errorf("%w: %w: give the history a database of its own", ErrGuard, err)
+		}
 		return nil, fmt.Errorf("open the history database: %s", secret.ScrubString(err.Error()))
 	}
 	p := &Postgres{pool: pool}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/contested/contested/internal/terminal"
 )
 
 // Summary is one test's trend over the last runs that ran it.
@@ -172,10 +174,10 @@ func sortedKeys[V any](m map[string]V) []string {
 // failed).
 func (s Summary) Write(w io.Writer) {
 	if len(s.Runs) == 0 {
-		fmt.Fprintf(w, "history: %s: no run in the history\n", s.Test)
+		fmt.Fprintf(w, "history: %s: no run in the history\n", terminal.Escape(s.Test))
 		return
 	}
-	fmt.Fprintf(w, "history: %s failed %d of the last %d runs (%.0f%%)", s.Test, s.Failed, len(s.Runs), 100*s.Rate())
+	fmt.Fprintf(w, "history: %s failed %d of the last %d runs (%.0f%%)", terminal.Escape(s.Test), s.Failed, len(s.Runs), 100*s.Rate())
 	switch {
 	case s.Flaky():
 		fmt.Fprint(w, ": flaky")
@@ -184,10 +186,10 @@ func (s Summary) Write(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	if f := s.FirstFailure; f != nil {
-		fmt.Fprintf(w, "  first failing run %s on %s (%s)\n", f.RunID, f.Where(), f.Time.UTC().Format(time.RFC3339))
+		fmt.Fprintf(w, "  first failing run %s on %s (%s)\n", terminal.Escape(f.RunID), terminal.Escape(f.Where()), f.Time.UTC().Format(time.RFC3339))
 	}
 	for _, l := range s.Legs {
-		fmt.Fprintf(w, "  leg %-17s failed %d of %d runs", l.Leg, l.Failed, l.Runs)
+		fmt.Fprintf(w, "  leg %-17s failed %d of %d runs", terminal.Escape(l.Leg), l.Failed, l.Runs)
 		if len(l.Seeds) > 0 {
 			seeds := make([]string, len(l.Seeds))
 			for i, x := range l.Seeds {

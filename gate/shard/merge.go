@@ -141,7 +141,11 @@ func Merge(ctx context.Context, opts MergeOptions) (*Result, error) {
 	}
 	res := &Result{Schema: ResultSchema, Refusals: []Refusal{}}
 	for _, s := range shards {
-		res.Shards = append(res.Shards, Shard{Dir: s.dir, Manifest: s.m, Shard: s.m.Shard.String(), RunID: s.m.RunID, Records: s.m.Records})
+		spec := s.m.Shard.String()
+		if s.unread != nil {
+			spec = "?" // its manifest says nothing this merge can read
+		}
+		res.Shards = append(res.Shards, Shard{Dir: s.dir, Manifest: s.m, Shard: spec, RunID: s.m.RunID, Records: s.m.Records})
 	}
 	res.Total, res.SharedRunID = checkAgreement(shards, res)
 	checkCoverage(shards, res.Total, res)
@@ -197,6 +201,9 @@ type loaded struct {
 	dir     string
 	m       *Manifest
 	foreign bool
+	// unread says why the manifest could not be read (nil when it was):
+	// a link, too large, not a regular file, or not a manifest.
+	unread  error
 	battery *battery.Result
 }
 
@@ -216,8 +223,8 @@ func load(opts MergeOptions) ([]*loaded, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: shard directory %s: %v", ErrBadInput, d, err)
 		}
-		if _, err := os.Stat(filepath.Join(dir, ManifestName)); errors.Is(err, fs.ErrNotExist) {
-			if _, err := os.Stat(filepath.Join(dir, "test-results", ManifestName)); err == nil {
+		if _, err := os.Lstat(filepath.Join(dir, ManifestName)); errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Lstat(filepath.Join(dir, "test-results", ManifestName)); err == nil {
 				dir = filepath.Join(dir, "test-results")
 			}
 		}
@@ -234,12 +241,49 @@ func load(opts MergeOptions) ([]*loaded, error) {
 			return nil, fmt.Errorf("%w: %s holds no %s: give the results directory a validate -shard=I/N run wrote (its test-results/)", ErrBadInput, d, ManifestName)
 		case err != nil:
 			m = &Manifest{}
-			out = append(out, &loaded{dir: dir, m: m, foreign: true})
+			out = append(out, &loaded{dir: dir, m: m, foreign: true, unread: err})
 			continue
 		}
 		out = append(out, &loaded{dir: dir, m: m})
 	}
 	return out, nil
+}
+
+// unreadManifest says what a shard's manifest is when it could not be
+// read: a symbolic link, too large, not a regular file (all refused before
+// anything is read), or not a manifest a shard wrote.
+func unreadManifest(err error) string {
+	switch {
+	case err == nil:
+		return ManifestName + " is not the manifest this shard's split needs"
+	case errors.Is(err, atomicfile.ErrSymlink):
+		return ManifestName + " is a symbolic link, never followed: a shard writes its manifest as a file"
+	case errors.Is(err, atomicfile.ErrTooLarge):
+		return fmt.Sprintf("%s is too large to be a manifest a shard wrote (%s), and was not read", ManifestName, strings.TrimPrefix(causeOf(err), atomicfile.ErrTooLarge.Error()+": "))
+	case errors.Is(err, atomicfile.ErrNotRegular):
+		return fmt.Sprintf("%s is %s, never read", ManifestName, causeOf(err))
+	}
+	return fmt.Sprintf("%s does not parse or is not a shard manifest (edited after the shard wrote it?): %s", ManifestName, causeOf(err))
+}
+
+// causeOf is the last part of an error's text: what the loader found,
+// without the path it already named.
+func causeOf(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 && !strings.Contains(msg[i:], "schema") {
+		return msg[i+2:]
+	}
+	return msg
+}
+
+// readClaim reads a shard's claim with the loader's rules: a link or a
+// FIFO in its place is an error, never followed or waited on.
+func readClaim(dir string) ([]byte, error) {
+	r, err := atomicfile.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	return r.ReadFile(ClaimName, maxManifestSize)
 }
 
 // realPath is p absolute with its links resolved; it must be a directory.
@@ -271,7 +315,7 @@ func realPath(p string) (string, error) {
 func checkAgreement(shards []*loaded, res *Result) (int, string) {
 	for _, s := range shards {
 		if s.foreign {
-			res.Refusals = append(res.Refusals, Refusal{Kind: Tampered, Dir: s.dir, Detail: ManifestName + " does not parse or is not a shard manifest (edited after the shard wrote it?)"})
+			res.Refusals = append(res.Refusals, Refusal{Kind: Tampered, Dir: s.dir, Detail: unreadManifest(s.unread)})
 		}
 	}
 	type field struct {
@@ -364,10 +408,12 @@ func checkShard(s *loaded, res *Result) {
 	if !m.Certified {
 		refuse(Uncertified, "its own verification refused it (see its fault/fault-report.json): rerun the shard")
 	}
-	if b, err := os.ReadFile(filepath.Join(s.dir, ClaimName)); err == nil {
+	if b, err := readClaim(s.dir); err == nil {
 		var c claimFile
 		_ = json.Unmarshal(b, &c)
 		refuse(Claimed, "already certified by a merge at %s: a shard certifies once; rerun the shards for a new union", c.MergedAt.Format(time.RFC3339))
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		refuse(Claimed, "%s is there and is not a merge's claim (%v): a shard certifies once; rerun the shards for a new union", ClaimName, err)
 	}
 	files, err := ReadRecordFiles(faultrecord.FaultDir(s.dir))
 	if err != nil {

@@ -148,6 +148,39 @@ func (r *Root) Create(rel string) (*os.File, error) {
 	return root.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 }
 
+// OpenRead opens rel for reading with the loader's rules (see the unix
+// version).
+func (r *Root) OpenRead(rel string) (*os.File, error) {
+	root, p, err := r.walk(rel, false, false)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", r.Join(rel), err)
+	}
+	defer root.Close()
+	fi, err := root.Lstat(p)
+	switch {
+	case err != nil:
+		return nil, err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, &fs.PathError{Op: "read", Path: r.Join(rel), Err: ErrSymlink}
+	case !fi.Mode().IsRegular():
+		return nil, &fs.PathError{Op: "read", Path: r.Join(rel), Err: notRegular(fi.Mode().Type().String())}
+	}
+	return root.Open(p)
+}
+
+// OpenAppend opens rel for appending, creating it (see the unix version).
+func (r *Root) OpenAppend(rel string) (*os.File, error) {
+	root, p, err := r.walk(rel, true, false)
+	if err != nil {
+		return nil, fmt.Errorf("append to %s: %w", r.Join(rel), err)
+	}
+	defer root.Close()
+	if fi, err := root.Lstat(p); err == nil && !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "append", Path: r.Join(rel), Err: notRegular(fi.Mode().Type().String())}
+	}
+	return root.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+}
+
 // ReadFile is the one loader of artifacts (see the unix version).
 func (r *Root) ReadFile(rel string, max int64) ([]byte, error) {
 	root, p, err := r.walk(rel, false, false)

@@ -228,6 +228,57 @@ func (r *Root) Create(rel string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), r.Join(rel)), nil
 }
 
+// OpenRead opens rel for reading with the loader's rules (no symbolic
+// link anywhere under the root, opened non-blocking so a FIFO never hangs
+// it, regular files only), for a reader that streams a file too large to
+// read whole ([ReadLines]). The caller closes it.
+func (r *Root) OpenRead(rel string) (*os.File, error) {
+	dfd, base, err := r.walk(rel, false, false)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", r.Join(rel), err)
+	}
+	defer unix.Close(dfd)
+	fd, err := openat(dfd, base, readFlags, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: r.Join(rel), Err: why(dfd, base, err)}
+	}
+	return regularFile(fd, r.Join(rel))
+}
+
+// OpenAppend opens rel for appending, creating it (0644) and its missing
+// directories: never through a symbolic link anywhere under the root, and
+// non-blocking, so a FIFO in its place is refused, never waited on. The
+// caller closes it.
+func (r *Root) OpenAppend(rel string) (*os.File, error) {
+	dfd, base, err := r.walk(rel, true, false)
+	if err != nil {
+		return nil, fmt.Errorf("append to %s: %w", r.Join(rel), err)
+	}
+	defer unix.Close(dfd)
+	fd, err := openat(dfd, base, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return nil, &fs.PathError{Op: "append", Path: r.Join(rel), Err: why(dfd, base, err)}
+	}
+	return regularFile(fd, r.Join(rel))
+}
+
+// regularFile wraps fd when it is a regular file (and closes it when it is
+// not), in blocking mode again: the non-blocking open only kept a FIFO
+// from hanging it.
+func regularFile(fd int, path string) (*os.File, error) {
+	var st unix.Stat_t
+	if _, err := retry(func() (int, error) { return 0, unix.Fstat(fd, &st) }); err != nil {
+		unix.Close(fd)
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, &fs.PathError{Op: "open", Path: path, Err: notRegular(kindOf(uint32(st.Mode)))}
+	}
+	_ = unix.SetNonblock(fd, false)
+	return os.NewFile(uintptr(fd), path), nil
+}
+
 // ReadFile is the one loader of artifacts: it reads rel, refusing a
 // symbolic link anywhere under the root, a file that is not regular (a
 // FIFO is opened non-blocking and never waited on) and a file larger than

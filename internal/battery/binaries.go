@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/flock"
 	"github.com/contested/contested/internal/interrupt"
+	"github.com/contested/contested/internal/private"
 	"github.com/contested/contested/internal/secret"
 )
 
@@ -38,15 +40,31 @@ import (
 // test2json and ended with go test's own "ok" or "FAIL" line, so the events
 // are the ones go test -json prints.
 //
+// The binaries live in the store (StoreDir: a directory of the user's
+// cache directory only this user can enter, as the go command keeps its
+// build cache), never in the results directory, which is an artifact that
+// CI uploads, downloads and restores from caches: nothing there is ever
+// executed. A binary kept for the next command is run again only when it
+// is the very file this tool recorded after building it (its device,
+// inode, size and time, in a record beside it that only this user can
+// write): anything else found in its place (a file a cache restored, a
+// foreign binary with a forged build ID, a script) is removed and said,
+// and the package is built again.
+//
 // Invariant: the module's sources do not change while the command runs (a
 // package is built once per Binaries). A run whose flags this path does not
 // carry (coverage, profiles, benchmarks, a -ldflags of its own), whose
 // packages go list cannot load, or a package whose build fails, goes
 // through go test itself, which reports it as it always does.
 type Binaries struct {
-	root   *atomicfile.Root
-	rel    string // this command's directory under root
+	root   *atomicfile.Root // the store
+	rel    string           // this command's directory under root
 	unlock func()
+	// keep is false when the store could not be used (no user cache
+	// directory, one that is not private): the binaries are this
+	// command's alone, in a temporary directory Close removes.
+	keep bool
+	log  io.Writer
 
 	mu    sync.Mutex
 	built map[string]*binary
@@ -69,55 +87,211 @@ type toolchain struct {
 	err       error
 }
 
-// binDir is where Binaries keep their directories, under the results
-// directory; each command's is a directory of its own beside a lock file
-// it holds while it runs.
-const binDir = "battery/bin"
-
-// keptDir holds one copy of every test binary a command built, each beside
-// the lock its builds take, for the next command to start from; keptFor is
-// how long one nobody used stays.
+// keptDir holds, under the store, one copy of every test binary a command
+// built, each beside the lock its builds take and the record of the file
+// this tool built (keptRecord), for the next command to start from;
+// keptFor is how long one nobody used stays.
 const (
-	keptDir = binDir + "/kept"
+	keptDir = "kept"
 	keptFor = 72 * time.Hour
 )
 
-// NewBinaries makes the command's directory of test binaries under the
-// results directory, and removes the ones commands that are gone left
-// behind (their lock is free). Close removes it.
-func NewBinaries(resultsDir string) (*Binaries, error) {
-	root, err := atomicfile.OpenRoot(resultsDir)
+// legacyBinDir is where test binaries were kept under the results
+// directory before they moved to the store: whatever is found there is
+// removed, never run.
+const legacyBinDir = "battery/bin"
+
+// StoreDir is where commands keep their test binaries: test-binaries in
+// the contested directory of the user's cache directory
+// (os.UserCacheDir: $XDG_CACHE_HOME, else ~/.cache).
+func StoreDir() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("find the user cache directory for the test binaries: %w", err)
+	}
+	return filepath.Join(dir, "contested", "test-binaries"), nil
+}
+
+// Option changes NewBinaries.
+type Option func(*storeOptions)
+
+type storeOptions struct {
+	store string
+	log   io.Writer
+}
+
+// InStore keeps the binaries in dir instead of StoreDir (a test's store of
+// its own). dir is held to the same rules: this user's own, 0700.
+func InStore(dir string) Option { return func(o *storeOptions) { o.store = dir } }
+
+// WithLog says on w what the store found and removed (a foreign file in a
+// kept binary's place, the old binaries of the results directory).
+func WithLog(w io.Writer) Option { return func(o *storeOptions) { o.log = w } }
+
+// NewBinaries makes the command's directory of test binaries in the store
+// and removes the ones commands that are gone left behind (their lock is
+// free); Close removes it. It also removes the test binaries that older
+// versions kept under the results directory resultsDir, saying so. When
+// the store cannot be used (no user cache directory, or a directory there
+// that is not this user's own and private), the command builds into a
+// temporary directory of its own and keeps nothing, and says why.
+func NewBinaries(resultsDir string, opts ...Option) (*Binaries, error) {
+	o := storeOptions{log: io.Discard}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if resultsDir != "" {
+		removeLegacy(resultsDir, o.log)
+	}
+	keep := true
+	store := o.store
+	var err error
+	if store == "" {
+		store, err = StoreDir()
+	}
+	if err == nil {
+		err = prepareStore(store, o.log)
+	}
+	if err != nil {
+		fmt.Fprintf(o.log, "battery: no test binary is kept for the next command (%v); this command builds its own\n", err)
+		if store, err = os.MkdirTemp("", "contested-test-binaries-"); err != nil {
+			return nil, fmt.Errorf("make a directory for test binaries: %w", err)
+		}
+		keep = false
+	}
+	root, err := atomicfile.OpenRoot(store)
 	if err != nil {
 		return nil, err
 	}
-	if err := root.MkdirAll(keptDir); err != nil {
-		return nil, fmt.Errorf("make %s: %w", root.Join(keptDir), err)
+	if keep {
+		sweepBinaries(root)
+		sweepKept(root, time.Now().Add(-keptFor))
 	}
-	sweepBinaries(root)
-	sweepKept(root, time.Now().Add(-keptFor))
-	dir, err := os.MkdirTemp(root.Join(binDir), "run-")
+	dir, err := os.MkdirTemp(root.Path(), "run-")
 	if err != nil {
 		return nil, fmt.Errorf("make a directory for test binaries: %w", err)
 	}
-	rel := filepath.Join(binDir, filepath.Base(dir))
-	unlock, err := flock.Lock(context.Background(), root.Join(rel)+".lock", 0o644, time.Millisecond)
+	rel := filepath.Base(dir)
+	unlock, err := flock.Lock(context.Background(), root.Join(rel)+".lock", 0o600, time.Millisecond)
 	if err != nil {
 		_ = root.RemoveAll(rel)
 		return nil, fmt.Errorf("lock %s: %w", dir, err)
 	}
-	return &Binaries{root: root, rel: rel, unlock: unlock, built: map[string]*binary{}, tools: &toolchain{}}, nil
+	return &Binaries{root: root, rel: rel, unlock: unlock, keep: keep, log: o.log, built: map[string]*binary{}, tools: &toolchain{}}, nil
+}
+
+// prepareStore makes the store and its kept directory this user's own and
+// private (0700). A store whose directory this user owns but others could
+// enter or write is tightened to 0700, and the binaries kept in it are
+// removed first, since anyone could have put them there; a store that is
+// not this user's (another owner, a symbolic link, not a directory) is an
+// error: nothing in it is used.
+func prepareStore(store string, log io.Writer) error {
+	for _, dir := range []string{filepath.Dir(store), store, filepath.Join(store, keptDir)} {
+		err := private.MkdirAll(dir)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, private.ErrNotPrivate) || !ownedDir(dir) {
+			return err
+		}
+		kept := filepath.Join(store, keptDir)
+		if n, rerr := removeTree(kept); rerr != nil {
+			return fmt.Errorf("%v, and its kept binaries could not be removed: %w", err, rerr)
+		} else if n > 0 {
+			fmt.Fprintf(log, "battery: removed %d files kept in %s: %v, so anyone could have put them there; they are never run\n", n, kept, err)
+		}
+		if cerr := os.Chmod(dir, 0o700); cerr != nil {
+			return fmt.Errorf("%v: %w", err, cerr)
+		}
+		if err := private.MkdirAll(dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ownedDir reports whether dir is a real directory this user owns (so
+// tightening its mode is this user's call).
+func ownedDir(dir string) bool {
+	fi, err := os.Lstat(dir)
+	return err == nil && fi.IsDir() && private.Owned(fi)
+}
+
+// removeTree removes dir and everything under it, never following a link,
+// and returns how many files it held.
+func removeTree(dir string) (int, error) {
+	n := 0
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			n++
+		}
+		return nil
+	})
+	root, err := atomicfile.OpenRoot(filepath.Dir(dir))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return 0, nil
+		}
+		return n, err
+	}
+	if err := root.RemoveAll(filepath.Base(dir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return n, err
+	}
+	return n, nil
+}
+
+// removeLegacy removes the test binaries an older contested kept under the
+// results directory (battery/bin): executables in an artifact are never
+// run. A command of that version still running holds its directory's
+// lock; its directory is left to it.
+func removeLegacy(resultsDir string, log io.Writer) {
+	root, err := atomicfile.OpenRoot(resultsDir)
+	if err != nil {
+		return
+	}
+	if _, err := os.Lstat(root.Join(legacyBinDir)); err != nil {
+		return
+	}
+	removed := 0
+	entries, _ := os.ReadDir(root.Join(legacyBinDir))
+	for _, e := range entries {
+		name := e.Name()
+		rel := filepath.Join(legacyBinDir, name)
+		if strings.HasPrefix(name, "run-") {
+			lock := strings.TrimSuffix(name, ".lock") + ".lock"
+			unlock, ok := tryLock(root.Join(filepath.Join(legacyBinDir, lock)))
+			if !ok {
+				continue // held: that command still runs
+			}
+			unlock()
+		}
+		n, _ := removeTree(root.Join(rel))
+		if !e.IsDir() {
+			n = 1
+		}
+		if err := root.RemoveAll(rel); err == nil || errors.Is(err, fs.ErrNotExist) {
+			removed += n
+		}
+	}
+	if left, err := os.ReadDir(root.Join(legacyBinDir)); err == nil && len(left) == 0 {
+		_ = root.RemoveAll(legacyBinDir)
+	}
+	if removed > 0 {
+		fmt.Fprintf(log, "battery: removed %d files from %s: test binaries are kept in the user cache directory (only this user can write there), and nothing under the results directory is ever run\n", removed, root.Join(legacyBinDir))
+	}
 }
 
 // sweepBinaries removes the directories of commands that ended without
 // Close (killed): a lock no one holds.
 func sweepBinaries(root *atomicfile.Root) {
-	locks, _ := filepath.Glob(filepath.Join(root.Join(binDir), "run-*.lock"))
+	locks, _ := filepath.Glob(filepath.Join(root.Path(), "run-*.lock"))
 	for _, l := range locks {
 		unlock, ok := tryLock(l)
 		if !ok {
 			continue // held: that command still runs
 		}
-		rel := filepath.Join(binDir, strings.TrimSuffix(filepath.Base(l), ".lock"))
+		rel := strings.TrimSuffix(filepath.Base(l), ".lock")
 		_ = root.RemoveAll(rel)
 		_ = root.Remove(rel + ".lock")
 		unlock()
@@ -125,9 +299,9 @@ func sweepBinaries(root *atomicfile.Root) {
 }
 
 // sweepKept removes the kept binaries last used before cutoff, each under
-// its lock (a build that holds it is using it). The lock files stay: one
-// removed while another command waits on it would let a third take a new
-// one beside it.
+// its lock (a build that holds it is using it), with their records. The
+// lock files stay: one removed while another command waits on it would let
+// a third take a new one beside it.
 func sweepKept(root *atomicfile.Root, cutoff time.Time) {
 	kept, _ := filepath.Glob(filepath.Join(root.Join(keptDir), "*.test"))
 	for _, k := range kept {
@@ -140,6 +314,7 @@ func sweepKept(root *atomicfile.Root, cutoff time.Time) {
 			continue
 		}
 		_ = root.Remove(filepath.Join(keptDir, filepath.Base(k)))
+		_ = root.Remove(filepath.Join(keptDir, filepath.Base(k)+recordSuffix))
 		unlock()
 	}
 }
@@ -148,18 +323,22 @@ func sweepKept(root *atomicfile.Root, cutoff time.Time) {
 func tryLock(path string) (unlock func(), ok bool) {
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
-	unlock, err := flock.Lock(done, path, 0o644, time.Millisecond)
+	unlock, err := flock.Lock(done, path, 0o600, time.Millisecond)
 	return unlock, err == nil
 }
 
 // Dir is the directory the command's test binaries are in.
 func (b *Binaries) Dir() string { return b.root.Join(b.rel) }
 
-// Close removes the command's test binaries.
+// Close removes the command's test binaries (and, when nothing could be
+// kept, the temporary store).
 func (b *Binaries) Close() error {
 	err := b.root.RemoveAll(b.rel)
 	_ = b.root.Remove(b.rel + ".lock")
 	b.unlock()
+	if !b.keep {
+		_ = os.RemoveAll(b.root.Path())
+	}
 	return err
 }
 
@@ -321,32 +500,56 @@ func (b *Binaries) binaryFor(ctx context.Context, dir string, env []string, buil
 // is, links only what changed since any earlier command; then it links the
 // kept copy into the command's directory. The command runs that link: a
 // later build replaces the kept copy (go removes a file before it writes
-// one), never the file a command runs. Where the link cannot be made, it
-// builds into the command's directory as before.
+// one), never the file a command runs. A kept copy is built upon only when
+// it is the file this tool recorded there (checkKept); anything else in its
+// place is removed first and said, so go never takes a foreign file whose
+// build ID matches for its own. Where the kept copy cannot be made, it
+// builds into the command's directory alone, and says why.
 func (b *Binaries) build(ctx context.Context, dir string, env, build []string, pkg, name string, out io.Writer) error {
 	path := filepath.Join(b.Dir(), name)
+	if !b.keep {
+		return goTestC(ctx, dir, env, build, pkg, path, out, "once for this command")
+	}
 	kept := filepath.Join(keptDir, name)
-	unlock, err := flock.Lock(ctx, b.root.Join(kept)+".lock", 0o644, 20*time.Millisecond)
+	unlock, err := flock.Lock(ctx, b.root.Join(kept)+".lock", 0o600, 20*time.Millisecond)
 	if err != nil {
 		return goTestC(ctx, dir, env, build, pkg, path, out, "once for this command")
 	}
 	defer unlock()
-	// go writes through a link it finds at -o: only a regular file, its
-	// own, may stand there.
-	if fi, err := os.Lstat(b.root.Join(kept)); err == nil && !fi.Mode().IsRegular() {
-		_ = b.root.RemoveAll(kept)
-	}
 	reuse := "once for this command, kept for the next"
-	if _, err := os.Stat(b.root.Join(kept)); err == nil {
+	switch why := b.checkKept(kept); {
+	case why == nil:
 		reuse = "once for this command (go relinks the kept one only if its sources changed)"
+	case errors.Is(why, fs.ErrNotExist):
+	default:
+		rmErr := b.root.RemoveAll(kept)
+		_ = b.root.Remove(kept + recordSuffix)
+		if rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
+			fmt.Fprintf(out, "battery: %s: %v, and it cannot be removed (%v): never run; %s's test binary is built for this command alone\n", b.root.Join(kept), why, rmErr, short(pkg))
+			return goTestC(ctx, dir, env, build, pkg, path, out, "once for this command")
+		}
+		fmt.Fprintf(out, "battery: removed %s: %v; it is never run, and %s's test binary is built again\n", b.root.Join(kept), why, short(pkg))
 	}
 	if err := goTestC(ctx, dir, env, build, pkg, b.root.Join(kept), out, reuse); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		// The package may build where its kept copy could not be written:
+		// the prebuilt run goes on, and says why nothing is kept.
+		if alone := goTestC(ctx, dir, env, build, pkg, path, io.Discard, ""); alone == nil {
+			fmt.Fprintf(out, "battery: %s's test binary is built for this command alone: its kept copy could not be made (%s)\n", short(pkg), firstLine(err.Error()))
+			return nil
+		}
 		return err
 	}
 	now := time.Now()
 	_ = os.Chtimes(b.root.Join(kept), now, now) // last used, for the sweep
 	if err := os.Link(b.root.Join(kept), path); err != nil {
 		return goTestC(ctx, dir, env, build, pkg, path, io.Discard, "")
+	}
+	if err := b.recordKept(kept); err != nil {
+		_ = b.root.Remove(kept)
+		fmt.Fprintf(out, "battery: %s's test binary is not kept for the next command: %v\n", short(pkg), err)
 	}
 	return nil
 }

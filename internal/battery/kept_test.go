@@ -13,11 +13,11 @@ import (
 	"github.com/contested/contested/internal/testmodule"
 )
 
-// keptFiles stats the kept binaries under results by package directory
+// keptFiles stats the kept binaries of the store by package directory
 // name (the part of the file name before the key).
-func keptFiles(t *testing.T, results string) map[string]os.FileInfo {
+func keptFiles(t *testing.T, store string) map[string]os.FileInfo {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(results, keptDir, "*.test"))
+	files, _ := filepath.Glob(filepath.Join(store, keptDir, "*.test"))
 	got := map[string]os.FileInfo{}
 	for _, f := range files {
 		fi, err := os.Stat(f)
@@ -42,7 +42,7 @@ func TestTheNextCommandRelinksOnlyWhatChanged(t *testing.T) {
 		"a/a_test.go": passing,
 		"b/b_test.go": "package b\nimport \"testing\"\nfunc TestB(t *testing.T) {}\n",
 	})
-	results := t.TempDir()
+	results, store := t.TempDir(), t.TempDir()
 	run := func(bins *Binaries) (*Result, string) {
 		t.Helper()
 		var progress strings.Builder
@@ -54,7 +54,7 @@ func TestTheNextCommandRelinksOnlyWhatChanged(t *testing.T) {
 	}
 	open := func() *Binaries {
 		t.Helper()
-		bins, err := NewBinaries(results)
+		bins, err := NewBinaries(results, InStore(store))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +66,7 @@ func TestTheNextCommandRelinksOnlyWhatChanged(t *testing.T) {
 		t.Fatalf("first command: OK %v, want OK with two binaries built and kept:\n%s", res.OK(), out)
 	}
 	first.Close()
-	built := keptFiles(t, results)
+	built := keptFiles(t, store)
 	if len(built) != 2 {
 		t.Fatalf("kept %v, want a and b", built)
 	}
@@ -76,7 +76,7 @@ func TestTheNextCommandRelinksOnlyWhatChanged(t *testing.T) {
 	if res, out := run(second); !res.OK() || !strings.Contains(out, "go relinks the kept one only if its sources changed") {
 		t.Fatalf("second command: OK %v, want OK, starting from the kept binaries:\n%s", res.OK(), out)
 	}
-	for pkg, fi := range keptFiles(t, results) {
+	for pkg, fi := range keptFiles(t, store) {
 		if !os.SameFile(fi, built[pkg]) {
 			t.Errorf("%s was relinked though nothing changed", pkg)
 		}
@@ -96,7 +96,7 @@ func TestTheNextCommandRelinksOnlyWhatChanged(t *testing.T) {
 	if res.OK() || len(res.Failed()) != 1 || res.Failed()[0].Name != "TestA" {
 		t.Fatalf("after a's test changed to fail: OK %v, failed %v; a stale binary ran:\n%s", res.OK(), res.Failed(), out)
 	}
-	now := keptFiles(t, results)
+	now := keptFiles(t, store)
 	if os.SameFile(now["example_com_kept_a"], built["example_com_kept_a"]) {
 		t.Error("a changed and its kept binary was not relinked")
 	}
@@ -113,8 +113,8 @@ func TestTheNextCommandRelinksOnlyWhatChanged(t *testing.T) {
 // rest.
 func TestKeptBinariesNobodyUsesAreSwept(t *testing.T) {
 	t.Parallel()
-	results := t.TempDir()
-	root, err := atomicfile.OpenRoot(results)
+	store := t.TempDir()
+	root, err := atomicfile.OpenRoot(store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestKeptBinariesNobodyUsesAreSwept(t *testing.T) {
 		{"unused, but a build holds its lock", old, true, true},
 	}
 	for i, tt := range tests {
-		path := filepath.Join(results, keptDir, string(rune('a'+i))+"-0.test")
+		path := filepath.Join(store, keptDir, string(rune('a'+i))+"-0.test")
 		if err := os.WriteFile(path, []byte("binary"), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +150,7 @@ func TestKeptBinariesNobodyUsesAreSwept(t *testing.T) {
 	}
 	sweepKept(root, time.Now().Add(-keptFor))
 	for i, tt := range tests {
-		_, err := os.Stat(filepath.Join(results, keptDir, string(rune('a'+i))+"-0.test"))
+		_, err := os.Stat(filepath.Join(store, keptDir, string(rune('a'+i))+"-0.test"))
 		if stays := err == nil; stays != tt.stays {
 			t.Errorf("%s: after the sweep it is there = %v, want %v", tt.name, stays, tt.stays)
 		}

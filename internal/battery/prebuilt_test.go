@@ -102,7 +102,7 @@ func viewOf(res *Result) view {
 func TestPrebuiltRunsReportAsGoTestDoes(t *testing.T) {
 	t.Parallel()
 	dir := testmodule.Write(t, outcomes)
-	bins, err := NewBinaries(t.TempDir())
+	bins, err := NewBinaries(t.TempDir(), InStore(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,8 +152,8 @@ func TestAPackageIsBuiltOnceForTheCommand(t *testing.T) {
 		"a/a_test.go":   "package a\nimport \"testing\"\nfunc TestOne(t *testing.T) {}\nfunc TestTwo(t *testing.T) {}\n",
 		"a/tag_test.go": "//go:build extra\n\npackage a\nimport \"testing\"\nfunc TestTagged(t *testing.T) {}\n",
 	})
-	results := t.TempDir()
-	bins, err := NewBinaries(results)
+	store := t.TempDir()
+	bins, err := NewBinaries(t.TempDir(), InStore(store))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,10 +184,10 @@ func TestAPackageIsBuiltOnceForTheCommand(t *testing.T) {
 	if err := bins.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if left, _ := filepath.Glob(filepath.Join(results, binDir, "run-*")); len(left) != 0 {
-		t.Errorf("after Close, %s holds %v", binDir, left)
+	if left, _ := filepath.Glob(filepath.Join(store, "run-*")); len(left) != 0 {
+		t.Errorf("after Close, %s holds %v", store, left)
 	}
-	if kept, _ := filepath.Glob(filepath.Join(results, keptDir, "*.test")); len(kept) != 2 {
+	if kept, _ := filepath.Glob(filepath.Join(store, keptDir, "*.test")); len(kept) != 2 {
 		t.Errorf("after Close, %s holds %v; want the two binaries kept for the next command", keptDir, kept)
 	}
 }
@@ -197,12 +197,12 @@ func TestAPackageIsBuiltOnceForTheCommand(t *testing.T) {
 // without Close).
 func TestAKilledCommandsBinariesAreSweptByTheNext(t *testing.T) {
 	t.Parallel()
-	results := t.TempDir()
-	running, err := NewBinaries(results)
+	results, store := t.TempDir(), t.TempDir()
+	running, err := NewBinaries(results, InStore(store))
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := NewBinaries(results)
+	other, err := NewBinaries(results, InStore(store))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestAKilledCommandsBinariesAreSweptByTheNext(t *testing.T) {
 		t.Fatalf("a running command's binaries were swept: %v", err)
 	}
 	running.unlock() // as when its process dies
-	next, err := NewBinaries(results)
+	next, err := NewBinaries(results, InStore(store))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func TestARunPrebuiltCannotCarryGoesThroughGoTest(t *testing.T) {
 		"a/a.go":      "package a\nfunc F() int { return 1 }\n",
 		"a/a_test.go": "package a\nimport \"testing\"\nfunc TestF(t *testing.T) { F() }\n",
 	})
-	bins, err := NewBinaries(t.TempDir())
+	bins, err := NewBinaries(t.TempDir(), InStore(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +297,7 @@ func TestARunPrebuiltCannotCarryGoesThroughGoTest(t *testing.T) {
 // run their own code.
 func TestTwoModulesOfOnePathGetABinaryEach(t *testing.T) {
 	t.Parallel()
-	bins, err := NewBinaries(t.TempDir())
+	bins, err := NewBinaries(t.TempDir(), InStore(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,21 +2,52 @@ package reap
 
 import (
 	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"syscall"
 )
 
-// WarmHeld reports whether the owner record at path (a warm layer's
-// record, written by faultlayer) exists, parses and names run: the warm
-// layer labelled with that path and run is still wanted. A missing,
-// unreadable or newer record means the layer is stale, and a sweep may
-// remove it once its creating process is gone.
+// maxWarmRecord caps the owner record read back.
+const maxWarmRecord = 1 << 20
+
+// WarmHeld reports whether the warm layer labelled with the owner record
+// path and run is still wanted, so that no sweep removes it. The record
+// may be any cache directory's, any user's: a layer is released only when
+// its record provably no longer holds it: the record is missing from a
+// directory this process can read, or it is a record that names another
+// run. A record this process cannot read (another user's private
+// directory), that is not a regular file or does not parse, holds its
+// layer: nothing this process cannot prove released is removed. Reading
+// never follows a link and never waits on a FIFO.
 func WarmHeld(path, run string) bool {
-	b, err := os.ReadFile(path)
-	if err != nil {
+	if path == "" || !filepath.IsAbs(path) {
+		return true // not a record this project wrote: never proven released
+	}
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		// Missing, and the directory says so (a directory this process
+		// cannot search answers EACCES, not ENOENT).
 		return false
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxWarmRecord {
+		return true
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxWarmRecord))
+	if err != nil {
+		return true
 	}
 	var rec struct {
 		RunID string `json:"run_id"`
 	}
-	return json.Unmarshal(b, &rec) == nil && rec.RunID != "" && rec.RunID == run
+	if json.Unmarshal(b, &rec) != nil || rec.RunID == "" {
+		return true
+	}
+	return rec.RunID == run
 }

@@ -28,6 +28,7 @@ package secret
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/url"
 	"os"
 	"regexp"
@@ -35,6 +36,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/contested/contested/internal/envvar"
 )
@@ -166,24 +169,45 @@ func Add(values ...string) {
 // AddDSN registers the passwords of a connection string, in any form.
 func AddDSN(dsn string) { Add(Passwords(dsn)...) }
 
-// Passwords returns the passwords a connection string carries: a URL's
+// Passwords returns the secrets a connection string carries: a URL's
 // user-info password and password/sslpassword query values, or the
 // password/sslpassword values of a keyword/value string (quoted or not).
+// When unsure it takes more: the value of every key it does not know to be
+// harmless (a misspelt "pasword=", a key pgx hands the server as a
+// parameter), and the whole string when it is neither a URL nor a
+// keyword/value string it can read (a DSN that does not parse, whose
+// secret could be anywhere in it).
 func Passwords(dsn string) []string {
+	dsn = strings.TrimSpace(dsn)
+	if dsn == "" {
+		return nil
+	}
 	var out []string
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		if u, err := url.Parse(dsn); err == nil {
 			if p, ok := u.User.Password(); ok {
 				out = append(out, p)
 			}
-			q := u.Query()
-			out = append(out, q["password"]...)
-			out = append(out, q["sslpassword"]...)
+			for k, vs := range u.Query() {
+				if isPasswordKey(k) || !harmlessKeys[strings.ToLower(k)] {
+					out = append(out, vs...)
+				}
+			}
 			return nonEmpty(out)
 		}
 	}
+	if pairs, ok := keywordValues(dsn); ok {
+		for _, kv := range pairs {
+			if isPasswordKey(kv[0]) || !harmlessKeys[strings.ToLower(kv[0])] {
+				out = append(out, kv[1])
+			}
+		}
+		return nonEmpty(out)
+	}
+	// Neither form: the secret may be anywhere in it.
+	out = append(out, dsn)
 	for _, m := range keyValue.FindAllStringSubmatch(dsn, -1) {
-		if m[3] == ":" || !strings.HasSuffix(strings.ToLower(m[2]), "password") {
+		if m[3] == ":" || !isPasswordKey(m[2]) {
 			continue
 		}
 		out = append(out, unquoteKeyword(m[4]))
@@ -193,6 +217,106 @@ func Passwords(dsn string) []string {
 		out = append(out, dsn[m[3]:m[1]-1])
 	}
 	return nonEmpty(out)
+}
+
+func isPasswordKey(k string) bool { return strings.HasSuffix(strings.ToLower(k), "password") }
+
+// harmlessKeys are the connection-string keys whose values are no secret
+// (where to connect, as whom, how): every other key's value is taken as
+// one.
+var harmlessKeys = map[string]bool{
+	"host": true, "hostaddr": true, "port": true, "dbname": true, "database": true, "user": true,
+	"sslmode": true, "sslrootcert": true, "sslcert": true, "sslkey": true, "sslsni": true, "sslnegotiation": true,
+	"sslcertmode": true, "channel_binding": true, "gssencmode": true, "krbsrvname": true, "require_auth": true,
+	"application_name": true, "fallback_application_name": true, "connect_timeout": true,
+	"target_session_attrs": true, "load_balance_hosts": true, "min_protocol_version": true, "max_protocol_version": true,
+	"search_path": true, "timezone": true, "client_encoding": true, "options": true, "replication": true,
+	"service": true, "servicefile": true, "passfile": true,
+	"statement_cache_capacity": true, "description_cache_capacity": true, "default_query_exec_mode": true,
+	"pool_max_conns": true, "pool_min_conns": true, "pool_min_idle_conns": true, "pool_max_conn_lifetime": true,
+	"pool_max_conn_lifetime_jitter": true, "pool_max_conn_idle_time": true, "pool_health_check_period": true,
+}
+
+// keywordValues splits a libpq keyword/value string into its pairs, or
+// reports that s is not one: every token must be key=value, the value
+// bare (backslash escapes) or single-quoted.
+func keywordValues(s string) ([][2]string, bool) {
+	var out [][2]string
+	i := 0
+	for {
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+			i++
+		}
+		if i == len(s) {
+			return out, len(out) > 0
+		}
+		start := i
+		for i < len(s) && (s[i] == '_' || s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z' || s[i] >= '0' && s[i] <= '9') {
+			i++
+		}
+		key := s[start:i]
+		for i < len(s) && s[i] == ' ' {
+			i++
+		}
+		if key == "" || i == len(s) || s[i] != '=' {
+			return nil, false
+		}
+		i++
+		for i < len(s) && s[i] == ' ' {
+			i++
+		}
+		var v strings.Builder
+		if i < len(s) && s[i] == '\'' {
+			i++
+			closed := false
+			for i < len(s) {
+				if s[i] == '\\' && i+1 < len(s) {
+					v.WriteByte(s[i+1])
+					i += 2
+					continue
+				}
+				if s[i] == '\'' {
+					closed = true
+					i++
+					break
+				}
+				v.WriteByte(s[i])
+				i++
+			}
+			if !closed {
+				return nil, false
+			}
+		} else {
+			for i < len(s) && s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r' {
+				if s[i] == '\\' && i+1 < len(s) {
+					i++
+				}
+				v.WriteByte(s[i])
+				i++
+			}
+		}
+		out = append(out, [2]string{key, v.String()})
+	}
+}
+
+// ParseError is what to say of a connection string that did not parse,
+// without any of the string: pgx's own message echoes it, masking the
+// passwords it recognizes, and a string that does not parse is exactly
+// where it may not recognize one.
+func ParseError(err error) string {
+	var pe *pgconn.ParseConfigError
+	if !errors.As(err, &pe) {
+		return ScrubString(err.Error())
+	}
+	bare := *pe
+	bare.ConnString = ""
+	text := strings.TrimPrefix(bare.Error(), "cannot parse ``: ")
+	if inner := errors.Unwrap(pe); inner != nil {
+		// The inner error (net/url's, strconv's) quotes the part it
+		// could not read, which may be the secret.
+		text = strings.TrimSuffix(text, " ("+inner.Error()+")")
+	}
+	return ScrubString(text)
 }
 
 func nonEmpty(vs []string) []string {

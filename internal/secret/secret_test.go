@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/contested/contested/internal/envvar"
 )
 
 const pw = "Zq7-distinctive"
@@ -275,4 +278,44 @@ func BenchmarkScrubARecord(b *testing.B) {
 	b.ReportMetric(per["1000"], "ns/scrub-1000")
 	b.ReportMetric(per["1000"]/per["1"], "1000/1")
 	b.ReportMetric(per["1000-each"]/per["1"], "1000/1-each")
+}
+
+// TestWhenUnsureADSNIsMaskedWhole: what a connection string carries that
+// no password field names is still a secret: the value of a key not known
+// to be harmless, and the whole string when it is neither a URL nor a
+// keyword/value string; harmless values (a host, sslmode) are not. And
+// ParseError says what pgx could not parse without any of the string.
+func TestWhenUnsureADSNIsMaskedWhole(t *testing.T) {
+	tests := []struct {
+		name      string
+		dsn       string
+		secret    string
+		notSecret string
+	}{
+		{"no form at all", "hunter2-is-no-dsn", "hunter2-is-no-dsn", ""},
+		{"a URL without its colon", "postgres//u:s3cr3t-v4lue@127.0.0.1/db", "postgres//u:s3cr3t-v4lue@127.0.0.1/db", ""},
+		{"a misspelt password key", "host=127.0.0.1 user=u passwd=s3cr3t-v4lue sslmode=disable", "s3cr3t-v4lue", "disable"},
+		{"an unknown query parameter", "postgres://u@127.0.0.1/db?pass=s3cr3t-v4lue&sslmode=disable", "s3cr3t-v4lue", "disable"},
+		{"an unterminated quote", "host=127.0.0.1 password='s3cr3t-v4lue", "host=127.0.0.1 password='s3cr3t-v4lue", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Passwords(tt.dsn)
+			if !slices.Contains(got, tt.secret) {
+				t.Errorf("Passwords(%q) = %q, want %q among them", tt.dsn, got, tt.secret)
+			}
+			if tt.notSecret != "" && slices.Contains(got, tt.notSecret) {
+				t.Errorf("Passwords(%q) = %q: %q is no secret", tt.dsn, got, tt.notSecret)
+			}
+			t.Setenv(envvar.HistoryDSN, tt.dsn)
+			if out := ScrubString("history: " + tt.dsn + " refused"); strings.Contains(out, "s3cr3t") || strings.Contains(out, "hunter2") {
+				t.Errorf("scrubbed: %s", out)
+			}
+			if _, err := pgconn.ParseConfig(tt.dsn); err != nil {
+				if msg := ParseError(err); strings.Contains(msg, "s3cr3t") || strings.Contains(msg, "hunter2") {
+					t.Errorf("ParseError echoes the DSN: %s", msg)
+				}
+			}
+		})
+	}
 }

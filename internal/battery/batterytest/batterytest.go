@@ -11,6 +11,7 @@ package batterytest
 
 import (
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -31,7 +32,7 @@ func Binaries(tb testing.TB) *battery.Binaries {
 		if shared.root, shared.err = os.MkdirTemp("", "contested-test-binaries-"); shared.err != nil {
 			return
 		}
-		shared.bins, shared.err = battery.NewBinaries(shared.root)
+		shared.bins, shared.err = battery.NewBinaries("", battery.InStore(filepath.Join(shared.root, "store")))
 	})
 	if shared.err != nil {
 		tb.Fatalf("test binaries: %v", shared.err)

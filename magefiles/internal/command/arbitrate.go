@@ -64,7 +64,7 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 		return err
 	}
 	dir, root := ws.env.ModuleRoot, ws.env.ResultsDir
-	cfg, err := layerConfig(ws.env, out)
+	cfg, err := layerConfig(ws, out)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/fatih/color"
 
 	"github.com/contested/contested/cluster"
+	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/gotest"
 	"github.com/contested/contested/internal/interrupt"
 	"github.com/contested/contested/internal/secret"
@@ -135,11 +136,11 @@ func runClusterTest(ctx context.Context, ws *workspace, c *registry.Cluster, opt
 // after start), so a stale report from an earlier run is never taken for
 // this one's.
 func readLegs(path string, start time.Time) (*cluster.Report, bool) {
-	fi, err := os.Stat(path)
+	fi, err := os.Lstat(path)
 	if err != nil || fi.ModTime().Before(start) {
 		return nil, false
 	}
-	b, err := os.ReadFile(path)
+	b, err := atomicfile.Load(path, atomicfile.MaxArtifact)
 	if err != nil {
 		return nil, false
 	}

@@ -54,7 +54,7 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 		return err
 	}
 	hintIgnore(ctx, dir, root, out)
-	cfg, err := layerConfig(ws.env, out)
+	cfg, err := layerConfig(ws, out)
 	if err != nil {
 		return err
 	}
@@ -68,6 +68,8 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 		defer l.Close(context.WithoutCancel(ctx))
 		if _, perr := Preflight(ctx, l, true, root, out); perr != nil {
 			copts.EnvMissing = perr.Error()
+		} else {
+			reclaimVictims(ctx, l.DB(), cfg.Canonical, "fault layer", out)
 		}
 		copts.Env = copts.Env.Attach(l.Env(), l.RunID)
 	} else {

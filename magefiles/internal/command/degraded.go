@@ -65,7 +65,7 @@ func Degraded(ctx context.Context, opts DegradedOptions) error {
 		return interrupted(stageError(err))
 	}
 	defer lock.Release()
-	cfg, err := layerConfig(ws.env, out)
+	cfg, err := layerConfig(ws, out)
 	if err != nil {
 		return err
 	}

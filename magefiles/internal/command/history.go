@@ -14,6 +14,7 @@ import (
 	"github.com/contested/contested/gate/flakes"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/internal/terminal"
 )
 
 // HistoryOptions configures History.
@@ -49,7 +50,7 @@ func History(ctx context.Context, opts HistoryOptions) error {
 		return err
 	}
 	defer closeStore()
-	outs, err := store.Read(ctx)
+	outs, err := readStore(ctx, store, "history", opts.Out)
 	if err != nil {
 		return err
 	}
@@ -159,7 +160,7 @@ func readHistory(ctx context.Context, root string, canonical []string, out io.Wr
 		return nil
 	}
 	defer closeStore()
-	outs, err := store.Read(ctx)
+	outs, err := readStore(ctx, store, "ladder", out)
 	if err != nil {
 		fmt.Fprintf(out, "ladder: %v (judging from the reruns alone)\n", err)
 	}
@@ -175,12 +176,24 @@ func reportHistory(ctx context.Context, root string, canonical []string, out io.
 		return nil
 	}
 	defer closeStore()
-	outs, err := store.Read(ctx)
+	outs, err := readStore(ctx, store, "report", out)
 	if err != nil {
 		fmt.Fprintf(out, "report: no flake history drawn: %v\n", err)
 		return nil
 	}
 	return outs
+}
+
+// readStore reads the flake history; what the reader skipped (a line too
+// long or not an outcome, the oldest part of a file over its cap) is said
+// on out, prefixed with who, and the rest is returned.
+func readStore(ctx context.Context, store flakes.Store, who string, out io.Writer) ([]flakes.Outcome, error) {
+	outs, err := store.Read(ctx)
+	if errors.Is(err, flakes.ErrPartial) {
+		fmt.Fprintf(out, "%s: flake history %s\n", who, terminal.Escape(err.Error()))
+		return outs, nil
+	}
+	return outs, err
 }
 
 // readHistoryIf is readHistory when the ladder will walk.

@@ -37,6 +37,9 @@ func Layer(ctx context.Context, opts LayerOptions) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Canonical, err = canonicalHere(); err != nil {
+		return err
+	}
 	cfg.Log = out
 	switch opts.Action {
 	case "up":

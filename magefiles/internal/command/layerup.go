@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/fatih/color"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/faultlayer/levers"
 )
 
 // layerUp brings the fault layer up and runs fault-preflight in required
@@ -30,5 +33,20 @@ func layerUp(ctx context.Context, cfg faultlayer.Config, env runenv.Env, who, re
 		fmt.Fprintf(out, "%s: %s: fault-preflight failed; %s\n", who, color.RedString("CANNOT RUN"), refusal)
 		return nil, env, p, err
 	}
+	reclaimVictims(ctx, l.DB(), cfg.Canonical, "fault layer", out)
 	return l, env, p, nil
+}
+
+// reclaimVictims drops the victim databases and roles that runs whose
+// process is provably gone left on the test plane admin reaches
+// (levers.ReclaimVictims: a run killed mid-battery on a warm or external
+// layer, which outlives it) and says which; who prefixes the lines.
+func reclaimVictims(ctx context.Context, admin *pgxpool.Pool, canonical []string, who string, out io.Writer) {
+	dropped, err := levers.ReclaimVictims(ctx, admin, canonical)
+	if len(dropped) > 0 {
+		fmt.Fprintf(out, "%s: dropped %d victim databases and their roles, left by runs whose process is gone: %s\n", who, len(dropped), strings.Join(dropped, ", "))
+	}
+	if err != nil {
+		fmt.Fprintf(out, "%s: reclaiming the victims of dead runs: %v\n", who, err)
+	}
 }

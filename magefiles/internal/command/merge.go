@@ -17,6 +17,7 @@ import (
 	"github.com/contested/contested/gate/report"
 	"github.com/contested/contested/gate/shard"
 	"github.com/contested/contested/internal/gotest"
+	"github.com/contested/contested/internal/terminal"
 )
 
 // MergeReport is what program-gate -merge found, saved as merge.json under
@@ -65,10 +66,10 @@ func mergeShards(ctx context.Context, dirs []string, opts ProgramGateOptions) er
 		if !s.OK {
 			mark = color.RedString("REFUSED")
 		}
-		fmt.Fprintf(out, "  shard %-7s %-9s %4d records  run %s  %s\n", s.Shard, mark, s.Records, s.RunID, s.Dir)
+		fmt.Fprintf(out, "  shard %-7s %-9s %4d records  run %s  %s\n", terminal.Escape(s.Shard), mark, s.Records, terminal.Escape(s.RunID), terminal.Escape(s.Dir))
 	}
 	for _, r := range res.Refusals {
-		fmt.Fprintf(out, "  %s %s\n", color.RedString("refused:"), r)
+		fmt.Fprintf(out, "  %s %s\n", color.RedString("refused:"), terminal.Escape(r.String()))
 	}
 	var judged []*contract.Result
 	if res.Union != nil {

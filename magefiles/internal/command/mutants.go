@@ -68,7 +68,7 @@ func Mutants(ctx context.Context, opts MutantsOptions) error {
 	if err := mutants.CheckTool(ctx, ws.env.ModuleRoot); err != nil {
 		return fmt.Errorf("%w: %v", ErrCannotRun, err)
 	}
-	cfg, err := layerConfig(ws.env, out)
+	cfg, err := layerConfig(ws, out)
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,9 @@ func FaultPreflight(ctx context.Context, opts PreflightOptions) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Canonical, err = canonicalHere(); err != nil {
+		return err
+	}
 	if mod, err := workingModule(); err == nil && root != "" {
 		hintIgnore(ctx, mod, root, opts.Out)
 	}
@@ -229,6 +232,28 @@ func Sweep(ctx context.Context, out io.Writer) error {
 	if err := faultlayer.Sweep(ctx, out); err != nil {
 		return err
 	}
+	sweepWarmVictims(ctx, out)
 	fmt.Fprintln(out, "sweep: done")
 	return nil
+}
+
+// sweepWarmVictims drops, in this user's own warm layer, the victim
+// databases and roles that runs whose process is gone left behind: the
+// warm layer outlives them, so nothing else removes them.
+func sweepWarmVictims(ctx context.Context, out io.Writer) {
+	canonical, err := canonicalHere()
+	if err != nil {
+		fmt.Fprintf(out, "sweep: the warm layer's victims are left alone: %v\n", err)
+		return
+	}
+	pool, _, err := faultlayer.WarmTestPlane(ctx, canonical)
+	switch {
+	case errors.Is(err, faultlayer.ErrNoWarm):
+		return
+	case err != nil:
+		fmt.Fprintf(out, "sweep: the warm layer's victims are left alone: %v\n", err)
+		return
+	}
+	defer pool.Close()
+	reclaimVictims(ctx, pool, canonical, "sweep: warm layer", out)
 }

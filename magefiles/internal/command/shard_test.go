@@ -137,6 +137,11 @@ func TestHistoryDSNOnBadInput(t *testing.T) {
 	for _, tt := range []struct{ name, dsn, says string }{
 		{"a canonical database", "postgres://u:hunter2@127.0.0.1:1/stock", "canonical_databases"},
 		{"a DSN that does not parse", "postgres://u:hunter2@127.0.0.1:port/db", envvar.HistoryDSN},
+		{"a canonical database named by its user alone", "postgres://stock:hunter2@127.0.0.1:1", "canonical_databases"},
+		{"a canonical database in another case", "postgres://u:hunter2@127.0.0.1:1/STOCK", "canonical_databases"},
+		{"a DSN with no password field any form recognizes", "hunter2-is-no-dsn", envvar.HistoryDSN},
+		{"a URL without its colon", "postgres//u:hunter2@127.0.0.1/db", envvar.HistoryDSN},
+		{"a keyword/value DSN that does not parse", "host=127.0.0.1 password='hunter2", envvar.HistoryDSN},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := module(t)

@@ -37,6 +37,7 @@ import (
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/gotest"
+	"github.com/contested/contested/internal/terminal"
 	"github.com/contested/contested/registry"
 )
 
@@ -144,7 +145,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 			return err
 		}
 	}
-	cfg, err := layerConfig(ws.env, opts.Out)
+	cfg, err := layerConfig(ws, opts.Out)
 	if err != nil {
 		return err
 	}
@@ -598,7 +599,7 @@ type workspace struct {
 // when it cannot, each go test builds its own as before, and it says why.
 // The returned function removes the command's own (the kept copies stay).
 func testBinaries(root string, out io.Writer) (*battery.Binaries, func()) {
-	b, err := battery.NewBinaries(root)
+	b, err := battery.NewBinaries(root, battery.WithLog(out))
 	if err != nil {
 		fmt.Fprintf(out, "contested: every rerun builds its own test binary: %v\n", err)
 		return nil, func() {}
@@ -630,11 +631,13 @@ func openWorkspace(dir string) (*workspace, error) {
 }
 
 // layerConfig is the fault layer's configuration from the environment
-// (faultlayer.ConfigFromEnv), carrying the run's id, with progress going to
+// (faultlayer.ConfigFromEnv), carrying the run's id and the registry's
+// canonical databases (refused as a test plane), with progress going to
 // out.
-func layerConfig(env runenv.Env, out io.Writer) (faultlayer.Config, error) {
+func layerConfig(ws *workspace, out io.Writer) (faultlayer.Config, error) {
 	cfg, err := faultlayer.ConfigFromEnv()
-	cfg.RunID, cfg.SharedRunID, cfg.Log = env.RunID, env.SharedRunID, out
+	cfg.RunID, cfg.SharedRunID, cfg.Log = ws.env.RunID, ws.env.SharedRunID, out
+	cfg.Canonical = ws.reg.Guard.CanonicalDatabases
 	return cfg, err
 }
 
@@ -733,9 +736,9 @@ func writeSurfaceSummary(out io.Writer, judged []*contract.Result, level int, no
 	for _, r := range judged {
 		fmt.Fprintf(out, "  %-22s %s\n", r.Surface, paintContract(r.Contract))
 		for _, l := range r.Legs {
-			fmt.Fprintf(out, "      %-17s %-30s %s\n", l.Lever, paintVerdict(l.Verdict), l.Reason)
+			fmt.Fprintf(out, "      %-17s %-30s %s\n", l.Lever, paintVerdict(l.Verdict), terminal.Escape(l.Reason))
 			if l.Replay != "" && !l.Verdict.Pass() {
-				fmt.Fprintf(out, "      %-17s replay: %s\n", "", l.Replay)
+				fmt.Fprintf(out, "      %-17s replay: %s\n", "", terminal.Escape(l.Replay))
 			}
 		}
 	}
