@@ -69,7 +69,7 @@ func TestHistoryReadsWhatItCanSaysWhatItSkippedAndNeverWaits(t *testing.T) {
 			err := History(context.Background(), HistoryOptions{Dir: dir, Out: &out})
 			reportHistory(context.Background(), results, nil, &out)
 			readHistory(context.Background(), results, nil, &out)
-			appendHistory(context.Background(), results, nil, "validate", "run", "", &battery.Result{Tests: []battery.Test{{Package: "m", Name: "TestLeg", Action: "pass"}}}, nil, "c", &out)
+			appendHistory(context.Background(), results, nil, "validate", "run", "", &battery.Result{Tests: []battery.Test{{Package: "m", Name: "TestLeg", Action: "pass"}}}, nil, flakes.Revision{Commit: "c"}, &out)
 			done <- fmt.Sprint(err) + "\n" + out.String()
 		}()
 		select {
