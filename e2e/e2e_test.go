@@ -21,6 +21,7 @@ import (
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate"
 	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/gate/ladder"
 	"github.com/contested/contested/internal/fixture"
 )
 
@@ -453,15 +454,18 @@ type validateJSON struct {
 	Green           bool                  `json:"green"`
 	Level           int                   `json:"level"`
 	Surfaces        []gate.SurfaceVerdict `json:"surfaces"`
-	BatteryFailures []struct {
-		Package   string `json:"package"`
-		Test      string `json:"test"`
-		FirstLine string `json:"first_failure_line"`
-		Owner     string `json:"owner"`
-	} `json:"battery_failures"`
-	Ladder []struct {
-		Test string `json:"test"`
-	} `json:"ladder"`
+	BatteryFailures []ladder.Plain        `json:"battery_failures"`
+	Ladder          []*ladder.Outcome     `json:"ladder"`
+	Capabilities    []capabilityRow       `json:"capabilities"`
+	NotArbitrated   []string              `json:"not_arbitrated"`
+}
+
+// capabilityRow is one row of validate.json's capability matrix.
+type capabilityRow struct {
+	Name     string   `json:"name"`
+	NeededBy []string `json:"needed_by"`
+	Present  bool     `json:"present"`
+	Provide  string   `json:"provide"`
 }
 
 func readJSON(t *testing.T, path string, v any) {
@@ -507,9 +511,8 @@ func sameVerdicts(t *testing.T, dir, surface string, validate []gate.SurfaceVerd
 // surface from its battery by contested's rules; contested over one seed
 // gives the same verdicts, for an adopter with a planted defect and for one
 // whose leg runs only at level 2 (the healthy adopter is compared in
-// TestAdopterValidateIsCertified). A failing test no surface lists is a
-// plain battery failure: listed with its first failure line and owner,
-// never arbitrated.
+// TestAdopterValidateIsCertified). A failing test no surface lists walks
+// the ladder too and is its author's once the evidence is in.
 func TestValidateAndContestedGiveOneVerdict(t *testing.T) {
 	t.Parallel()
 	t.Run("a planted defect and a failing test outside the registry", func(t *testing.T) {
@@ -528,20 +531,22 @@ func TestValidateAndContestedGiveOneVerdict(t *testing.T) {
 		if !strings.Contains(out, "surface adopter.stock is RED (burst FAIL-reproducible)") {
 			t.Errorf("validate does not give the surface's verdict as a reason:\n%s", out)
 		}
-		if len(v.BatteryFailures) != 1 || v.BatteryFailures[0].Test != "TestMachineryBringsUpItsProvider" ||
-			!strings.Contains(v.BatteryFailures[0].FirstLine, "the provider never came up") || !strings.Contains(v.BatteryFailures[0].Owner, "test author") {
-			t.Errorf("battery failures %+v; want the machinery test with its first failure line and owner", v.BatteryFailures)
+		// Every failure is listed with the evidence of its walk: the
+		// defective leg (the component's) and the machinery test no surface
+		// lists (its author's, after its reruns, never "register it").
+		failures := map[string]ladder.Plain{}
+		for _, p := range v.BatteryFailures {
+			failures[p.Test] = p
 		}
-		for _, o := range v.Ladder {
-			if strings.Contains(o.Test, "TestMachinery") {
-				t.Errorf("the ladder walked %s, which is not a contract test", o.Test)
-			}
+		if m, ok := failures["TestMachineryBringsUpItsProvider"]; !ok || !strings.Contains(m.FirstLine, "the provider never came up") ||
+			m.Owner != "test author" || !m.Arbitrated || m.Class != ladder.Consistent || m.Reruns == nil || m.Reruns.Failed != m.Reruns.Ran {
+			t.Errorf("the machinery test's entry %+v; want its failure line, walked, consistent over its reruns, owner test author", m)
 		}
-		if strings.Contains(out, "register TestMachinery") {
+		if b, ok := failures["TestStockContract/burst"]; !ok || !strings.HasPrefix(b.Owner, "component") || b.Seed == 0 || !strings.Contains(b.Replay, fmt.Sprint(b.Seed)) {
+			t.Errorf("the defective leg's entry %+v; want the component's, with the seed it ran with and its replay", b)
+		}
+		if strings.Contains(strings.ToLower(out), "register testmachinery") || strings.Contains(out, "register it") {
 			t.Errorf("validate tells the user to register a machinery test:\n%s", out)
-		}
-		if _, err := os.Stat(filepath.Join(dir, "test-results", "ladder", "TestMachineryBringsUpItsProvider.md")); err == nil {
-			t.Error("an issue body was written for a test that is not a contract test")
 		}
 		out, code = mage(t, dir, env, "contested", "all")
 		if code != 1 {
@@ -549,8 +554,8 @@ func TestValidateAndContestedGiveOneVerdict(t *testing.T) {
 		}
 		sameVerdicts(t, dir, "adopter.stock", v.Surfaces)
 		out, code = mage(t, dir, nil, "arbitrate", "TestMachineryBringsUpItsProvider")
-		if code != 2 || !strings.Contains(out, "not a contract test") || !strings.Contains(out, "-run '^TestMachineryBringsUpItsProvider$'") {
-			t.Errorf("arbitrate on a machinery test: exit %d, want 2 saying it is not a contract test and how to run it:\n%s", code, out)
+		if code != 1 || !strings.Contains(out, "owner   test author") || !strings.Contains(out, "-run '^TestMachineryBringsUpItsProvider$'") {
+			t.Errorf("arbitrate on a machinery test: exit %d, want 1, its author's, saying how to run it:\n%s", code, out)
 		}
 	})
 

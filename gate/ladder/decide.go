@@ -45,9 +45,16 @@ func because(o *Outcome) string {
 // a neighbour. The test's author owns it, unless the machine was
 // saturated and the test passes alone and beside a neighbour (capacity,
 // recorded, and still a fix).
-func decidePlain(o *Outcome, pkg string) {
+func decidePlain(o *Outcome, pkg string, seen battery.Test) {
 	o.Owner = TestAuthor
 	cmd := alone(o, pkg)
+	if seen.Timeout != "" {
+		// What ended it in the battery is the first thing to know.
+		o.Action = fmt.Sprintf("it was still running when go test's -timeout (%s) ended its test binary; run it alone with %s -v to see where it waits, then make it faster, or raise the battery's timeout (%s); ",
+			seen.Timeout, cmd, raiseTimeout)
+	}
+	prefix := o.Action
+	defer func() { o.Action = prefix + o.Action }()
 	switch {
 	case o.Reruns.Class == Consistent:
 		o.Verdict = "consistent failure"

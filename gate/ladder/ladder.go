@@ -254,6 +254,9 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 	}
 	if t, ok := failedTest(opts, pkg, name); ok {
 		o.Reason = contract.Reason(t.Failure, t.Output)
+		if t.Cause != "" && t.Failure == "" {
+			o.Reason = t.Cause // what ended it: a timeout, a crash
+		}
 		if pkg == "" {
 			pkg = t.Package
 		}
@@ -317,7 +320,8 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 		o.Capacity = capacityOf(ctx, o, runPkg, opts)
 	}
 	if !contractTest {
-		decidePlain(o, runPkg)
+		seen, _ := failedTest(opts, o.Package, name)
+		decidePlain(o, runPkg, seen)
 		return o, nil
 	}
 	if lever, ok := legOf(s, name); ok && (o.Reruns.Class != Passes || o.Capacity.Fragile) {

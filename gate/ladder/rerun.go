@@ -129,7 +129,7 @@ func ran(res *battery.Result, top string) bool {
 
 // besideReruns is how many times a test that passed alone is rerun beside
 // a neighbour; the first failure ends them.
-const besideReruns = 2
+const besideReruns = 3
 
 // capacityOf is the capacity step, for a test that did not fail every
 // rerun alone: the capacity samples taken while it failed in the battery,
@@ -144,10 +144,13 @@ func capacityOf(ctx context.Context, o *Outcome, pkg string, opts Options) *Capa
 	} else if opts.Capacity != nil {
 		c.Saturated, c.Contended, c.PeakLoadPerCPU, c.Samples = opts.Capacity.Saturated, opts.Capacity.Contended, opts.Capacity.Peak.Load1PerCPU, len(opts.Capacity.Samples)
 	}
-	spec := noise.Spec{CPU: runtime.NumCPU()}
+	// The neighbour of the reruns is the battery's, and at least two busy
+	// threads per core: alone, the test has the machine the battery had
+	// to share with its other packages.
+	spec := noise.Spec{CPU: 2 * runtime.NumCPU()}
 	if opts.Noise != nil {
 		c.Neighbour = opts.Noise.Injector() + "; " + opts.Noise.VictimSide()
-		spec = opts.Noise.Spec
+		spec.CPU, spec.IO = max(spec.CPU, opts.Noise.Spec.CPU), opts.Noise.Spec.IO
 	}
 	if !c.Saturated && opts.Noise == nil {
 		return c

@@ -151,7 +151,7 @@ func TestArbitrateExitCodes(t *testing.T) {
 		{"no test named", "", ExitUsage, "name the failing test"},
 		{"an unknown test id", "TestNoSuchThing", ExitUsage, "is not a test of"},
 		{"the fault layer is down", "TestStockContract/reset", ExitCannotRun, "owner fault layer"},
-		{"a test outside the registry is not a contract test, layer or not", "TestOutsideRegistry", ExitUsage, "not a contract test"},
+		{"a test outside the registry walks the ladder too, which needs the layer", "TestOutsideRegistry", ExitCannotRun, "owner fault layer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

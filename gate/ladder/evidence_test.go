@@ -1,0 +1,208 @@
+package ladder
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/contested/contested/faultlayer/noise"
+	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/gate/verdict"
+	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/testlog"
+)
+
+// legModule is a module whose surface m.p has the legs reset and burst in
+// TestPContract: reset fails when it runs with seed 42 (and only then),
+// burst fails on every other run (a counter file says which), and each leg
+// leaves a mark when it runs, so a test can see which legs a rerun ran.
+func legModule(t *testing.T) (Options, string) {
+	t.Helper()
+	marks := t.TempDir()
+	opts := packageModule(t, map[string]string{"p/p_test.go": `package p
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func mark(name string) int {
+	dir := os.Getenv("LADDER_MARKS")
+	f, _ := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	f.WriteString("x")
+	f.Close()
+	b, _ := os.ReadFile(filepath.Join(dir, name))
+	return len(b)
+}
+
+func TestPContract(t *testing.T) {
+	t.Run("reset", func(t *testing.T) {
+		mark("reset")
+		t.Logf("reset: 15 tenures, 15 acquires, 15 loss checks")
+		if os.Getenv("CONTESTED_SEED") == "42" {
+			t.Fatalf("could not acquire the lock within 4s")
+		}
+	})
+	t.Run("burst", func(t *testing.T) {
+		if mark("burst")%2 == 1 {
+			t.Errorf("oracle exactly-once: VIOLATED")
+		}
+	})
+}
+`})
+	opts.Registry.Surfaces[0].Legs = []string{"reset", "burst"}
+	opts.Env = opts.Env.Attach([]string{"LADDER_MARKS=" + marks}, "")
+	return opts, marks
+}
+
+func runsOf(t *testing.T, marks, leg string) int {
+	t.Helper()
+	b, _ := os.ReadFile(filepath.Join(marks, leg))
+	return len(b)
+}
+
+// TestAFailingLegIsRerunAloneWithTheSeedItStartedWith: a leg that failed
+// is rerun by itself (its sibling never runs) with the seed its start
+// record carries, and failing every rerun is the component's
+// FAIL-reproducible, with that seed in the action and the replay, and the
+// failure it reported as the reason, never its log line.
+func TestAFailingLegIsRerunAloneWithTheSeedItStartedWith(t *testing.T) {
+	opts, marks := legModule(t)
+	const replay = "CONTESTED_SEED=42 go test ./p -run '^TestPContract$/^reset$' -count=1"
+	opts.Starts = []faultrecord.LegStart{{Test: "TestPContract/reset", Package: "example.com/m/p", Leg: "reset", Seed: 42, Replay: replay}}
+	opts.Seen = &battery.Result{Tests: []battery.Test{{Package: "example.com/m/p", Name: "TestPContract/reset", Action: "fail",
+		Failure: "p_test.go:24: could not acquire the lock within 4s", Output: "    p_test.go:22: reset: 15 tenures, 15 acquires, 15 loss checks\n    p_test.go:24: could not acquire the lock within 4s\n"}}}
+	o, err := Walk(context.Background(), "example.com/m/p.TestPContract/reset", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Write(testlog.Writer(t))
+	if o.Owner != Component || o.OwnerName != "p-team" || o.Verdict != string(verdict.FailReproducible) || o.Reruns.Class != Consistent || o.Reruns.Seed != 42 {
+		t.Fatalf("owner %s (%s), verdict %s, reruns %+v; want the component's FAIL-reproducible, consistent with seed 42", o.Owner, o.OwnerName, o.Verdict, o.Reruns)
+	}
+	for _, want := range []string{"leg reset", "seed 42", replay, "could not acquire the lock within 4s"} {
+		if !strings.Contains(o.Action, want) {
+			t.Errorf("action %q lacks %q", o.Action, want)
+		}
+	}
+	if strings.Contains(o.Action, "tenures") || strings.Contains(o.Reason, "tenures") {
+		t.Errorf("a log line is given as the reason: %q / %q", o.Reason, o.Action)
+	}
+	if o.Replay != replay || o.Seed != 42 {
+		t.Errorf("replay %q seed %d; want the start record's", o.Replay, o.Seed)
+	}
+	if n := runsOf(t, marks, "burst"); n != 0 {
+		t.Errorf("the sibling leg burst ran %d times in reset's reruns", n)
+	}
+	if n := runsOf(t, marks, "reset"); n != opts.Reruns {
+		t.Errorf("reset ran %d times, want its %d reruns", n, opts.Reruns)
+	}
+}
+
+// TestAFlakyLegIsNondeterministicAndItsActionNamesIt: a leg that fails
+// some reruns and passes others is FAIL-nondeterministic, the component's,
+// and the action names that leg, not the surface's first.
+func TestAFlakyLegIsNondeterministicAndItsActionNamesIt(t *testing.T) {
+	opts, marks := legModule(t)
+	opts.Reruns = 3
+	opts.Seen = &battery.Result{Tests: []battery.Test{{Package: "example.com/m/p", Name: "TestPContract/burst", Action: "fail", Failure: "p_test.go:30: oracle exactly-once: VIOLATED"}}}
+	o, err := Walk(context.Background(), "example.com/m/p.TestPContract/burst", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Owner != Component || o.Verdict != string(verdict.FailNondeterministic) || o.Reruns.Class != Flaky {
+		t.Fatalf("owner %s, verdict %s, reruns %+v; want the component's FAIL-nondeterministic, flaky", o.Owner, o.Verdict, o.Reruns)
+	}
+	if !strings.Contains(o.Action, "leg burst") || strings.Contains(o.Action, "leg reset") {
+		t.Errorf("action %q does not name leg burst alone", o.Action)
+	}
+	if n := runsOf(t, marks, "burst"); n != o.Reruns.Runs || n != 2 {
+		t.Errorf("burst ran %d times for %d reruns: a rerun that both failed and passed (flaky) stops at two", n, o.Reruns.Runs)
+	}
+}
+
+// TestATestThatFailsOnlyBesideANeighbourIsCapacityFragile: a test that
+// failed in a battery run beside a noisy neighbour, passes alone and fails
+// when rerun beside one is capacity-fragile: its author's, with the
+// evidence of both sides. The planted test needs a quiet machine: it fails
+// when the kernel's run queue holds six threads per core or more, which
+// a neighbour of eight busy threads per core always makes and a machine
+// running this battery does not.
+func TestATestThatFailsOnlyBesideANeighbourIsCapacityFragile(t *testing.T) {
+	opts := packageModule(t, map[string]string{"q/q_test.go": `package q
+
+import (
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestQuiet(t *testing.T) {
+	var queue []int
+	for range 30 {
+		b, _ := os.ReadFile("/proc/loadavg")
+		f := strings.Fields(string(b))
+		running, _, _ := strings.Cut(f[3], "/")
+		n, _ := strconv.Atoi(running)
+		queue = append(queue, n)
+		time.Sleep(10 * time.Millisecond)
+	}
+	sort.Ints(queue)
+	if q := queue[len(queue)/2]; q >= 6*runtime.NumCPU() {
+		t.Fatalf("%d threads wait for %d cores: this test needs a quiet machine", q, runtime.NumCPU())
+	}
+}
+`})
+	opts.Noise = &noise.Evidence{Spec: noise.Spec{CPU: 8 * runtime.NumCPU()}, Seed: 7}
+	opts.Seen = &battery.Result{Tests: []battery.Test{{Package: "example.com/m/q", Name: "TestQuiet", Action: "fail", Failure: "q_test.go:26: 19 threads wait for 2 cores: this test needs a quiet machine"}}}
+	o, err := Walk(context.Background(), "example.com/m/q.TestQuiet", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Write(testlog.Writer(t))
+	if o.Owner != TestAuthor || o.Verdict != CapacityFragile || o.Reruns.Class != Passes || o.Capacity == nil || !o.Capacity.Fragile {
+		t.Fatalf("owner %s, verdict %q, reruns %+v, capacity %+v; want the test author's, capacity-fragile, passing alone", o.Owner, o.Verdict, o.Reruns, o.Capacity)
+	}
+	for _, want := range []string{"beside a noisy neighbour", "CONTESTED_NOISE=cpu:", "derive its bounds from what it measures"} {
+		if !strings.Contains(o.Action, want) {
+			t.Errorf("action %q lacks %q", o.Action, want)
+		}
+	}
+	if c := o.Capacity; c.Beside == nil || c.Beside.Failed == 0 || !strings.Contains(c.BesideEvidence, "duty cycle") || !strings.Contains(c.BesideEvidence, "less of the CPU") {
+		t.Errorf("capacity evidence %+v; want a failing rerun beside the neighbour, with the neighbour's evidence from both sides", c)
+	}
+}
+
+// TestATestThatPassesNowIsNoFailureWhateverItsHistory: a test that passes
+// its reruns and did not fail in the battery it is arbitrated against has
+// nothing to arbitrate, however often its history says it failed; the
+// history is given as context.
+func TestATestThatPassesNowIsNoFailureWhateverItsHistory(t *testing.T) {
+	opts := packageModule(t, map[string]string{"r/r_test.go": "package r\n\nimport \"testing\"\n\nfunc TestFixed(t *testing.T) {}\n"})
+	h := history(20, 4, 9, 17)
+	for i := range h {
+		h[i].Package, h[i].Test = "example.com/m/r", "TestFixed"
+	}
+	opts.History = h
+	opts.Seen = &battery.Result{Tests: []battery.Test{{Package: "example.com/m/r", Name: "TestFixed", Action: "pass"}}}
+	o, err := Walk(context.Background(), "example.com/m/r.TestFixed", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.NoFailure() || o.Owner != "" {
+		t.Fatalf("verdict %s, owner %q; want NO FAILURE and no owner", o.Verdict, o.Owner)
+	}
+	for _, want := range []string{"failed in 3 of its last 20 runs", "none since commit c17"} {
+		if !strings.Contains(o.Action, want) {
+			t.Errorf("action %q lacks the history's context %q", o.Action, want)
+		}
+	}
+}
