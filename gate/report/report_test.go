@@ -29,6 +29,10 @@ func samplePage() Page {
 			ByClass:          map[string]gate.ClassCount{"store": {Armed: 2, Fired: 2}, "mq-consumer": {Armed: 1, Fired: 0}},
 			RecordingClasses: []string{"store", "mq-consumer"},
 			Unfired:          []gate.Unfired{{Test: "TestConsumerContract/burst", Surface: "ledger.consumer", Leg: "burst", Replay: "CONTESTED_SEED=42 go test ./examples/ledger -run '^TestConsumerContract$/^burst$' -count=1"}},
+			Capabilities: capability.Matrix{
+				{Name: capability.Chromium, NeededBy: []string{"ledger.web/reset"}, Detail: "not found on PATH", Provide: "apt-get install chromium"},
+				{Name: capability.Docker, Present: true, Version: "28.2.2", Source: "unix:///var/run/docker.sock", NeededBy: []string{"ledger.store/reset"}},
+			},
 		},
 		Level: 1,
 		Surfaces: []*contract.Result{{Surface: "ledger.store", Contract: verdict.Inconclusive, Legs: []contract.LegResult{
@@ -63,7 +67,8 @@ func TestWriteHTMLShowsEveryPartAndEscapes(t *testing.T) {
 		"FAIL-reproducible", "ledger-team", "PASS-smoke", "exactly-once held", `href="../linearizability/TestStoreContract_reset.html"`,
 		"&lt;boom&gt; &amp; more", "fix ledger.consumer &lt;now&gt;", "undefined: x",
 		"Contract verdicts from this run (level 1)", "exactly-once held (20/20 ops)", "PARTIAL-model", "checked 770 of 779", "CONTESTED_SEED=7", "NOT-AT-LEVEL",
-		"Failures outside the contracts", "TestProviders/containers", "debootstrap is not installed", "test author / the package&#39;s maintainers",
+		"Failures of the battery", "TestProviders/containers", "debootstrap is not installed", "test author / the package&#39;s maintainers",
+		"Capabilities", "MISSING", "apt-get install chromium", "ledger.web/reset", "28.2.2",
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("the report lacks %q", want)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/fatih/color"
 
@@ -31,14 +32,17 @@ type ContestedOptions struct {
 // lever. A leg the registry does not run at this level (its surface's
 // levels key) is NOT-AT-LEVEL and left out of the surface's verdict; a
 // surface with no leg at this level is NOT AT THIS LEVEL and is not run.
-// Results go to contested/<surface>.json under the results directory.
+// Results go to contested/<surface>.json under the results directory. A
+// leg a missing capability keeps from running names it and the command
+// that provides it. With CONTESTED_NOISE (or [battery] noise) the seeds
+// run beside a noisy neighbour, whose record goes to contested/noise/fault/.
 // Exit: 0 all GREEN (or NOT AT THIS LEVEL); 1 any RED or INCONCLUSIVE;
 // 3 CANNOT RUN.
 func Contested(ctx context.Context, opts ContestedOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
 	out := opts.Out
-	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varTimeout); err != nil {
+	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varTimeout, varNoise); err != nil {
 		return err
 	}
 	ws, err := openWorkspace(opts.Dir)
@@ -58,6 +62,7 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 	if err != nil {
 		return err
 	}
+	capabilities := workCapabilities(ctx, root)
 
 	bins, closeBinaries := testBinaries(ws.env.ResultsDir, out)
 	defer closeBinaries()
@@ -76,6 +81,18 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 		copts.EnvMissing = err.Error()
 	}
 
+	caps := capabilities()
+	contract.Needs(caps, reg, layerKind(l), nil)
+	copts.Capabilities = caps
+	for _, c := range caps.MissingNeeded() {
+		fmt.Fprintf(out, "contested: %s (needed by %s)\n", c.Missing(), neededBy(c.NeededBy))
+	}
+	neighbour, err := armNeighbour(ctx, "contested", reg.Battery.Noise, copts.Env, out)
+	if err != nil {
+		return err
+	}
+	stopNeighbour := sync.OnceFunc(func() { recordNeighbour(neighbour, "contested", filepath.Join(root, "contested", "noise"), copts.Env, out) })
+	defer stopNeighbour()
 	var results []*contract.Result
 	for _, s := range surfaces {
 		seeds, err := contract.Seeds(s.Budget.Hardening.Seeds, s.LegsAt(level), level)
@@ -98,6 +115,7 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 		}
 	}
 
+	stopNeighbour()
 	var runs []contract.SeedRun
 	for _, res := range results {
 		runs = append(runs, res.Seeds...)
@@ -118,6 +136,14 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 	default:
 		return fmt.Errorf("%w: contract verdict %s", ErrRed, worst)
 	}
+}
+
+// layerKind is the provider of l, "" when no layer came up.
+func layerKind(l *faultlayer.Layer) string {
+	if l == nil {
+		return ""
+	}
+	return string(l.Kind)
 }
 
 // WriteContractSummary prints one surface's verdict: per leg its verdict,

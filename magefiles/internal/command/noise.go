@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultlayer/noise"
@@ -10,7 +11,7 @@ import (
 	"github.com/contested/contested/gate/contract"
 )
 
-// noiseSpec is the neighbour to arm beside the battery: CONTESTED_NOISE,
+// noiseSpec is the neighbour to arm beside a battery: CONTESTED_NOISE,
 // else the registry's [battery] noise.
 func noiseSpec(reg noise.Spec) (noise.Spec, error) {
 	spec, set, err := runenv.Noise()
@@ -23,10 +24,11 @@ func noiseSpec(reg noise.Spec) (noise.Spec, error) {
 	return spec, nil
 }
 
-// armNoise starts the neighbour validate runs its battery beside, when one
-// is asked for: seeded by CONTESTED_SEED when set, else a fresh seed.
-func (v *validation) armNoise(ctx context.Context) (*noise.Neighbour, error) {
-	spec, err := noiseSpec(v.reg.Battery.Noise)
+// armNeighbour starts the neighbour who (validate, contested) runs its
+// tests beside, when one is asked for: seeded by CONTESTED_SEED when set,
+// else a fresh seed. Its writers' files go under the results directory.
+func armNeighbour(ctx context.Context, who string, reg noise.Spec, env runenv.Env, out io.Writer) (*noise.Neighbour, error) {
+	spec, err := noiseSpec(reg)
 	if err != nil || spec.Zero() {
 		return nil, err
 	}
@@ -34,35 +36,49 @@ func (v *validation) armNoise(ctx context.Context) (*noise.Neighbour, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
-	n, err := noise.Start(ctx, spec, seed, v.env.ResultsDir)
+	n, err := noise.Start(ctx, spec, seed, env.ResultsDir)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(v.out, "validate: a noisy neighbour beside the battery: %s (seed %d); replay: %s\n", spec, seed, noise.Replay(spec, seed))
+	fmt.Fprintf(out, "%s: a noisy neighbour beside the tests: %s (seed %d); replay: %s\n", who, spec, seed, noise.Replay(spec, seed))
 	return n, nil
 }
 
-// recordNoise stops the neighbour and writes its record (class capacity)
-// among the battery's, so that the gate counts it: armed, and fired only
-// when both sides saw it land.
-func (v *validation) recordNoise(n *noise.Neighbour) {
+// recordNeighbour stops the neighbour, says what it did and writes its
+// record (class capacity) under root's fault directory: armed, and fired
+// only when both sides saw it land. It returns the evidence, nil when no
+// neighbour ran.
+func recordNeighbour(n *noise.Neighbour, who, root string, env runenv.Env, out io.Writer) *noise.Evidence {
 	if n == nil {
-		return
+		return nil
 	}
 	e := n.Stop()
-	v.noise, v.rep.Noise = &e, &e
 	fired := "fired"
 	if !e.Fired() {
 		fired = "did NOT fire"
 	}
-	fmt.Fprintf(v.out, "validate: the neighbour %s: %s; %s\n", fired, e.Injector(), e.VictimSide())
-	mod, _ := contract.ModulePath(v.env.ModuleRoot)
-	rec, err := faultrecord.NewRecorder(mod, faultrecord.WithResultsDir(v.env.ResultsDir), faultrecord.WithRunID(v.env.RunID), faultrecord.WithModuleRoot(v.env.ModuleRoot))
+	fmt.Fprintf(out, "%s: the neighbour %s: %s; %s\n", who, fired, e.Injector(), e.VictimSide())
+	mod, _ := contract.ModulePath(env.ModuleRoot)
+	rec, err := faultrecord.NewRecorder(mod, faultrecord.WithResultsDir(root), faultrecord.WithRunID(env.RunID), faultrecord.WithModuleRoot(env.ModuleRoot))
 	if err == nil {
 		_, err = rec.Write(e.Record("battery", noise.Replay(e.Spec, e.Seed)))
 	}
 	if err != nil {
-		fmt.Fprintf(v.out, "validate: the neighbour's record was not written: %v\n", err)
+		fmt.Fprintf(out, "%s: the neighbour's record was not written: %v\n", who, err)
+	}
+	return &e
+}
+
+// armNoise starts the neighbour validate's battery runs beside.
+func (v *validation) armNoise(ctx context.Context) (*noise.Neighbour, error) {
+	return armNeighbour(ctx, "validate", v.reg.Battery.Noise, v.env, v.out)
+}
+
+// recordNoise stops it and writes its record among the battery's, so that
+// the gate counts it.
+func (v *validation) recordNoise(n *noise.Neighbour) {
+	if e := recordNeighbour(n, "validate", v.env.ResultsDir, v.env, v.out); e != nil {
+		v.noise, v.rep.Noise = e, e
 	}
 }
 
