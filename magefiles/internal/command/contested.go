@@ -91,7 +91,9 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 	if err != nil {
 		return err
 	}
-	stopNeighbour := sync.OnceFunc(func() { recordNeighbour(neighbour, "contested", filepath.Join(root, "contested", "noise"), copts.Env, out) })
+	stopNeighbour := sync.OnceFunc(func() {
+		recordNeighbour(neighbour, "contested", filepath.Join(root, "contested", "noise"), copts.Env, out)
+	})
 	defer stopNeighbour()
 	var results []*contract.Result
 	for _, s := range surfaces {
