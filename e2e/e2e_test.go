@@ -557,6 +557,18 @@ func TestValidateAndContestedGiveOneVerdict(t *testing.T) {
 		if code != 1 || !strings.Contains(out, "owner   test author") || !strings.Contains(out, "-run '^TestMachineryBringsUpItsProvider$'") {
 			t.Errorf("arbitrate on a machinery test: exit %d, want 1, its author's, saying how to run it:\n%s", code, out)
 		}
+		// The defect fixed (the build no longer plants it): the leg passes
+		// its reruns, and the last validate ran other code, so there is
+		// nothing to arbitrate, whatever the history holds, and nothing
+		// is saved.
+		os.RemoveAll(filepath.Join(dir, "test-results", "ladder"))
+		out, code = mage(t, dir, nil, "arbitrate", "TestStockContract/burst")
+		if code != 0 || !strings.Contains(out, "NO FAILURE") || !strings.Contains(out, "ran other code") || !strings.Contains(out, "for context, the flake history") {
+			t.Errorf("arbitrate on the fixed leg: exit %d, want 0, NO FAILURE, saying the last validate ran other code and what the history held:\n%s", code, out)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "test-results", "ladder", ladder.FileName("TestStockContract/burst")+".json")); err == nil {
+			t.Error("arbitrate saved an outcome for a test that did not fail")
+		}
 	})
 
 	t.Run("a leg that runs only at level 2", func(t *testing.T) {

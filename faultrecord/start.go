@@ -114,9 +114,19 @@ func ReadStarts(root string) (starts []LegStart, skipped int, err error) {
 	return starts, skipped, nil
 }
 
-// StartOf returns the start record of test (or, for a test with legs, of
-// its subtest that ran lever leg when leg is set) in package pkg (empty:
-// any), the latest when there are several.
+// OfRun keeps the start records of run id.
+func OfRun(starts []LegStart, run string) []LegStart {
+	var out []LegStart
+	for _, s := range starts {
+		if s.RunID == run {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// StartOf returns the start record of test in package pkg (empty: any),
+// the latest when there are several.
 func StartOf(starts []LegStart, pkg, test string) (LegStart, bool) {
 	for i := len(starts) - 1; i >= 0; i-- {
 		s := starts[i]

@@ -5,20 +5,40 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
 )
 
-// Revision is what a run ran from: the module's commit, and whether its
-// work tree held changes that commit does not (with a digest of them).
+// Revision is what a run ran from: the module's commit, whether its work
+// tree held changes that commit does not (with a digest of them), and the
+// build flags (GOFLAGS: a build tag changes the code that runs too).
 type Revision struct {
-	Commit string
-	Dirty  bool
+	Commit string `json:"commit,omitempty"`
+	Dirty  bool   `json:"dirty,omitempty"`
 	// Diff is 12 hex digits of the SHA-256 of git diff HEAD and of the
 	// untracked files' names: two runs of the same uncommitted change
 	// carry the same digest.
-	Diff string
+	Diff    string `json:"diff,omitempty"`
+	GOFLAGS string `json:"goflags,omitempty"`
+}
+
+// Same reports whether r and o are the same code: the same commit, the
+// same uncommitted changes and the same build flags. An unknown commit on
+// either side is not the same.
+func (r Revision) Same(o Revision) bool {
+	return r.Commit != "" && r == o
+}
+
+// Say is the revision in words: "commit 8f3e3cc9a1b2 with uncommitted
+// changes (diff 9f2e41c0ab12), GOFLAGS=-tags=x".
+func (r Revision) Say() string {
+	s := Run{Commit: r.Commit, Dirty: r.Dirty, Diff: r.Diff}.Where()
+	if r.GOFLAGS != "" {
+		s += ", GOFLAGS=" + r.GOFLAGS
+	}
+	return s
 }
 
 // ReadRevision asks git about the module in dir; outside a repository (or
@@ -31,11 +51,12 @@ func ReadRevision(ctx context.Context, dir string) Revision {
 		cmd.Dir = dir
 		return cmd.Output()
 	}
+	r := Revision{GOFLAGS: strings.TrimSpace(os.Getenv("GOFLAGS"))}
 	head, err := git("rev-parse", "HEAD")
 	if err != nil {
-		return Revision{}
+		return r
 	}
-	r := Revision{Commit: strings.TrimSpace(string(head))}
+	r.Commit = strings.TrimSpace(string(head))
 	status, err := git("status", "--porcelain", "--untracked-files=normal")
 	if err != nil || len(bytes.TrimSpace(status)) == 0 {
 		return r

@@ -281,17 +281,20 @@ func neverRuns(o *Outcome, s registry.Surface, pkg string, contractTest bool) {
 // noFailure ends the ladder for a test that did not fail: there is no
 // owner and nothing to fix, whatever the flake history says of earlier
 // runs (which the action gives as context).
-func noFailure(o *Outcome, seen *battery.Result) {
+func noFailure(o *Outcome, opts Options) {
 	o.Owner, o.Verdict = "", NoFailure
 	where := "there is no validate run to compare with (no validate.json in the results directory)"
-	if seen != nil {
+	switch {
+	case opts.Seen != nil:
 		where = "it did not fail in the last validate run either"
+	case opts.Stale != "":
+		where = opts.Stale
 	}
 	o.Action = fmt.Sprintf("nothing to arbitrate: %s passed all %d reruns and %s; if it failed somewhere else (a CI job), arbitrate it there, with that run's results, or run go tool mage validate and arbitrate what fails", o.Test, o.Reruns.Runs, where)
 	if h := o.History; h != nil && h.Failures > 0 {
 		o.Action += fmt.Sprintf("; for context, the flake history: it %s", h.Say())
 		if h.LastFailingCommit != "" {
-			o.Action += ", none since commit " + h.LastFailingCommit
+			o.Action += ", the last on commit " + h.LastFailingCommit
 		}
 	}
 }

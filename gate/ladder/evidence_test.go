@@ -200,7 +200,7 @@ func TestATestThatPassesNowIsNoFailureWhateverItsHistory(t *testing.T) {
 	if !o.NoFailure() || o.Owner != "" {
 		t.Fatalf("verdict %s, owner %q; want NO FAILURE and no owner", o.Verdict, o.Owner)
 	}
-	for _, want := range []string{"failed in 3 of its last 20 runs", "none since commit c17"} {
+	for _, want := range []string{"failed in 3 of its last 20 runs", "the last on commit c17"} {
 		if !strings.Contains(o.Action, want) {
 			t.Errorf("action %q lacks the history's context %q", o.Action, want)
 		}

@@ -213,6 +213,9 @@ type Options struct {
 	// test that did not fail there and passes every rerun has no failure
 	// to arbitrate (NoFailure).
 	Seen *battery.Result
+	// Stale, when set, says why Seen is nil though a validate ran: it ran
+	// other code (another commit, other changes, other build flags).
+	Stale string
 	// Starts are the legs' start records of that battery: the seed a
 	// failing leg ran with, for its reruns and its replay.
 	Starts []faultrecord.LegStart
@@ -313,7 +316,7 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 		return o, nil
 	}
 	if o.Reruns.Class == Passes && !failedIn(opts.Seen, opts, pkg, name) {
-		noFailure(o, opts.Seen)
+		noFailure(o, opts)
 		return o, nil
 	}
 	if o.Reruns.Class != Consistent {

@@ -93,9 +93,18 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 		lo.Capacity = c
 		fmt.Fprintf(out, "ladder: using the capacity samples of the last validate run (%d samples)\n", len(c.Samples))
 	}
+	rev := flakes.ReadRevision(ctx, dir)
 	last := lastValidate(root, out)
 	lo.Seen, lo.Noise = last.Battery, last.Noise
-	lo.Starts, _, _ = faultrecord.ReadStarts(root)
+	if last.Battery != nil && !last.Revision.Same(rev) {
+		// A failure of other code says nothing of this code's.
+		lo.Stale = fmt.Sprintf("the last validate ran other code (%s; this is %s), so its failures say nothing of this code's", last.Revision.Say(), rev.Say())
+		fmt.Fprintf(out, "ladder: %s\n", lo.Stale)
+		lo.Seen = nil
+	}
+	if starts, _, err := faultrecord.ReadStarts(root); err == nil {
+		lo.Starts = faultrecord.OfRun(starts, last.RunID)
+	}
 	lo.History = history
 	var closeBinaries func()
 	lo.Binaries, closeBinaries = testBinaries(root, out)
@@ -104,7 +113,7 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	if err != nil {
 		return arbitrateError(err)
 	}
-	appendRuns(context.WithoutCancel(ctx), root, ws.reg.Guard.CanonicalDatabases, "arbitrate", lo.Env.RunID, o.Runs, flakes.ReadRevision(ctx, dir), out)
+	appendRuns(context.WithoutCancel(ctx), root, ws.reg.Guard.CanonicalDatabases, "arbitrate", lo.Env.RunID, o.Runs, rev, out)
 	fmt.Fprintln(out)
 	o.Write(out)
 	fmt.Fprintln(out)
@@ -189,9 +198,10 @@ func arbitrateError(err error) error {
 
 // lastRun is what arbitrate reads of the last validate run.
 type lastRun struct {
-	RunID   string          `json:"run_id"`
-	Battery *battery.Result `json:"battery"`
-	Noise   *noise.Evidence `json:"noise"`
+	RunID    string          `json:"run_id"`
+	Battery  *battery.Result `json:"battery"`
+	Noise    *noise.Evidence `json:"noise"`
+	Revision flakes.Revision `json:"revision"`
 }
 
 // lastValidate is the last validate run (validate.json under the results

@@ -96,6 +96,10 @@ type ValidateReport struct {
 	// run saw beside it (CONTESTED_NOISE, [battery] noise); absent when
 	// none was armed. Its record, of class capacity, is among the faults.
 	Noise *noise.Evidence `json:"noise,omitempty"`
+	// Revision is the code the battery ran: its commit, its uncommitted
+	// changes and GOFLAGS. arbitrate judges a failure of other code as no
+	// evidence about this code.
+	Revision flakes.Revision `json:"revision"`
 }
 
 // Validate is the paired run: bring the fault layer up, run fault-preflight
@@ -150,7 +154,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 		return err
 	}
 	v := &validation{out: opts.Out, reg: ws.reg, env: ws.env, whole: wholeBattery(opts) && sh == nil, shard: sh,
-		rep: &ValidateReport{RunID: ws.env.RunID, Level: ws.env.Level}}
+		rep: &ValidateReport{RunID: ws.env.RunID, Level: ws.env.Level, Revision: flakes.ReadRevision(ctx, ws.env.ModuleRoot)}}
 	if sh != nil {
 		v.rep.Shard = spec.String()
 	}
@@ -252,6 +256,10 @@ func (v *validation) stamp() error {
 	}
 	if err := gate.WriteStamp(v.faultDir(), v.env.RunID); err != nil {
 		return fmt.Errorf("write the gate stamp: %w", err)
+	}
+	// The legs' start records are the battery's, like its fault records.
+	if err := atomicfile.EmptyDir(v.env.ResultsDir, faultrecord.LegsDirName); err != nil {
+		return fmt.Errorf("purge the legs' start records: %w", err)
 	}
 	fmt.Fprintf(v.out, "validate: purged old records and wrote %s\n", filepath.Join(v.faultDir(), faultrecord.StampName))
 	if v.shard != nil {
@@ -378,7 +386,7 @@ func (v *validation) arbitrate(ctx context.Context, res *battery.Result, budget 
 	if err != nil || skipped > 0 {
 		fmt.Fprintf(v.out, "validate: the legs' start records: %d skipped, %v\n", skipped, err)
 	}
-	v.starts = starts
+	v.starts = faultrecord.OfRun(starts, v.env.RunID)
 	contracts := map[string]*contract.Result{}
 	v.rep.Ladder, v.rep.NotArbitrated = arbitrateAll(ctx, failures, budget, ladder.Options{
 		Env: v.env, Registry: v.reg, Preflight: &v.preflight, Capacity: &v.capacity, Contracts: contracts, Seen: res, Out: v.out, Binaries: v.binaries,
@@ -440,7 +448,7 @@ func (v *validation) finish(res *battery.Result, verified *gate.Report, judged [
 		saveTimings(root, v.out, res)
 	}
 	recs, _ := contract.ReadRecords(v.faultDir())
-	appendHistory(context.Background(), root, v.reg.Guard.CanonicalDatabases, "validate", rep.RunID, rep.Shard, res, recs, flakes.ReadRevision(context.Background(), v.env.ModuleRoot), v.out)
+	appendHistory(context.Background(), root, v.reg.Guard.CanonicalDatabases, "validate", rep.RunID, rep.Shard, res, recs, rep.Revision, v.out)
 	writeReports(root, report.Page{Title: "contested validate", RunID: rep.RunID, Layer: rep.Layer, Green: rep.Green,
 		Reasons: rep.Reasons, Gate: verified, Battery: res, Surfaces: judged, Level: v.env.Level, Plain: rep.BatteryFailures,
 		Ladder: rep.Ladder, Contracts: contractList(contracts), Capacity: rep.Capacity,
