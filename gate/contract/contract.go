@@ -348,6 +348,19 @@ func runSeed(ctx context.Context, s registry.Surface, tests []string, seed int64
 	return run, nil
 }
 
+// NewSeedRun is one run of a surface's tests with seed, from a battery's
+// outcomes and the records its tests wrote under dir: what Judge reads.
+// The ladder's reruns of a failing leg are such runs.
+func NewSeedRun(seed int64, dir string, res *battery.Result, recs []faultrecord.Record) SeedRun {
+	run := SeedRun{Seed: seed, Dir: dir, Passed: res.OK(), Failures: map[string]string{}, Records: recs, Tests: res.Tests, Took: res.Elapsed}
+	addOutcomes(&run, res.Tests, func(battery.Test) bool { return true })
+	for _, p := range res.FailedPackages() {
+		run.Failed = append(run.Failed, p.Name)
+		run.Failures[p.Name] = p.Output
+	}
+	return run
+}
+
 // ReadRecords reads the valid records of a fault directory, oldest armed
 // first, skipping files that are not records: the gate reports those. It
 // reads with the gate's loader (gate.ReadRecords): no symbolic link

@@ -108,27 +108,35 @@ func noiseSpecOf(c *CapacityEvidence) string {
 }
 
 // decideLegAlone decides a failing leg from its reruns alone, which ran it
-// in isolation with the seed it failed with (the contract's own run of
-// that seed): failing every rerun is FAIL-reproducible, failing some
-// FAIL-nondeterministic, and either is the component's; a leg that passes
-// alone and fails beside a neighbour is capacity-fragile.
+// in isolation with the seed it failed with: the contract's own run of
+// that seed, judged by the contract's judge. A leg that failed every
+// rerun on its own account is FAIL-reproducible, one that failed some
+// FAIL-nondeterministic, and either is the component's; one whose fault
+// did not land is INCONCLUSIVE, its author's (the judge tells an unfired
+// fault from a failure of the test's own); a leg that passes alone and
+// fails beside a neighbour is capacity-fragile.
 func decideLegAlone(o *Outcome, s registry.Surface, lever string, opts Options) {
 	if o.Capacity != nil && o.Capacity.Fragile {
 		capacityFragile(o, alone(o, s.Package))
 		return
 	}
-	v := verdict.FailReproducible
-	how := fmt.Sprintf("it failed in the battery and in %d of %d reruns alone", o.Reruns.Failures, o.Reruns.Runs)
-	if o.Reruns.Class == Flaky {
-		v = verdict.FailNondeterministic
-		how = fmt.Sprintf("it failed in the battery and in %d of %d reruns alone (it may take a few runs: -count=10)", o.Reruns.Failures, o.Reruns.Runs)
+	runs := make([]contract.SeedRun, 0, len(o.Runs))
+	for _, r := range o.Runs {
+		again := !r.Passed
+		for _, other := range o.Runs {
+			again = again && !other.Passed
+		}
+		if !r.Passed {
+			r.Rerun = &again
+		}
+		runs = append(runs, r)
 	}
-	reason := strings.TrimPrefix(because(o), ": ")
-	o.Contract, o.Owner, o.OwnerName, o.Verdict = verdict.Red, Component, s.Owner, string(v)
-	o.Legs = []contract.LegResult{{Lever: lever, Verdict: v, Reason: reason, Replay: alone(o, s.Package), FailedRun: o.Seed, Tests: []string{o.Test}}}
-	o.Action = fmt.Sprintf("fix %s (%s): leg %s is %s in isolation with seed %d (%s)%s; reproduce with %s; file it as a fix: issue with the leg and the seed",
-		s.ID, s.Behavior, lever, v, o.Seed, how, because(o), alone(o, s.Package))
-	o.Evidence = append(o.Evidence, "leg "+lever+": "+reason)
+	one := s
+	one.Legs = []string{lever}
+	legs, c := contract.Judge(one, contract.Evidence{Level: max(opts.Env.Level, 1), Runs: runs})
+	res := &contract.Result{Surface: s.ID, Class: s.Class, Owner: s.Owner, Behavior: s.Behavior, Oracle: s.Oracle, Level: max(opts.Env.Level, 1), Contract: c, Legs: legs, Seeds: runs}
+	o.Contract, o.Legs = res.Contract, res.Legs
+	decide(o, s, res, opts)
 }
 
 // isolated runs the contract in isolation for a test that passed alone:
@@ -194,8 +202,8 @@ func decide(o *Outcome, s registry.Surface, res *contract.Result, opts Options) 
 		o.Owner, o.OwnerName = Component, s.Owner
 		l := failingLeg(o, res)
 		o.Verdict = string(l.Verdict)
-		o.Action = fmt.Sprintf("fix %s (%s): leg %s is %s in isolation with seed %d; reproduce with %s; file it as a fix: issue with the leg and the seed",
-			s.ID, s.Behavior, l.Lever, l.Verdict, l.FailedRun, l.Replay)
+		o.Action = fmt.Sprintf("fix %s (%s): leg %s is %s in isolation with seed %d (%s); reproduce with %s; file it as a fix: issue with the leg and the seed",
+			s.ID, s.Behavior, l.Lever, l.Verdict, l.FailedRun, l.Reason, l.Replay)
 		o.Evidence = append(o.Evidence, "leg "+l.Lever+": "+l.Reason, "injector: "+l.Injector, "victim: "+l.Victim)
 	case verdict.Green:
 		flake := o.Reruns.Say()

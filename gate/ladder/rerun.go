@@ -42,7 +42,7 @@ func rerunAlone(ctx context.Context, name, pkg string, seed int64, opts Options)
 		}
 		r.Runs++
 		recs, _ := contract.ReadRecords(faultrecord.FaultDir(dir))
-		runs = append(runs, contract.SeedRun{Seed: seed, Dir: dir, Passed: res.OK(), Tests: res.Tests, Records: recs})
+		runs = append(runs, contract.NewSeedRun(seed, dir, res, recs))
 		if !res.OK() {
 			r.Failures++
 			if t, ok := find(res, name); ok {

@@ -627,6 +627,7 @@ func (f *follower) blameUnfinished(p *Package, end time.Time) {
 		if tp != nil {
 			t.Timeout = tp.after
 			t.Cause = "timed out: still running when go test's -timeout of " + tp.after + " ended the test binary"
+			t.Failure = t.Cause // the panic go test printed is the timeout's, not the test's
 		}
 		delete(f.output, k)
 		f.tests[k] = t
