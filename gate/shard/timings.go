@@ -121,3 +121,19 @@ func WriteTimings(root string, t Timings) error {
 	}
 	return nil
 }
+
+// Slowdown is how much longer the top-level tests res ran to an end took
+// than the same tests in t (the last whole run's), summed over the n tests
+// both hold: 0 and 0 when they share none.
+func (t Timings) Slowdown(res *battery.Result) (ratio float64, n int) {
+	var now, before time.Duration
+	for k, d := range FromBattery(res) {
+		if was, ok := t[k]; ok && was > 0 {
+			now, before, n = now+d, before+was, n+1
+		}
+	}
+	if before == 0 {
+		return 0, 0
+	}
+	return float64(now) / float64(before), n
+}

@@ -92,7 +92,7 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 		return err
 	}
 	stopNeighbour := sync.OnceFunc(func() {
-		recordNeighbour(neighbour, "contested", filepath.Join(root, "contested", "noise"), copts.Env, out)
+		recordNeighbour(neighbour, "contested", filepath.Join(root, "contested", "noise"), copts.Env, out, "")
 	})
 	defer stopNeighbour()
 	var results []*contract.Result

@@ -9,6 +9,8 @@ import (
 	"github.com/contested/contested/faultlayer/noise"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate/contract"
+	"github.com/contested/contested/gate/shard"
+	"github.com/contested/contested/internal/battery"
 )
 
 // noiseSpec is the neighbour to arm beside a battery: CONTESTED_NOISE,
@@ -48,11 +50,12 @@ func armNeighbour(ctx context.Context, who string, reg noise.Spec, env runenv.En
 // record (class capacity) under root's fault directory: armed, and fired
 // only when both sides saw it land. It returns the evidence, nil when no
 // neighbour ran.
-func recordNeighbour(n *noise.Neighbour, who, root string, env runenv.Env, out io.Writer) *noise.Evidence {
+func recordNeighbour(n *noise.Neighbour, who, root string, env runenv.Env, out io.Writer, victim string) *noise.Evidence {
 	if n == nil {
 		return nil
 	}
 	e := n.Stop()
+	e.Victim = victim
 	fired := "fired"
 	if !e.Fired() {
 		fired = "did NOT fire"
@@ -75,9 +78,16 @@ func (v *validation) armNoise(ctx context.Context) (*noise.Neighbour, error) {
 }
 
 // recordNoise stops it and writes its record among the battery's, so that
-// the gate counts it.
-func (v *validation) recordNoise(n *noise.Neighbour) {
-	if e := recordNeighbour(n, "validate", v.env.ResultsDir, v.env, v.out); e != nil {
+// the gate counts it, with the battery's own slowdown beside the probe's:
+// its tests against the last whole run's times, when there are some.
+func (v *validation) recordNoise(n *noise.Neighbour, res *battery.Result) {
+	victim := ""
+	if prev, err := shard.ReadTimings(v.env.ResultsDir); err == nil && res != nil {
+		if ratio, k := prev.Slowdown(res); k > 0 {
+			victim = fmt.Sprintf("the battery's %d tests took %.2fx their times in the last whole run", k, ratio)
+		}
+	}
+	if e := recordNeighbour(n, "validate", v.env.ResultsDir, v.env, v.out, victim); e != nil {
 		v.noise, v.rep.Noise = e, e
 	}
 }

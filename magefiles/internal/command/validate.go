@@ -307,7 +307,7 @@ func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*
 	} else {
 		res, err = battery.Run(ctx, bo)
 	}
-	v.recordNoise(neighbour)
+	v.recordNoise(neighbour, res)
 	events.Close()
 	if res != nil && res.MostAtOnce > 0 {
 		fmt.Fprintf(v.out, "battery: at most %d of %d packages ran at once (another started only while the machine's run queue was under 2 per core)\n", res.MostAtOnce, res.Ceiling)
@@ -444,7 +444,9 @@ func (v *validation) summarize(res *battery.Result, verified *gate.Report, judge
 // finish writes the reports and validate.json and returns the verdict.
 func (v *validation) finish(res *battery.Result, verified *gate.Report, judged []*contract.Result, contracts map[string]*contract.Result) error {
 	rep, root := v.rep, v.env.ResultsDir
-	if v.shard == nil && v.whole {
+	if v.shard == nil && v.whole && v.noise == nil {
+		// A battery beside a neighbour ran slower than its own pace: its
+		// times would mislead the shards' split and the next comparison.
 		saveTimings(root, v.out, res)
 	}
 	recs, _ := contract.ReadRecords(v.faultDir())
