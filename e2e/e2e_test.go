@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/contested/contested/faultlayer/faulttest"
+	"github.com/contested/contested/faultlayer/noise"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate"
 	"github.com/contested/contested/gate/contract"
@@ -458,6 +459,8 @@ type validateJSON struct {
 	Ladder          []*ladder.Outcome     `json:"ladder"`
 	Capabilities    []capabilityRow       `json:"capabilities"`
 	NotArbitrated   []string              `json:"not_arbitrated"`
+	Noise           *noise.Evidence       `json:"noise"`
+	Gate            *gate.Report          `json:"gate"`
 }
 
 // capabilityRow is one row of validate.json's capability matrix.

@@ -48,7 +48,7 @@ var ErrSpec = errors.New("bad noise specification")
 
 // maxPerCore bounds the hogs: past a few per core they only add context
 // switches, not contention.
-const maxPerCore = 4
+const maxPerCore = 8
 
 // Parse reads a specification: "" or "off" is none; "cpu" is one busy
 // thread per core; "cpu:2" two; "io:1" one writer; "cpu:2,io:1" both.

@@ -1,0 +1,84 @@
+package e2e
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/contested/contested/faultlayer/noise"
+	"github.com/contested/contested/gate/ladder"
+)
+
+// quietTest is a test that depends on a quiet machine: it fails when the
+// kernel's run queue held five threads per core or more for most of a
+// second. A battery beside a neighbour of eight busy threads per core
+// always does; this battery alone, which starts packages only while the
+// run queue is under two per core, does not.
+const quietTest = `package stock
+
+import (
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestReportNeedsAQuietMachine(t *testing.T) {
+	var queue []int
+	for range 100 {
+		b, _ := os.ReadFile("/proc/loadavg")
+		f := strings.Fields(string(b))
+		running, _, _ := strings.Cut(f[3], "/")
+		n, _ := strconv.Atoi(running)
+		queue = append(queue, n)
+		time.Sleep(10 * time.Millisecond)
+	}
+	sort.Ints(queue)
+	if q := queue[len(queue)/2]; q >= 5*runtime.NumCPU() {
+		t.Fatalf("%d threads waited for %d cores: the report missed its deadline", q, runtime.NumCPU())
+	}
+}
+`
+
+// TestAValidateBesideANeighbourNamesACapacityFragileTest: validate with
+// CONTESTED_NOISE runs the battery beside a noisy neighbour, records it as
+// a fired fault of class capacity, certified with the adopter's own, and
+// the ladder names the test that fails only beside it capacity-fragile,
+// its author's, with both sides' evidence.
+func TestAValidateBesideANeighbourNamesACapacityFragileTest(t *testing.T) {
+	t.Parallel()
+	dir := adopter(t, map[string]string{"quiet_test.go": quietTest})
+	out, code := mage(t, dir, []string{"CONTESTED_NOISE=cpu:16"}, "validate")
+	if code != 1 {
+		t.Fatalf("validate: exit %d, want 1:\n%s", code, out)
+	}
+	var v validateJSON
+	readJSON(t, filepath.Join(dir, "test-results", "validate.json"), &v)
+	var o *ladder.Outcome
+	for _, x := range v.Ladder {
+		if x.Test == "TestReportNeedsAQuietMachine" {
+			o = x
+		}
+	}
+	if o == nil {
+		t.Fatalf("the ladder did not walk the planted test; ladder %+v:\n%s", v.Ladder, out)
+	}
+	if o.Owner != ladder.TestAuthor || o.Verdict != ladder.CapacityFragile || o.Capacity == nil || !o.Capacity.Fragile || !strings.Contains(o.Capacity.Neighbour, "cpu:16") {
+		t.Errorf("the planted test: owner %s, verdict %q, capacity %+v; want its author's, capacity-fragile, naming the battery's neighbour:\n%s", o.Owner, o.Verdict, o.Capacity, out)
+	}
+	for _, want := range []string{"a noisy neighbour beside the tests: cpu:16", "the neighbour fired", "capacity-fragile", "CONTESTED_NOISE=cpu:16"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("validate does not say %q:\n%s", want, out)
+		}
+	}
+	if v.Noise == nil || !v.Noise.Fired() {
+		t.Errorf("validate.json's noise %+v: want the neighbour, fired", v.Noise)
+	}
+	gate := v.Gate
+	if gate == nil || gate.ByClass[noise.Class].Fired != 1 {
+		t.Errorf("the gate's classes %+v: want one fired %s fault", gate, noise.Class)
+	}
+}
