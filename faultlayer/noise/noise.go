@@ -108,13 +108,16 @@ type Evidence struct {
 	Seed    int64         `json:"seed"`
 	ArmedAt time.Time     `json:"armed_at"`
 	Wall    time.Duration `json:"wall_ns"`
-	// Duty is the CPU the busy threads got over the wall time they ran,
-	// per thread: 1 is a core each, all the time.
-	Duty float64 `json:"duty"`
+	// Duty is the CPU the busy threads got over the time they ran (the
+	// neighbour's wall time less its quiet windows), per thread: 1 is a
+	// core each, all the time; Taken is the same in cores, all threads
+	// together: what the neighbour took from everything else.
+	Duty  float64 `json:"duty"`
+	Taken float64 `json:"taken_cores"`
 	// IOBytes is what the writers wrote (and synced).
 	IOBytes int64 `json:"io_bytes,omitempty"`
 	// Load is the machine's load average when the neighbour stopped, the
-	// hogs included: a thread's fair share of the cores is cores/Load.
+	// busy threads included, for context.
 	Load  float64 `json:"load"`
 	Cores int     `json:"cores"`
 	// Baseline is the wall time of the probe's unit of work (5 ms of CPU)
@@ -135,31 +138,24 @@ type Evidence struct {
 	Victim string `json:"victim,omitempty"`
 }
 
-// The thresholds of Fired: the hogs got at least half their fair share of
-// the cores (on a machine the battery already saturates, that share is
-// small), and the probe ran at least a tenth slower beside them than in
-// their quiet windows.
+// The thresholds of Fired: the busy threads took at least a quarter of a
+// core from the rest of the machine, and a probe thread got at least a
+// tenth less of the CPU beside them than in their quiet windows. (A
+// thread's fair share is no threshold: the kernel shares the CPU between
+// control groups, containers and sessions before threads, so the share a
+// busy thread gets says little about what it took.)
 const (
-	MinShare    = 0.5
+	MinTaken    = 0.25
 	MinSlowdown = 1.1
 )
 
-// FairShare is one thread's fair share of the cores at the load the
-// neighbour ended at: 1 on a machine with a core per runnable thread.
-func (e Evidence) FairShare() float64 {
-	if e.Load <= float64(e.Cores) || e.Load == 0 {
-		return 1
-	}
-	return float64(e.Cores) / e.Load
-}
-
-// Fired reports whether the neighbour was observed to land: the hogs got
-// their share of the CPU, the writers wrote (the injector's side), and the
-// machine slowed for the probe beside them (the victim's side). A
+// Fired reports whether the neighbour was observed to land: its threads
+// took CPU from the machine and its writers wrote (the injector's side),
+// and the machine slowed for the probe beside them (the victim's side). A
 // neighbour on a machine with cores to spare does not fire, and its record
 // says so.
 func (e Evidence) Fired() bool {
-	cpu := e.Spec.CPU == 0 || e.Duty >= MinShare*e.FairShare()
+	cpu := e.Spec.CPU == 0 || e.Taken >= MinTaken
 	io := e.Spec.IO == 0 || e.IOBytes > 0
 	return cpu && io && e.Slowdown >= MinSlowdown
 }
@@ -168,7 +164,7 @@ func (e Evidence) Fired() bool {
 func (e Evidence) Injector() string {
 	s := fmt.Sprintf("neighbour %s (seed %d) for %s", e.Spec, e.Seed, e.Wall.Round(time.Second))
 	if e.Spec.CPU > 0 {
-		s += fmt.Sprintf(": %d busy threads at a duty cycle of %.0f%% (a fair share at a load of %.1f on %d cores: %.0f%%)", e.Spec.CPU, 100*e.Duty, e.Load, e.Cores, 100*e.FairShare())
+		s += fmt.Sprintf(": %d busy threads at a duty cycle of %.0f%% took %.2f of the %d cores (load %.1f)", e.Spec.CPU, 100*e.Duty, e.Taken, e.Cores, e.Load)
 	}
 	if e.Spec.IO > 0 {
 		s += fmt.Sprintf("; %d writers wrote and synced %d MiB", e.Spec.IO, e.IOBytes>>20)
@@ -211,8 +207,10 @@ type Neighbour struct {
 	wg    sync.WaitGroup
 	procs int // GOMAXPROCS before Start raised it
 	// window counts the neighbour's windows: odd while a quiet one is
-	// open (the hogs pause), even while they run.
+	// open (the hogs pause), even while they run; hushed is how long the
+	// quiet windows it opened lasted in all.
 	window atomic.Int64
+	hushed atomic.Int64
 
 	cpuNanos atomic.Int64
 	ioBytes  atomic.Int64
@@ -269,13 +267,20 @@ func (n *Neighbour) windows(ctx context.Context, rng *rand.Rand) {
 	defer n.wg.Done()
 	for {
 		loud := quietEvery + time.Duration(rng.IntN(1000))*time.Millisecond
-		for _, d := range []time.Duration{loud, quietFor} {
+		for i, d := range []time.Duration{loud, quietFor} {
+			opened := time.Now()
 			select {
 			case <-n.stop:
+				if i == 1 {
+					n.hushed.Add(int64(time.Since(opened)))
+				}
 				return
 			case <-ctx.Done():
 				return
 			case <-time.After(d):
+				if i == 1 {
+					n.hushed.Add(int64(time.Since(opened)))
+				}
 				n.window.Add(1)
 			}
 		}
@@ -438,8 +443,9 @@ func (n *Neighbour) Stop() Evidence {
 	}
 	wall := time.Since(n.start)
 	e := Evidence{Spec: n.spec, Seed: n.seed, ArmedAt: n.start, Wall: wall, IOBytes: n.ioBytes.Load(), Load: load1(), Cores: runtime.NumCPU()}
-	if n.spec.CPU > 0 && wall > 0 {
-		e.Duty = float64(n.cpuNanos.Load()) / (float64(wall) * float64(n.spec.CPU))
+	if ran := wall - time.Duration(n.hushed.Load()); n.spec.CPU > 0 && ran > 0 {
+		e.Taken = float64(n.cpuNanos.Load()) / float64(ran)
+		e.Duty = e.Taken / float64(n.spec.CPU)
 	}
 	n.mu.Lock()
 	loud, quiet := slices.Clone(n.loud), slices.Clone(n.quiet)

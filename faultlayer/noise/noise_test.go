@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -71,15 +72,18 @@ func TestTheNeighbourFiresWithEvidenceFromBothSides(t *testing.T) {
 	}
 	e := n.Stop()
 	t.Logf("%s; %s", e.Injector(), e.VictimSide())
-	if e.Duty < MinShare*e.FairShare() || e.Slowdown < MinSlowdown || e.IOBytes == 0 || !e.Fired() {
-		t.Fatalf("the neighbour did not fire: duty %.2f, slowdown %.2f, %d bytes written", e.Duty, e.Slowdown, e.IOBytes)
+	if e.Taken < MinTaken || e.Slowdown < MinSlowdown || e.IOBytes == 0 || !e.Fired() {
+		t.Fatalf("the neighbour did not fire: took %.2f cores, slowdown %.2f, %d bytes written", e.Taken, e.Slowdown, e.IOBytes)
+	}
+	if math.Abs(e.Duty*float64(spec.CPU)-e.Taken) > 1e-9 {
+		t.Errorf("duty %.3f per thread of %d threads is not the %.3f cores taken", e.Duty, spec.CPU, e.Taken)
 	}
 	r := e.Record("battery", Replay(spec, 42))
 	if err := r.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	if r.Class != Class || r.Surface != Surface || r.Leg != Leg || !r.Fired || r.Seed != 42 ||
-		!strings.Contains(r.Evidence.Injector, "duty cycle") || !strings.Contains(r.Evidence.Victim, "less of the CPU") ||
+		!strings.Contains(r.Evidence.Injector, "duty cycle") || !strings.Contains(r.Evidence.Injector, "cores") || !strings.Contains(r.Evidence.Victim, "less of the CPU") ||
 		!strings.Contains(r.Replay, "CONTESTED_NOISE="+spec.String()) {
 		t.Errorf("record: %+v", r)
 	}

@@ -24,12 +24,11 @@ type Revision struct {
 	GOFLAGS string `json:"goflags,omitempty"`
 }
 
-// Same reports whether r and o are the same code: the same commit, the
-// same uncommitted changes and the same build flags. An unknown commit on
-// either side is not the same.
-func (r Revision) Same(o Revision) bool {
-	return r.Commit != "" && r == o
-}
+// Same reports whether r and o may be the same code: the same commit, the
+// same uncommitted changes and the same build flags. Outside a git work
+// tree (no commit on either side) only the build flags can tell them
+// apart.
+func (r Revision) Same(o Revision) bool { return r == o }
 
 // Say is the revision in words: "commit 8f3e3cc9a1b2 with uncommitted
 // changes (diff 9f2e41c0ab12), GOFLAGS=-tags=x".

@@ -91,8 +91,8 @@ func besideSaid(o *Outcome) string {
 func capacityFragile(o *Outcome, cmd string) {
 	c := o.Capacity
 	o.Owner, o.Verdict = TestAuthor, CapacityFragile
-	o.Action = fmt.Sprintf("it passed %d reruns alone and failed %d of %d beside a noisy neighbour%s: it depends on a quiet machine, and a shared CI runner is not one: derive its bounds from what it measures (or from the machine's capacity) instead of a fast machine's figures, and create the contention it needs instead of hoping for it; reproduce with %s=%s %s",
-		o.Reruns.Runs, c.Beside.Failed, c.Beside.Ran, because(o), envvar.Noise, noiseSpecOf(c), cmd)
+	o.Action = fmt.Sprintf("it passed %d reruns alone and failed %d of %d beside a noisy neighbour%s: it depends on a quiet machine, and a shared CI runner is not one: derive its bounds from what it measures (or from the machine's capacity) instead of a fast machine's figures, and create the contention it needs instead of hoping for it; it passes alone with %s, and fails beside the neighbour with %s=%s go tool mage arbitrate %s",
+		o.Reruns.Runs, c.Beside.Failed, c.Beside.Ran, because(o), cmd, envvar.Noise, noiseSpecOf(c), o.Test)
 	o.Evidence = append(o.Evidence, "capacity: "+c.Say())
 }
 

@@ -221,6 +221,12 @@ type Options struct {
 	Starts []faultrecord.LegStart
 	// Noise is the neighbour the battery ran beside, when one was armed.
 	Noise *noise.Evidence
+	// Beside, when set, is the neighbour a test that did not fail every
+	// rerun alone is rerun beside, whatever the capacity evidence says
+	// (arbitrate's CONTESTED_NOISE); without it the ladder reruns beside
+	// the battery's neighbour (at least two busy threads per core), and
+	// only when the evidence says the machine was busy.
+	Beside *noise.Spec
 	Out   io.Writer
 	// Binaries, when set, are the command's test binaries: the reruns and
 	// the contract's seeds build each package once (battery.Binaries).

@@ -152,7 +152,9 @@ func capacityOf(ctx context.Context, o *Outcome, pkg string, opts Options) *Capa
 		c.Neighbour = opts.Noise.Injector() + "; " + opts.Noise.VictimSide()
 		spec.CPU, spec.IO = max(spec.CPU, opts.Noise.Spec.CPU), opts.Noise.Spec.IO
 	}
-	if !c.Saturated && opts.Noise == nil {
+	if opts.Beside != nil {
+		spec = *opts.Beside
+	} else if !c.Saturated && opts.Noise == nil {
 		return c
 	}
 	c.Beside = &Count{}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/fatih/color"
 
+	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultlayer/noise"
 	"github.com/contested/contested/faultrecord"
@@ -56,7 +57,7 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	}
 	// Everything the ladder will read, before step 1 lists tests and long
 	// before step 3 reruns anything.
-	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varTimeout); err != nil {
+	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varTimeout, varNoise); err != nil {
 		return err
 	}
 	ws, err := openWorkspace(opts.Dir)
@@ -106,6 +107,10 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 		lo.Starts = faultrecord.OfRun(starts, last.RunID)
 	}
 	lo.History = history
+	if spec, set, _ := runenv.Noise(); set && !spec.Zero() {
+		lo.Beside = &spec
+		fmt.Fprintf(out, "ladder: a test that does not fail every rerun alone is rerun beside a noisy neighbour, %s (%s)\n", spec, envvar.Noise)
+	}
 	var closeBinaries func()
 	lo.Binaries, closeBinaries = testBinaries(root, out)
 	defer closeBinaries()
