@@ -227,7 +227,7 @@ type Options struct {
 	// the battery's neighbour (at least two busy threads per core), and
 	// only when the evidence says the machine was busy.
 	Beside *noise.Spec
-	Out   io.Writer
+	Out    io.Writer
 	// Binaries, when set, are the command's test binaries: the reruns and
 	// the contract's seeds build each package once (battery.Binaries).
 	Binaries *battery.Binaries
