@@ -100,7 +100,7 @@ func TestJudge(t *testing.T) {
 			map[string]verdict.Verdict{"burst": verdict.FailNondeterministic}, verdict.Red, "passed on rerun"},
 		{"a failure not rerun says so", 1,
 			runOf([]faultrecord.Record{failedRec("burst")}, map[string]string{"TestStock/burst": "stock_test.go:40: boom"}, nil, nil, nil), "",
-			map[string]verdict.Verdict{"burst": verdict.FailNondeterministic}, verdict.Red, "not rerun"},
+			map[string]verdict.Verdict{"burst": verdict.FailNondeterministic}, verdict.Red, "no rerun has shown yet whether it reproduces"},
 		{"a failure before arming is a FAIL", 1,
 			runOf(nil, map[string]string{"TestStock/burst": "stock_test.go:12: migrate: relation exists"}, nil, nil, map[string]bool{"TestStock/burst": true}), "",
 			map[string]verdict.Verdict{"burst": verdict.FailReproducible}, verdict.Red, "migrate"},

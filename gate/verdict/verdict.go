@@ -129,8 +129,8 @@ func Assign(runs []Run, hardeningSeeds int) (Verdict, string) {
 		switch {
 		case r.Reproduced == nil:
 			// Without a rerun there is no reproducer: the strict reading
-			// of the tree, said plainly.
-			return FailNondeterministic, fmt.Sprintf("seed %d failed and was not rerun: %s", r.Seed, r.FailureText)
+			// of the tree, said plainly, and what settles it.
+			return FailNondeterministic, fmt.Sprintf("seed %d failed, and no rerun has shown yet whether it reproduces (the run ended before its reruns; its replay settles it): %s", r.Seed, r.FailureText)
 		case *r.Reproduced:
 			return FailReproducible, fmt.Sprintf("seed %d failed, and again on rerun: %s", r.Seed, r.FailureText)
 		}
