@@ -202,8 +202,8 @@ func (kv *KV) Porcupine() porcupine.Model {
 			}
 			return mix64(hashString(s.value))
 		},
-		equal:    func(a, b kvState) bool { return a == b },
-		step:     kv.step,
+		equal: func(a, b kvState) bool { return a == b },
+		step:  kv.step,
 		describe: func(s kvState) string {
 			if s.initial {
 				return "its initial value"

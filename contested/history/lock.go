@@ -50,13 +50,19 @@ type LockSpec struct {
 	RecordsRenewals bool
 	// Reacquire bounds how long an abandoned lock stays unavailable past its TTL: an
 	// acquire answered busy later than TTL + Reacquire after the last sign of life of any
-	// holder (an op of it answered ok, or one whose answer was lost, up to the moment its
-	// client gave up on it) is an anomaly. It needs the history to show every live holder's
-	// activity (RecordsRenewals, or acts more often than Reacquire); 0 leaves it unchecked.
+	// holder (an acquire or renewal that took effect; with hidden renewals, also an act
+	// answered ok) is an anomaly. It needs the history to show every live holder's activity
+	// (RecordsRenewals, or acts more often than Reacquire); 0 leaves it unchecked.
 	Reacquire time.Duration
 	// Slack absorbs the difference between the clients' clock and the service's over one
 	// TTL (the service stamps expiry with its own clock); 0 means 1 ms plus 1% of the TTL.
 	Slack time.Duration
+	// EffectWithin bounds when an op whose answer was lost took effect, if it did: before
+	// its client gave up on it plus EffectWithin (the service's statement timeout). 0 keeps
+	// the package's rule, any time after its invoke: a renewal or acquire whose answer was
+	// lost may then have extended a lease without bound, and the expiry and reacquire checks
+	// do not judge past it.
+	EffectWithin time.Duration
 }
 
 // Lock is the model of a named lock or lease service: each key is one lock, held by at most
@@ -592,24 +598,37 @@ func (l *Lock) lostBefore(g *grant, x *lockEv, grants []*grant) (string, []int64
 		}
 	}
 	if l.spec.RecordsRenewals && l.spec.TTL > 0 {
-		last, lastOp := g.acq.gaveUp, g.acq.op.ID
+		last, lastOp := g.acq.done, g.acq.op.ID
 		for _, y := range g.ops {
-			if y.in.kind == lockRenew && y.out.res != resFailed && y.op.Invoke < x.op.Invoke {
-				if y.gaveUp > last {
-					last, lastOp = y.gaveUp, y.op.ID
+			if y.in.kind == lockRenew && y.out.res != resFailed && y.out.res != resFenced && y.op.Invoke < x.op.Invoke {
+				if t := l.tookEffectBy(y); t > last {
+					last, lastOp = t, y.op.ID
 				}
 			}
 		}
 		if last != never && x.op.Invoke > last+int64(l.spec.TTL)+int64(l.spec.Slack) {
-			return fmt.Sprintf("after its lease had run out by %s at the latest (its last renewal or grant was answered or given up at %s; TTL %s)",
+			return fmt.Sprintf("after its lease had run out by %s at the latest (its last renewal or grant took effect by %s; TTL %s)",
 				at(last+int64(l.spec.TTL)), at(last), l.spec.TTL), []int64{lastOp}
 		}
 	}
 	return "", nil
 }
 
+// tookEffectBy is when op e took effect at the latest, if it did: its answer, or for one whose
+// answer was lost, when its client gave up plus EffectWithin (never without the bound).
+func (l *Lock) tookEffectBy(e *lockEv) int64 {
+	switch {
+	case e.out.res != resUnknown:
+		return e.done
+	case l.spec.EffectWithin > 0 && e.gaveUp != never:
+		return e.gaveUp + int64(l.spec.EffectWithin)
+	}
+	return never
+}
+
 // auditReacquire: an acquire answered busy began no later than TTL + Reacquire after the last
-// sign of life of any holder of the lock.
+// sign of life of any holder of the lock: an acquire or renewal that took effect (answered ok,
+// or lost and bounded by EffectWithin), or, when renewals are hidden, an act answered ok.
 func (l *Lock) auditReacquire(a *audit, key string, evs []*lockEv) {
 	bound := int64(l.spec.TTL + l.spec.Reacquire + l.spec.Slack)
 	for i, b := range evs {
@@ -618,10 +637,11 @@ func (l *Lock) auditReacquire(a *audit, key string, evs []*lockEv) {
 		}
 		last, who := int64(-1), (*lockEv)(nil)
 		for _, e := range evs[:i] {
-			if e.out.res == resFailed || e.out.res == resBusy || e.out.res == resFenced || e.in.kind == lockRelease {
+			alive := e.in.kind == lockAcquire || e.in.kind == lockRenew || (e.in.kind == lockAct && !l.spec.RecordsRenewals && e.out.res == resOK)
+			if !alive || (e.out.res != resOK && e.out.res != resUnknown) {
 				continue
 			}
-			t := min(e.gaveUp, b.op.Invoke)
+			t := min(l.tookEffectBy(e), b.op.Invoke)
 			if t > last {
 				last, who = t, e
 			}

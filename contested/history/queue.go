@@ -75,9 +75,9 @@ type QueueSpec struct {
 //   - delivered once (ExactlyOnce): no job delivered twice unless given back in between, no
 //     job acknowledged twice;
 //   - no job runs twice at once: a job is not delivered to a worker while another worker
-//     certainly still runs it (from its delivery's answer to that worker's next op, within
-//     the visibility timeout); a worker that made no op after a delivery (it crashed) is not
-//     counted as still running it;
+//     certainly still runs it (from its delivery's answer until that worker acknowledged or
+//     gave back the job or asked for its next one, within the visibility timeout); a worker
+//     that did neither after a delivery (it crashed) is not counted as still running it;
 //   - in order (FIFO).
 //
 // Its ops (the process is the worker or producer):
@@ -200,7 +200,7 @@ type queueEv struct {
 	op   Op
 	in   queueIn
 	out  queueOut
-	next int64 // the invoke of the same process's next op (never when none): when a run ended
+	next int64 // a delivery: when its worker ended the run (never when it did not)
 }
 
 func (e *queueEv) job() string {
@@ -213,17 +213,22 @@ func (e *queueEv) job() string {
 // Audit implements Auditor.
 func (q *Queue) Audit(ops []Op) Audit {
 	var evs []*queueEv
-	last := map[string]*queueEv{}
+	running := map[string]*queueEv{} // worker → the delivery it runs
 	for _, i := range sortedByInvoke(ops) {
 		t, err := q.Translate(ops[i])
 		if err != nil {
 			continue
 		}
 		e := &queueEv{op: ops[i], in: t.Input.(queueIn), out: t.Output.(queueOut), next: never}
-		if p := last[e.op.Process]; p != nil {
-			p.next = e.op.Invoke
+		// A run ends when its worker acknowledges or gives back the job, or asks for its
+		// next job; enqueues it makes meanwhile (follow-up jobs) do not end it.
+		if d := running[e.op.Process]; d != nil && (e.in.typ == TypeDequeue || e.in.job == d.out.job) && e.in.typ != TypeEnqueue {
+			d.next = e.op.Invoke
+			delete(running, e.op.Process)
 		}
-		last[e.op.Process] = e
+		if e.in.typ == TypeDequeue && e.out.res == resOK {
+			running[e.op.Process] = e
+		}
 		evs = append(evs, e)
 	}
 	byJob := map[string][]*queueEv{}
@@ -253,8 +258,30 @@ func (q *Queue) Audit(ops []Op) Audit {
 	order := newAudit("delivered in order", n)
 	acks := slices.ContainsFunc(evs, func(e *queueEv) bool { return e.in.typ == TypeAck })
 	undecided := 0
+	var missing []lostJob
 	for _, j := range jobs {
-		undecided += q.auditJob(j, byJob[j], lastEmpty, acks, complete, invented, once, alone)
+		u, lost := q.auditJob(j, byJob[j], lastEmpty, acks, invented, once, alone)
+		undecided += u
+		if lost != nil {
+			missing = append(missing, *lost)
+		}
+	}
+	// A dequeue whose answer was lost may have delivered any one job: as many missing jobs
+	// as there are such dequeues are not proven lost.
+	blind := 0
+	for _, e := range evs {
+		if e.in.typ == TypeDequeue && e.out.res == resUnknown {
+			blind++
+		}
+	}
+	if len(missing) > blind {
+		note := ""
+		if blind > 0 {
+			note = fmt.Sprintf(" (%d of the %d jobs listed may have gone to the %d dequeues whose answers were lost; the others cannot have)", blind, len(missing), blind)
+		}
+		for _, m := range missing {
+			complete.found(m.text+note, m.ops...)
+		}
 	}
 	if undecided > 0 {
 		what := "no dequeue answered empty"
@@ -279,11 +306,19 @@ func (q *Queue) Audit(ops []Op) Audit {
 	return a
 }
 
-// auditJob checks one job's promises and returns 1 when its delivery cannot be judged (it was
-// acknowledged after the queue last answered empty), 0 otherwise.
-func (q *Queue) auditJob(job string, evs []*queueEv, lastEmpty *queueEv, acks bool, complete, invented, once, alone *audit) int {
+// lostJob is a job the queue did not deliver as it promised: the anomaly's text and ops.
+type lostJob struct {
+	text string
+	ops  []int64
+}
+
+// auditJob checks one job's promises. It returns 1 when the job's delivery cannot be judged
+// (it was acknowledged after the queue last answered empty), and the job when it was not
+// delivered as promised before the queue answered empty.
+func (q *Queue) auditJob(job string, evs []*queueEv, lastEmpty *queueEv, acks bool, invented, once, alone *audit) (int, *lostJob) {
 	var enq, deliveries, acked []*queueEv
 	var nacks []*queueEv
+	mayAck := false // acknowledged, or an ack whose answer was lost
 	for _, e := range evs {
 		switch {
 		case e.in.typ == TypeEnqueue && e.out.res != resFailed:
@@ -292,6 +327,9 @@ func (q *Queue) auditJob(job string, evs []*queueEv, lastEmpty *queueEv, acks bo
 			deliveries = append(deliveries, e)
 		case e.in.typ == TypeAck && e.out.res == resOK:
 			acked = append(acked, e)
+			mayAck = true
+		case e.in.typ == TypeAck && e.out.res == resUnknown:
+			mayAck = true
 		case e.in.typ == TypeNack && e.out.res != resFailed:
 			nacks = append(nacks, e)
 		}
@@ -349,33 +387,31 @@ func (q *Queue) auditJob(job string, evs []*queueEv, lastEmpty *queueEv, acks bo
 		}
 	}
 	if ok == nil {
-		return 0
+		return 0, nil
 	}
 	if lastEmpty == nil || done(ok.op) >= lastEmpty.op.Invoke {
-		return 1
+		return 1, nil
 	}
 	drained := fmt.Sprintf("the queue answered empty to %s at %s", lastEmpty.op.Process, at(lastEmpty.op.Invoke))
 	if len(deliveries) == 0 {
-		complete.found(fmt.Sprintf("lost job: job %s, enqueued by %s (answered ok at %s), was never delivered, though %s",
-			job, ok.op.Process, at(done(ok.op)), drained), ok.op.ID, lastEmpty.op.ID)
-		return 0
+		return 0, &lostJob{fmt.Sprintf("lost job: job %s, enqueued by %s (answered ok at %s), was never delivered, though %s",
+			job, ok.op.Process, at(done(ok.op)), drained), []int64{ok.op.ID, lastEmpty.op.ID}}
 	}
 	lastD := deliveries[len(deliveries)-1]
 	for _, n := range nacks {
 		if n.op.Invoke > lastD.op.Invoke && done(n.op) < lastEmpty.op.Invoke {
-			complete.found(fmt.Sprintf("lost job: job %s was given back by %s at %s and never delivered again, though %s",
-				job, n.op.Process, at(done(n.op)), drained), n.op.ID, lastEmpty.op.ID)
-			return 0
+			return 0, &lostJob{fmt.Sprintf("lost job: job %s was given back by %s at %s and never delivered again, though %s",
+				job, n.op.Process, at(done(n.op)), drained), []int64{n.op.ID, lastEmpty.op.ID}}
 		}
 	}
-	if acks && q.spec.Visibility > 0 && len(acked) == 0 {
+	if acks && q.spec.Visibility > 0 && !mayAck {
 		expired := gaveUp(lastD.op) + int64(q.spec.Visibility) + int64(q.spec.Slack)
 		if expired < lastEmpty.op.Invoke {
-			complete.found(fmt.Sprintf("lost job: job %s was delivered to %s at %s and never acknowledged, and not delivered again, though its visibility timeout (%s) ran out by %s and %s",
-				job, lastD.op.Process, at(gaveUp(lastD.op)), q.spec.Visibility, at(expired), drained), lastD.op.ID, lastEmpty.op.ID)
+			return 0, &lostJob{fmt.Sprintf("lost job: job %s was delivered to %s at %s and never acknowledged, and not delivered again, though its visibility timeout (%s) ran out by %s and %s",
+				job, lastD.op.Process, at(gaveUp(lastD.op)), q.spec.Visibility, at(expired), drained), []int64{lastD.op.ID, lastEmpty.op.ID}}
 		}
 	}
-	return 0
+	return 0, nil
 }
 
 // auditOrder: a job whose enqueue began after another's was answered ok is not first delivered
