@@ -437,9 +437,9 @@ func TestSimulatedModelsAreOkAndTheirBugsAreNamed(t *testing.T) {
 			property: "a key is applied at most once",
 		},
 		{
-			name:  "bank",
-			build: func(seed uint64) (Model, []Op) { return simulateBank(seed, 1000, 4, 0.02, false) },
-			bug:   func(seed uint64) (Model, []Op) { return simulateBank(seed, 1000, 4, 0.02, true) },
+			name:     "bank",
+			build:    func(seed uint64) (Model, []Op) { return simulateBank(seed, 1000, 4, 0.02, false) },
+			bug:      func(seed uint64) (Model, []Op) { return simulateBank(seed, 1000, 4, 0.02, true) },
 			property: "money is conserved",
 		},
 	}
@@ -476,4 +476,3 @@ func kvClients(n int, stale bool) []simClient {
 	}
 	return out
 }
-
