@@ -2,6 +2,7 @@ package contested
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contested/contested/faultlayer/levers"
@@ -227,4 +229,67 @@ func (l *Leg) waitsForBusy(w levers.Window) (wait bool, note string) {
 	}
 	d.dueSince = time.Time{}
 	return false, fmt.Sprintf("no client it spares began an operation (Client.Begin) within %v of its step; armed without one", levers.MaxHold)
+}
+
+// Name is the client's process name in the leg's history: "client-<i>".
+func (c *Client) Name() string { return fmt.Sprintf("client-%d", c.i) }
+
+// Invoke starts an op of the client in the leg's history (History): call
+// it just before the request leaves, then Record its outcome.
+func (c *Client) Invoke(typ, key string, input any) int64 {
+	c.leg.t.Helper()
+	id, err := c.leg.History().Invoke(c.Name(), typ, key, input)
+	if err != nil {
+		c.leg.t.Errorf("contested: %v", err)
+	}
+	return id
+}
+
+// Record records the outcome of op id (from Invoke, or from the leg's
+// History for a stream of the client's own, such as a heartbeat) and
+// observes err as the client's (Observe): output when err is nil; a
+// definite failure when err guarantees the op took no effect (Definite);
+// an ambiguous outcome otherwise. Map the component's business answers
+// (busy, fenced, rejected) to outputs before: they are answers, not
+// errors.
+func (c *Client) Record(id int64, output any, err error) {
+	c.leg.t.Helper()
+	c.Observe(err)
+	rec := c.leg.History()
+	var rerr error
+	switch {
+	case err == nil:
+		rerr = rec.Complete(id, output, nil)
+	case Definite(err):
+		rerr = rec.Complete(id, nil, err)
+	default:
+		rerr = rec.Ambiguous(id, err)
+	}
+	if rerr != nil {
+		c.leg.t.Errorf("contested: %v", rerr)
+	}
+}
+
+// Definite reports whether err guarantees that the operation it ended took
+// no effect: the request never left (no connection could be made for it,
+// or pgconn.SafeToRetry: nothing was written), or Postgres answered it with
+// an error of its own (the statement, and its transaction, did not
+// commit). Any other error (a reset, a timeout, a connection closed under
+// the request) leaves the outcome unknown: the op may or may not have taken
+// effect.
+func Definite(err error) bool {
+	var pgErr *pgconn.PgError
+	var connErr *pgconn.ConnectError
+	return errors.As(err, &pgErr) || errors.As(err, &connErr) || pgconn.SafeToRetry(err)
+}
+
+// Fail records that op id took no effect because the component refused it
+// before doing anything (a lease it knows is lost, a request it did not
+// send), and observes err as the client's.
+func (c *Client) Fail(id int64, err error) {
+	c.leg.t.Helper()
+	c.Observe(err)
+	if rerr := c.leg.History().Complete(id, nil, err); rerr != nil {
+		c.leg.t.Errorf("contested: %v", rerr)
+	}
 }

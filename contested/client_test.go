@@ -6,8 +6,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/contested/contested/faultlayer/levers"
 	"github.com/contested/contested/faultrecord"
@@ -149,4 +153,24 @@ func TestIsolateLeg(t *testing.T) {
 			leg.Note("shared")
 		})
 	})
+}
+
+func TestDefinite(t *testing.T) {
+	ctx := context.Background()
+	_, connect := pgx.Connect(ctx, "postgres://u@127.0.0.1:1/db?connect_timeout=1")
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"the server refused the statement", &pgconn.PgError{Code: "23505"}, true},
+		{"no connection could be made", connect, true},
+		{"a reset under the request", fmt.Errorf("read: %w", syscall.ECONNRESET), false},
+		{"a timeout", context.DeadlineExceeded, false},
+	}
+	for _, tt := range tests {
+		if got := Definite(tt.err); got != tt.want {
+			t.Errorf("%s: Definite(%v) = %v, want %v", tt.name, tt.err, got, tt.want)
+		}
+	}
 }

@@ -25,12 +25,12 @@ const NameIsolate = "isolate"
 // side is the struck client's own errors, and the fault fires only when
 // the clients it spared did work meanwhile (Proof.Bystanders).
 //
-// Its schedule: each level-1 window cuts one client off for 0.8-2 s, long
-// enough for a lease of a few hundred milliseconds to expire; level 2 adds
-// windows that cut two clients off at once (one when there are only two);
-// level 3 adds, after each, a 0.3-0.8 s window armed only while a client it
-// spares is in the middle of an operation it marked (an acquire), so the
-// cut lands while another client contends.
+// Its schedule: each level-1 window cuts one client off for 1.5-4 s, long
+// enough for a lease of a second or so to expire and another client to take
+// it; level 2 adds windows that cut two clients off at once (one when there
+// are only two); level 3 adds, after each, a 0.3-1 s window armed only
+// while a client it spares is in the middle of an operation it marked (an
+// acquire), so the cut lands while another client contends.
 var Isolate Lever = isolate{spec{
 	name:    NameIsolate,
 	meaning: "one client, picked by the seed, is cut off from the database while the others keep working",
@@ -98,8 +98,8 @@ func (p IsolateParams) Traits() []string {
 }
 
 // Draw: windows held by time alone (a client cut off does no steps), one
-// client for 0.8-2 s at level 1, two at once at level 2's added windows, a
-// 0.3-0.8 s cut while another client is busy after each at level 3.
+// client for 1.5-4 s at level 1, two at once at level 2's added windows, a
+// 0.3-1 s cut while another client is busy after each at level 3.
 func (isolate) Draw(s Streams, p Scope) []Window {
 	ws := drawWindows(s, p, func(r *rand.Rand, k Kind) Params {
 		params := IsolateParams{Picks: []float64{r.Float64()}}
@@ -115,9 +115,9 @@ func (isolate) Draw(s Streams, p Scope) []Window {
 		r := s.Of(ws[i].Kind)
 		ws[i].Hold = 0
 		if ws[i].Kind == Recovery {
-			ws[i].For = between(r, 300, 800) * time.Millisecond
+			ws[i].For = between(r, 300, 1000) * time.Millisecond
 		} else {
-			ws[i].For = between(r, 800, 2000) * time.Millisecond
+			ws[i].For = between(r, 1500, 4000) * time.Millisecond
 		}
 	}
 	return ws

@@ -237,9 +237,9 @@ func checkTableParams(t *testing.T, lever string, seed int64, w Window) {
 		}
 	case IsolateParams:
 		want := map[Kind]int{Base: 1, More: 2, Recovery: 1}[w.Kind]
-		lo, hi := 800*time.Millisecond, 2*time.Second
+		lo, hi := 1500*time.Millisecond, 4*time.Second
 		if w.Kind == Recovery {
-			lo, hi = 300*time.Millisecond, 800*time.Millisecond
+			lo, hi = 300*time.Millisecond, time.Second
 		}
 		if len(p.Picks) != want || p.WhileBusy != (w.Kind == Recovery) || w.Hold != 0 || w.For < lo || w.For > hi {
 			t.Errorf("seed %d: %s isolate window %s does not cut %d client(s) off for %v-%v (waiting for a busy client only at level 3)", seed, w.Kind, w, want, lo, hi)
