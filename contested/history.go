@@ -93,12 +93,10 @@ func (l *Leg) Check(ctx context.Context, m history.Model, opts ...CheckOption) h
 	if o.ops == nil && len(ops) != rec.Issued() {
 		err = errors.Join(err, fmt.Errorf("%w: the workload issued %d ops, the history holds %d", history.ErrTruncated, rec.Issued(), len(ops)))
 	}
+	saved := ""
 	if res.Verdict != history.Ok && dir != "" {
-		if path, serr := SaveHistory(dir, l.t.Name(), ops, rec.Faults()); serr == nil {
-			l.t.Logf("contested: history saved: %s", path)
-		} else {
-			err = errors.Join(err, serr)
-		}
+		path, serr := SaveHistory(dir, l.t.Name(), ops, rec.Faults())
+		saved, err = path, errors.Join(err, serr)
 	}
 	var verdict error
 	switch {
@@ -132,6 +130,9 @@ func (l *Leg) Check(ctx context.Context, m history.Model, opts ...CheckOption) h
 	}
 	if res.Visualization != "" {
 		fmt.Fprintf(&b, "\n\tsee %s", res.Visualization)
+	}
+	if saved != "" {
+		fmt.Fprintf(&b, "\n\thistory %s", saved)
 	}
 	l.t.Error(b.String())
 	return res
