@@ -153,6 +153,8 @@ func span(ns int64) string {
 		return fmt.Sprintf("%.2f s", d.Seconds())
 	case d >= time.Millisecond || d <= -time.Millisecond:
 		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	case d >= time.Microsecond || d <= -time.Microsecond:
+		return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond))
 	}
 	return fmt.Sprintf("%d ns", ns)
 }

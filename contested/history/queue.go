@@ -78,7 +78,8 @@ type QueueSpec struct {
 //     certainly still runs it (from its delivery's answer until that worker acknowledged or
 //     gave back the job or asked for its next one, within the visibility timeout); a worker
 //     that did neither after a delivery (it crashed) is not counted as still running it;
-//   - in order (FIFO).
+//   - in order (FIFO): a job enqueued after another was answered is not first delivered
+//     before it (unless a dequeue whose answer was lost may have delivered the other first).
 //
 // Its ops (the process is the worker or producer):
 //
@@ -291,7 +292,13 @@ func (q *Queue) Audit(ops []Op) Audit {
 		complete.unknown(fmt.Sprintf("%d acknowledged enqueues were answered after %s: let the consumers run until the queue answers empty after the last enqueue", undecided, what))
 	}
 	if q.spec.FIFO {
-		q.auditOrder(order, jobs, byJob)
+		var blindAt []int64 // when the dequeues whose answers were lost began
+		for _, e := range evs {
+			if e.in.typ == TypeDequeue && e.out.res == resUnknown {
+				blindAt = append(blindAt, e.op.Invoke)
+			}
+		}
+		q.auditOrder(order, jobs, byJob, blindAt)
 	}
 	var a Audit
 	a.add(complete)
@@ -415,8 +422,10 @@ func (q *Queue) auditJob(job string, evs []*queueEv, lastEmpty *queueEv, acks bo
 }
 
 // auditOrder: a job whose enqueue began after another's was answered ok is not first delivered
-// before that other job's first delivery began.
-func (q *Queue) auditOrder(a *audit, jobs []string, byJob map[string][]*queueEv) {
+// before that other job's first delivery began. A dequeue whose answer was lost may have
+// delivered the other job first: one that began before the later job's delivery was answered
+// excuses it.
+func (q *Queue) auditOrder(a *audit, jobs []string, byJob map[string][]*queueEv, blindAt []int64) {
 	type entry struct {
 		job      string
 		enq, dlv *queueEv // the enqueue answered ok and the first delivery
@@ -451,7 +460,7 @@ func (q *Queue) auditOrder(a *audit, jobs []string, byJob map[string][]*queueEv)
 				worst = x
 			}
 		}
-		if worst != nil {
+		if worst != nil && !slices.ContainsFunc(blindAt, func(t int64) bool { return t < done(b.dlv.op) }) {
 			a.found(fmt.Sprintf("out of order: job %s was delivered to %s at %s before job %s (delivered at %s), although %s was enqueued first (answered at %s; %s was sent at %s)",
 				b.job, b.dlv.op.Process, at(done(b.dlv.op)), worst.job, at(worst.dlv.op.Invoke), worst.job, at(done(worst.enq.op)), b.job, at(b.enq.op.Invoke)),
 				b.dlv.op.ID, worst.dlv.op.ID)
