@@ -127,21 +127,8 @@ func (kv *KV) Translate(op Op) (Translated, error) {
 		if err != nil {
 			return Translated{}, fmt.Errorf("%w: op %d (cas) input %s: %v", ErrInvalidHistory, op.ID, op.Input, err)
 		}
-		w, isWord := outcomeWord(op.Output)
-		var res result
-		switch {
-		case op.Timeout:
-			res = resUnknown
-		case isWord && w == OutcomeOK && op.Error == "":
-			res = resOK
-		case isWord && w == OutcomeMismatch:
-			res = resMismatch
-		case isWord && w == "" && op.Error != "":
-			res = resFailed
-		default:
-			return Translated{}, badOutput(op, `"ok" or "mismatch"`)
-		}
-		return Translated{Input: in, Output: kvOut{res: res}}, nil
+		res, err := okOr(op, OutcomeMismatch, resMismatch)
+		return Translated{Input: in, Output: kvOut{res: res}}, err
 	}
 	return Translated{}, fmt.Errorf("%w: op %d: the kv model has no op type %q", ErrInvalidHistory, op.ID, op.Type)
 }

@@ -175,15 +175,13 @@ func (l *Lock) Translate(op Op) (Translated, error) {
 		if !l.spec.Fencing {
 			out.token = 0
 		}
-	case kind != lockAcquire && isWord && w == OutcomeOK && op.Error == "":
-		out.res = resOK
-	case kind != lockAcquire && isWord && w == OutcomeFenced:
-		out.res = resFenced
-	default:
-		if kind == lockAcquire {
-			return Translated{}, badOutput(op, `{"token":…} or "busy"`)
+	case kind != lockAcquire:
+		var err error
+		if out.res, err = okOr(op, OutcomeFenced, resFenced); err != nil {
+			return Translated{}, err
 		}
-		return Translated{}, badOutput(op, `"ok" or "fenced"`)
+	default:
+		return Translated{}, badOutput(op, `{"token":…} or "busy"`)
 	}
 	return Translated{Input: in, Output: out}, nil
 }

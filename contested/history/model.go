@@ -118,6 +118,23 @@ func decodeInput(op Op, v any) error {
 	return nil
 }
 
+// okOr reads the outcome of an op whose answer is "ok" or the refusal word (with res its
+// result): a timeout is unknown, an error with no output a definite failure.
+func okOr(op Op, word string, res result) (result, error) {
+	w, isWord := outcomeWord(op.Output)
+	switch {
+	case op.Timeout:
+		return resUnknown, nil
+	case isWord && w == OutcomeOK && op.Error == "":
+		return resOK, nil
+	case isWord && w == word:
+		return res, nil
+	case isWord && w == "" && op.Error != "":
+		return resFailed, nil
+	}
+	return 0, badOutput(op, fmt.Sprintf(`"ok" or %q`, word))
+}
+
 func badOutput(op Op, want string) error {
 	return fmt.Errorf("%w: op %d (%s) output %s: want %s", ErrInvalidHistory, op.ID, op.Type, orNull(op.Output), want)
 }

@@ -144,15 +144,9 @@ func (q *Queue) Translate(op Op) (Translated, error) {
 		if op.Key == "" {
 			return Translated{}, fmt.Errorf("%w: op %d (ack) has no key: name the job", ErrInvalidHistory, op.ID)
 		}
-		if out.res == 0 {
-			switch {
-			case isWord && (w == "" || w == OutcomeOK) && op.Error == "":
-				out.res = resOK
-			case isWord && w == OutcomeFenced:
-				out.res = resFenced
-			default:
-				return Translated{}, badOutput(op, `"ok" or "fenced"`)
-			}
+		var err error
+		if out.res, err = okOr(op, OutcomeFenced, resFenced); err != nil {
+			return Translated{}, err
 		}
 	case TypeDequeue:
 		if out.res == 0 {
