@@ -18,20 +18,23 @@ import (
 
 func TestMain(m *testing.M) { contested.Main(m) }
 
-// The lease's time to live (below the isolate lever's shortest cut, 1.5 s), and the statement
-// timeout that bounds when a statement whose answer was lost can still take effect.
+// A lease's time to live, below isolate's shortest cut (1.5 s); the statement timeout.
 const ttl, statementTimeout = 1200 * time.Millisecond, time.Second
 
-// TestLockContract contests pglock.lease: three clients each own a lock (a shard), act on it
-// through Do (fenced database work) and outside the database while Held, and take over their
-// neighbour's lock when its lease runs out. While one client is cut off and the others go on,
-// the lock model must hold: one holder at a time, tokens that grow, no act after the lease was
-// lost, an abandoned lock acquirable again.
+// TestLockContract contests pglock.lease: three clients each own a lock and take over their
+// neighbour's once its lease runs out; while one is cut off and the others go on, the lock
+// model must hold.
 func TestLockContract(t *testing.T) {
 	t.Run("isolate", func(t *testing.T) {
 		ctx := context.Background()
 		leg := contested.Start(t, "pglock.lease", contested.Isolate, contested.Clients(3), contested.Span(1200))
-		migrate(t, leg.DirectDSN())
+		db := leg.Client(0).Pool(ctx) // before the first cut: the tables
+		if err := pglock.Migrate(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(ctx, `CREATE TABLE pglock_work (lock text, token bigint, holder text)`); err != nil {
+			t.Fatal(err)
+		}
 		run, stop := context.WithCancel(ctx)
 		var wg sync.WaitGroup
 		for i := range 3 {
@@ -47,9 +50,8 @@ func TestLockContract(t *testing.T) {
 	})
 }
 
-// client runs client i until ctx ends: it holds its own lock, acts on it (fenced work every
-// other step, an act outside the database otherwise), and tries its neighbour's lock now and
-// then; every operation, the heartbeat's renewals included, goes into the leg's history.
+// client holds its own lock and acts on it (through Do, and outside the database while Held),
+// tries its neighbour's now and then, and records every op, the heartbeat's too.
 func client(t *testing.T, ctx context.Context, leg *contested.Leg, i, n int) {
 	c := leg.Client(i)
 	cfg := c.PoolConfig()
@@ -81,7 +83,7 @@ func client(t *testing.T, ctx context.Context, leg *contested.Leg, i, n int) {
 				lease = nil
 			}
 		default: // work no fence protects: done only while the lease is held
-			id := c.Invoke(history.TypeAct, own, ref(c, lease))
+			id := c.Invoke(history.TypeAct, own, history.LockRef{Holder: c.Name(), Token: lease.Token()})
 			finish(c, id, history.OutcomeOK, map[bool]error{true: nil, false: pglock.ErrLost}[lease.Held()])
 		}
 		if k%8 == 4 { // the neighbour's lock: free only once its lease ran out
@@ -111,7 +113,7 @@ func acquire(ctx context.Context, c *contested.Client, locker *pglock.Locker, lo
 
 // act does fenced work on the lock through Do.
 func act(ctx context.Context, c *contested.Client, lease *pglock.Lease) error {
-	id := c.Invoke(history.TypeAct, lease.Name(), ref(c, lease))
+	id := c.Invoke(history.TypeAct, lease.Name(), history.LockRef{Holder: c.Name(), Token: lease.Token()})
 	err := lease.Do(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO pglock_work VALUES ($1, $2, $3)`, lease.Name(), lease.Token(), c.Name())
 		return err
@@ -121,12 +123,11 @@ func act(ctx context.Context, c *contested.Client, lease *pglock.Lease) error {
 }
 
 func release(ctx context.Context, c *contested.Client, lease *pglock.Lease) {
-	id := c.Invoke(history.TypeRelease, lease.Name(), ref(c, lease))
+	id := c.Invoke(history.TypeRelease, lease.Name(), history.LockRef{Holder: c.Name(), Token: lease.Token()})
 	finish(c, id, history.OutcomeOK, lease.Release(ctx))
 }
 
-// finish records op id: "busy" is the lock's answer; a lease the lock knows lost is a refusal
-// that did nothing; any other error is a failure or an unknown outcome, as Record tells.
+// finish records op id: "busy" is an answer, a lease known lost a refusal that did nothing.
 func finish(c *contested.Client, id int64, out any, err error) {
 	switch {
 	case errors.Is(err, pglock.ErrBusy):
@@ -135,22 +136,5 @@ func finish(c *contested.Client, id int64, out any, err error) {
 		c.Fail(id, err)
 	default:
 		c.Record(id, out, err)
-	}
-}
-
-func ref(c *contested.Client, lease *pglock.Lease) history.LockRef {
-	return history.LockRef{Holder: c.Name(), Token: lease.Token()}
-}
-
-func migrate(t *testing.T, dsn string) {
-	conn, err := pgx.Connect(t.Context(), dsn)
-	if err == nil {
-		if err = pglock.Migrate(t.Context(), conn); err == nil {
-			_, err = conn.Exec(t.Context(), `CREATE TABLE pglock_work (lock text, token bigint, holder text)`)
-		}
-		conn.Close(t.Context())
-	}
-	if err != nil {
-		t.Fatal(err)
 	}
 }
