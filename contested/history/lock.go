@@ -629,26 +629,27 @@ func (l *Lock) tookEffectBy(e *lockEv) int64 {
 // or lost and bounded by EffectWithin), or, when renewals are hidden, an act answered ok.
 func (l *Lock) auditReacquire(a *audit, key string, evs []*lockEv) {
 	bound := int64(l.spec.TTL + l.spec.Reacquire + l.spec.Slack)
-	for i, b := range evs {
-		if b.in.kind != lockAcquire || b.out.res != resBusy {
-			continue
-		}
-		last, who := int64(-1), (*lockEv)(nil)
-		for _, e := range evs[:i] {
-			alive := e.in.kind == lockAcquire || e.in.kind == lockRenew || (e.in.kind == lockAct && !l.spec.RecordsRenewals && e.out.res == resOK)
-			if !alive || (e.out.res != resOK && e.out.res != resUnknown) {
-				continue
-			}
-			t := min(l.tookEffectBy(e), b.op.Invoke)
-			if t > last {
-				last, who = t, e
+	// The ops are in invoke order, so the last sign of life before each busy answer is a
+	// running maximum (capped at the answer's invoke: max of min is min of max).
+	latest, who := int64(-1), (*lockEv)(nil)
+	for _, b := range evs {
+		if b.in.kind == lockAcquire && b.out.res == resBusy && who != nil {
+			if last := min(latest, b.op.Invoke); b.op.Invoke > last+bound {
+				l.abandoned(a, key, b, who, last)
 			}
 		}
-		if who == nil || b.op.Invoke <= last+bound {
-			continue
+		alive := b.in.kind == lockAcquire || b.in.kind == lockRenew || (b.in.kind == lockAct && !l.spec.RecordsRenewals && b.out.res == resOK)
+		if alive && (b.out.res == resOK || b.out.res == resUnknown) {
+			if t := l.tookEffectBy(b); t > latest {
+				latest, who = t, b
+			}
 		}
-		a.found(fmt.Sprintf("abandoned lock not acquirable: %s was told lock %s is busy at %s, %s after the last sign of life of any holder (%s, %s op %d, at %s); TTL %s, bound %s",
-			b.op.Process, key, at(b.op.Invoke), span(b.op.Invoke-last), who.op.Process, who.op.Type, who.op.ID, at(last), l.spec.TTL, l.spec.Reacquire),
-			b.op.ID, who.op.ID)
 	}
+}
+
+// abandoned reports busy answer b, given too long after the last sign of life (who, at last).
+func (l *Lock) abandoned(a *audit, key string, b, who *lockEv, last int64) {
+	a.found(fmt.Sprintf("abandoned lock not acquirable: %s was told lock %s is busy at %s, %s after the last sign of life of any holder (%s, %s op %d, at %s); TTL %s, bound %s",
+		b.op.Process, key, at(b.op.Invoke), span(b.op.Invoke-last), who.op.Process, who.op.Type, who.op.ID, at(last), l.spec.TTL, l.spec.Reacquire),
+		b.op.ID, who.op.ID)
 }
