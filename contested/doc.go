@@ -30,6 +30,15 @@
 // panics; a process that dies outright leaves its lease and proxy for the
 // lease table's reclaim path (TestPanicMidFaultLeavesResidueThatTheReclaimPathReaps).
 //
+// A workload of several clients names them (Clients) and reaches Postgres
+// as each through Client(i): under a lever that strikes some clients only
+// (Isolate) each has a proxy of its own, under the others they share the
+// leg's one path, so one workload serves every leg. A contract that judges
+// what its clients saw records their ops in the leg's history (History,
+// Client.Invoke, Client.Record) and holds it against a model of package
+// history (Check): the verdict becomes the leg's oracle, and an Illegal one
+// fails the test naming each anomaly.
+//
 // Every seeded choice of a leg (its schedule, burst permutations, the
 // test's own draws from Rand) comes from one seed: CONTESTED_SEED when set,
 // otherwise a fresh one. Each leg logs CONTESTED_SEED=<n>, its schedule and

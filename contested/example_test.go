@@ -3,9 +3,12 @@ package contested_test
 import (
 	"fmt"
 	"os"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/contested/contested/contested"
+	"github.com/contested/contested/contested/history"
 )
 
 // A burst's delivery order is a pure function of the seed: the same seed
@@ -49,3 +52,35 @@ func ExampleRun() {
 
 // startQueue stands for a package's own set-up.
 func startQueue() (stop func(), err error) { return func() {}, nil }
+
+// Two clients of a leg each reach Postgres through a path of their own
+// under isolate (through the leg's one path under the other levers), record
+// their ops in the leg's history, and the leg judges the history against the
+// model of what the component promises. Compiled, not run: a leg needs a
+// test.
+func ExampleLeg_Check() {
+	var t *testing.T // the one go test hands to the contract test
+	ctx := t.Context()
+	leg := contested.Start(t, "locks.lease", contested.Isolate, contested.Clients(2))
+	var wg sync.WaitGroup
+	for i := range 2 {
+		c := leg.Client(i)
+		pool := c.Pool(ctx)
+		wg.Go(func() {
+			for {
+				select {
+				case <-leg.Done():
+					return
+				default:
+				}
+				leg.Step(ctx)
+				id := c.Invoke(history.TypeAcquire, "L", history.LockRef{Holder: c.Name()})
+				var token int64
+				err := pool.QueryRow(ctx, "SELECT acquire($1)", c.Name()).Scan(&token)
+				c.Record(id, history.Granted{Token: token}, err)
+			}
+		})
+	}
+	wg.Wait()
+	leg.Check(ctx, history.NewLock(history.LockSpec{TTL: time.Second, Fencing: true}))
+}

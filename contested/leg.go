@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/contested/contested/contested/history"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/faultlayer/lease"
@@ -38,21 +40,29 @@ type Leg struct {
 	sched   levers.Schedule
 	drive   drive
 
-	layer  *faultlayer.Layer
-	armer  *PgFaultArmer
-	victim *Victim
-	lease  lease.Lease
-	keep   func() error
-	port   faultlayer.ProxyPort
-	proxy  *toxiproxy.Proxy
-	pools  []*pgxpool.Pool
-	worker *Worker
-	hold   int
+	layer   *faultlayer.Layer
+	armer   *PgFaultArmer
+	victim  *Victim
+	paths   []*path // the proxied paths to Postgres: one shared, or one per client
+	clients int     // how many clients the test names (Clients), at least 1
+	pools   []*pgxpool.Pool
+	worker  *Worker
+	hold    int
+	hist    *history.Recorder
+	scoped  atomic.Bool // a fault that strikes some clients only is armed
 
 	mu      sync.Mutex
 	oracles []faultrecord.OracleRun
 	faults  []*fault
 	current *fault // the armed fault, nil when healed
+}
+
+// path is one proxied path to Postgres: a leased port and the proxy on it.
+type path struct {
+	lease lease.Lease
+	keep  func() error
+	port  faultlayer.ProxyPort
+	proxy *toxiproxy.Proxy
 }
 
 // fault is one armed fault of a leg, from Arm to Heal: it becomes one
@@ -66,6 +76,8 @@ type fault struct {
 	index             int           // which window of the schedule, from 0
 	window            levers.Window // the window's timing and the lever's parameters
 	timing            string        // who decided when it was armed and healed
+	struck            []int         // the clients a scoped fault cut off (nil: every client)
+	spared            map[int]*work // what the clients it spared did meanwhile
 }
 
 func (f *fault) victimSaw(what string, at time.Time) { f.Victim(what, true, at) }
@@ -74,8 +86,9 @@ func (f *fault) victimSaw(what string, at time.Time) { f.Victim(what, true, at) 
 type Option func(*options)
 
 type options struct {
-	hold int
-	span int
+	hold    int
+	span    int
+	clients int
 }
 
 // Hold has a pool-exhaustion leg's armer open and hold n connections of its
@@ -123,9 +136,12 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 	if err != nil {
 		t.Fatalf("contested: %v", err)
 	}
+	if err := checkClients(lever, value, o.clients); err != nil {
+		t.Fatalf("contested: %v", err)
+	}
 	dir, _ := packageDir()
 	l := &Leg{t: t, surface: s, lever: lever, value: value, seed: seed, rand: newRand(seed), replay: ReplayCommandAt(seed, level, dir, t.Name()),
-		sched: levers.NewSchedule(value, seed, levers.Scope{Level: level, Span: o.span}), hold: o.hold}
+		sched: levers.NewSchedule(value, seed, levers.Scope{Level: level, Span: o.span}), hold: o.hold, clients: max(o.clients, 1)}
 	l.drive.done = make(chan struct{})
 	t.Logf("contested: leg %s/%s of surface %s: %s=%d; replay: %s; schedule %s (digest %s)", t.Name(), lever, surface, envvar.Seed, seed, l.replay, l.sched, l.sched.Digest())
 	t.Cleanup(l.cleanup)
@@ -152,16 +168,36 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 	if !l.proxied() {
 		return l
 	}
-	if l.lease, err = l.layer.Leases().Acquire(ctx, t.Name()); err != nil {
-		t.Fatalf("contested: lease a proxy port: %v", err)
+	n := 1
+	if l.perClient() {
+		n = l.clients
 	}
-	l.keep = l.layer.Leases().Keep(context.Background(), l.lease)
-	l.port, _ = l.layer.Port(l.lease.Port)
-	name := fmt.Sprintf("contested-%d-%s", l.lease.Port, faultrecord.SafeName(t.Name()))
-	if l.proxy, err = l.layer.Toxiproxy().CreateProxy(name, l.port.Listen, l.layer.PostgresUpstream); err != nil {
-		t.Fatalf("contested: create proxy %s on %s: %v", name, l.port.Listen, err)
+	for i := range n {
+		if err := l.openPath(ctx, i, n); err != nil {
+			t.Fatalf("contested: %v", err)
+		}
 	}
 	return l
+}
+
+// openPath leases a proxy port and puts a proxy to Postgres on it: path i
+// of n (n > 1: one per client).
+func (l *Leg) openPath(ctx context.Context, i, n int) error {
+	ls, err := l.layer.Leases().Acquire(ctx, l.t.Name())
+	if err != nil {
+		return fmt.Errorf("lease a proxy port: %w", err)
+	}
+	p := &path{lease: ls, keep: l.layer.Leases().Keep(context.Background(), ls)}
+	l.paths = append(l.paths, p) // cleanup releases it from now on
+	p.port, _ = l.layer.Port(ls.Port)
+	name := fmt.Sprintf("contested-%d-%s", ls.Port, faultrecord.SafeName(l.t.Name()))
+	if n > 1 {
+		name += fmt.Sprintf("-c%d", i)
+	}
+	if p.proxy, err = l.layer.Toxiproxy().CreateProxy(name, p.port.Listen, l.layer.PostgresUpstream); err != nil {
+		return fmt.Errorf("create proxy %s on %s: %w", name, p.port.Listen, err)
+	}
+	return nil
 }
 
 // Seed is the leg's seed.
@@ -177,20 +213,34 @@ func (l *Leg) Replay() string { return l.replay }
 // Surface is the registry entry the leg contests.
 func (l *Leg) Surface() registry.Surface { return l.surface }
 
-// Addr is the proxied address of Postgres (network levers), host:port.
-func (l *Leg) Addr() string { return l.port.Dial }
+// Addr is the proxied address of Postgres (network levers), host:port:
+// client 0's when each client has a path of its own.
+func (l *Leg) Addr() string {
+	if len(l.paths) == 0 {
+		return ""
+	}
+	return l.paths[0].port.Dial
+}
 
 // DSN is the victim database's DSN through the proxy for network levers,
-// and direct for the others.
+// and direct for the others; client 0's when each client has a path of its
+// own (Client).
 func (l *Leg) DSN() string {
+	l.t.Helper()
+	return l.dsnOf(0)
+}
+
+// dsnOf is client i's DSN: through its own path, the shared one, or
+// direct.
+func (l *Leg) dsnOf(i int) string {
 	l.t.Helper()
 	if l.victim == nil {
 		l.t.Fatalf("contested: lever %s has no victim database", l.lever)
 	}
-	if l.proxied() {
-		return l.victim.DSN(l.port.Dial)
+	if len(l.paths) == 0 {
+		return l.DirectDSN()
 	}
-	return l.DirectDSN()
+	return l.victim.DSN(l.paths[min(i, len(l.paths)-1)].port.Dial)
 }
 
 // DirectDSN is the victim database's DSN bypassing the proxy: for setup and
@@ -211,7 +261,14 @@ func (l *Leg) DirectDSN() string {
 // their socket errors to the leg: the victim-side observer.
 func (l *Leg) PoolConfig() *pgxpool.Config {
 	l.t.Helper()
-	cfg, err := pgxpool.ParseConfig(l.DSN())
+	return l.poolConfig(l.DSN(), anyClient)
+}
+
+// poolConfig is a pool configuration for dsn whose connections report to
+// the leg as client's (anyClient: none in particular).
+func (l *Leg) poolConfig(dsn string, client int) *pgxpool.Config {
+	l.t.Helper()
+	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		l.t.Fatalf("contested: %v", err)
 	}
@@ -219,10 +276,10 @@ func (l *Leg) PoolConfig() *pgxpool.Config {
 	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := d.DialContext(ctx, network, addr)
 		if err != nil {
-			l.observe(err, "dial")
+			l.observe(err, "dial", client)
 			return nil, err
 		}
-		return &observedConn{Conn: c, leg: l}, nil
+		return &observedConn{Conn: c, leg: l, client: client}, nil
 	}
 	return cfg
 }
@@ -231,7 +288,12 @@ func (l *Leg) PoolConfig() *pgxpool.Config {
 // test.
 func (l *Leg) Pool(ctx context.Context) *pgxpool.Pool {
 	l.t.Helper()
-	p, err := pgxpool.NewWithConfig(ctx, l.PoolConfig())
+	return l.openPool(ctx, l.PoolConfig())
+}
+
+func (l *Leg) openPool(ctx context.Context, cfg *pgxpool.Config) *pgxpool.Pool {
+	l.t.Helper()
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		l.t.Fatalf("contested: open victim pool: %v", err)
 	}
@@ -242,8 +304,12 @@ func (l *Leg) Pool(ctx context.Context) *pgxpool.Pool {
 }
 
 // proxied reports whether the lever acts on a proxy in front of the
-// victim database.
-func (l *Leg) proxied() bool { return l.value.Needs()&levers.NeedProxy != 0 }
+// victim database, shared or one per client.
+func (l *Leg) proxied() bool { return l.value.Needs()&(levers.NeedProxy|levers.NeedClients) != 0 }
+
+// perClient reports whether each client has a path of its own: the lever
+// strikes some clients only.
+func (l *Leg) perClient() bool { return l.value.Needs()&levers.NeedClients != 0 }
 
 // Arm sets the fault up now, with the parameters of the schedule's next
 // window, and proves it from the injector side (the proxy's state read
@@ -282,6 +348,11 @@ func (l *Leg) arm(ctx context.Context, burst levers.BurstTarget, i int, w levers
 		return nil, errors.New("armed twice without Heal")
 	}
 	f := &fault{armedAt: time.Now(), index: i, window: w, timing: timing}
+	if p, ok := w.Params.(levers.Striking); ok && l.perClient() {
+		// Set before arming, so that the struck clients' errors count from the cut on.
+		f.struck, f.spared = p.Victims(l.clients), map[int]*work{}
+		l.scoped.Store(true)
+	}
 	l.faults = append(l.faults, f)
 	l.current = f
 	l.mu.Unlock()
@@ -294,6 +365,9 @@ func (l *Leg) arm(ctx context.Context, burst levers.BurstTarget, i int, w levers
 		in, what := armed.Injector()
 		l.mu.Lock()
 		f.armed = armed
+		if sc, ok := armed.(levers.Scoped); ok {
+			f.struck = sc.Struck()
+		}
 		l.mu.Unlock()
 		l.injector(f, in, what)
 	}
@@ -304,7 +378,8 @@ func (l *Leg) arm(ctx context.Context, burst levers.BurstTarget, i int, w levers
 func (l *Leg) target(burst levers.BurstTarget, w levers.Window) (levers.Target, error) {
 	t := levers.Target{
 		Toxiproxy: l.layer.Toxiproxy(),
-		Proxy:     l.proxy,
+		Proxy:     l.sharedProxy(),
+		Clients:   l.clientProxies(),
 		Backends:  l.backends,
 		Armer:     l.armer,
 		DSN:       l.DirectDSN(),
@@ -347,6 +422,7 @@ func (l *Leg) heal(ctx context.Context) error {
 	l.mu.Lock()
 	f := l.current
 	l.current = nil
+	l.scoped.Store(false)
 	l.mu.Unlock()
 	if f == nil {
 		return nil
@@ -360,20 +436,31 @@ func (l *Leg) heal(ctx context.Context) error {
 
 // Observe reports an error the victim saw. It returns true when the error
 // carries this lever's signature and a fault is armed: that is victim-side
-// evidence the fault landed. Other errors are the application's own.
-func (l *Leg) Observe(err error) bool { return l.observe(err, "app") }
+// evidence the fault landed. Other errors are the application's own. A
+// fault that strikes some clients only counts the errors their own clients
+// report (Client.Observe).
+func (l *Leg) Observe(err error) bool { return l.observe(err, "app", anyClient) }
 
-func (l *Leg) observe(err error, where string) bool {
+// anyClient is the client of an observation that is no client's in
+// particular: the shared pool, Leg.Observe.
+const anyClient = -1
+
+func (l *Leg) observe(err error, where string, client int) bool {
 	s := Classify(err)
 	if s == "" || !slices.Contains(l.value.Signals(), s) {
 		return false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.current == nil {
+	f := l.current
+	if f == nil || (f.spared != nil && !slices.Contains(f.struck, client)) {
 		return false
 	}
-	l.current.victimSaw(fmt.Sprintf("%s (%s)", s, where), time.Now())
+	what := fmt.Sprintf("%s (%s)", s, where)
+	if f.spared != nil {
+		what = fmt.Sprintf("client %d: %s", client, what)
+	}
+	f.victimSaw(what, time.Now())
 	return true
 }
 
@@ -540,18 +627,8 @@ func (l *Leg) cleanup() {
 	for _, p := range pools {
 		p.Close()
 	}
-	if l.proxy != nil {
-		if err := l.proxy.Delete(); err != nil {
-			l.t.Errorf("contested: delete proxy %s: %v (the lease's reclaim will remove it)", l.proxy.Name, err)
-		}
-	}
-	if l.keep != nil {
-		if err := l.keep(); err != nil {
-			l.t.Errorf("contested: the lease on port %d was lost during the leg: %v", l.lease.Port, err)
-		}
-		if _, err := l.layer.Leases().Release(ctx, l.lease); err != nil {
-			l.t.Errorf("contested: release port %d: %v", l.lease.Port, err)
-		}
+	for _, p := range l.paths {
+		l.closePath(ctx, p)
 	}
 	if l.victim != nil {
 		if err := l.armer.DropVictim(ctx, l.victim); err != nil {
@@ -560,17 +637,39 @@ func (l *Leg) cleanup() {
 	}
 }
 
+// closePath deletes a path's proxy and releases its port.
+func (l *Leg) closePath(ctx context.Context, p *path) {
+	if p.proxy != nil {
+		if err := p.proxy.Delete(); err != nil {
+			l.t.Errorf("contested: delete proxy %s: %v (the lease's reclaim will remove it)", p.proxy.Name, err)
+		}
+	}
+	if err := p.keep(); err != nil {
+		l.t.Errorf("contested: the lease on port %d was lost during the leg: %v", p.lease.Port, err)
+	}
+	if _, err := l.layer.Leases().Release(ctx, p.lease); err != nil {
+		l.t.Errorf("contested: release port %d: %v", p.lease.Port, err)
+	}
+}
+
 // proof is what both sides proved about the fault, for the lever's fired
 // rule (levers.Lever.Fired).
 func (f *fault) proof() levers.Proof {
-	return levers.Proof{Injected: f.Injected(), Confirmed: f.confirmed, Victim: f.VictimKinds()}
+	return levers.Proof{Injected: f.Injected(), Confirmed: f.confirmed, Victim: f.VictimKinds(), Bystanders: f.bystanders()}
 }
 
 func (f *fault) victimEvidence() string {
+	s := f.VictimText()
 	if !f.Landed() {
-		return "nothing: no error or event with this lever's signature was seen while it was armed"
+		s = "nothing: no error or event with this lever's signature was seen while it was armed"
+		if f.spared != nil {
+			s = fmt.Sprintf("nothing: the clients it cut off (%v) reported no error with this lever's signature while it was armed", f.struck)
+		}
 	}
-	return f.VictimText()
+	if f.spared != nil {
+		s += "; " + f.sparedText()
+	}
+	return s
 }
 
 func (l *Leg) record() {

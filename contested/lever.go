@@ -14,7 +14,7 @@ import (
 // package faultlayer/levers.
 type Lever string
 
-// The six contract levers.
+// The contract levers.
 const (
 	// Disconnect disables the proxy: new connections are refused and live
 	// ones are dropped.
@@ -35,6 +35,10 @@ const (
 	// CrashAndResume kills a worker process with SIGKILL mid-work and
 	// restarts it.
 	CrashAndResume Lever = levers.NameCrashAndResume
+	// Isolate cuts one client, picked by the seed, off from Postgres for a
+	// time the seed draws while the others keep working: start its leg
+	// with Clients(n) and reach Postgres as each client through Client(i).
+	Isolate Lever = levers.NameIsolate
 )
 
 // value is the lever's value in the fault set. A lever that is not in the

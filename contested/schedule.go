@@ -43,6 +43,11 @@ type drive struct {
 	closed  bool
 	onArm   []func(context.Context, Window)
 	onHeal  []func(context.Context, Window)
+	// busy are the clients in the middle of an operation they marked
+	// (Client.Begin), and what it is; dueSince is when a window that waits
+	// for one came due.
+	busy     map[int]string
+	dueSince time.Time
 }
 
 // held is a window the schedule holds: armed at step at, healed by Step
@@ -162,7 +167,9 @@ func (l *Leg) transition(ctx context.Context) {
 		l.healHeld(ctx, a)
 	}
 	if d.armed == nil && !d.byTest && !d.broken && l.scheduled() && d.next < len(l.sched.Windows) && d.step >= l.sched.Windows[d.next].After {
-		l.armNext(ctx)
+		if wait, note := l.waitsForBusy(l.sched.Windows[d.next]); !wait {
+			l.armNext(ctx, note)
+		}
 	}
 	l.checkDone()
 }
@@ -171,10 +178,11 @@ func (l *Leg) transition(ctx context.Context) {
 // lever but a burst, whose deliveries the test asks for.
 func (l *Leg) scheduled() bool { return l.value.Needs()&levers.NeedPlan == 0 }
 
-// armNext arms the schedule's next window on the step it came. d.mu is
+// armNext arms the schedule's next window on the step it came, with a note
+// for the injector side on the moment it was armed ("" for none). d.mu is
 // held. A failure fails the test (from whichever goroutine stepped) and
 // stops the schedule.
-func (l *Leg) armNext(ctx context.Context) {
+func (l *Leg) armNext(ctx context.Context, note string) {
 	d := &l.drive
 	i := d.next
 	d.next++
@@ -183,6 +191,9 @@ func (l *Leg) armNext(ctx context.Context) {
 		h(ctx, w)
 	}
 	f, err := l.arm(ctx, levers.BurstTarget{}, i, w, timingSchedule)
+	if f != nil && note != "" {
+		l.injector(f, false, note)
+	}
 	if err != nil {
 		d.broken = true
 		l.t.Errorf("contested: leg %s could not arm window %d of its schedule (%s): %v", l.lever, i+1, w, err)

@@ -36,7 +36,7 @@ func view(l levers.Lever) Lever {
 	return Lever{Name: l.Name(), Meaning: l.Meaning(), Cluster: l.Cluster()}
 }
 
-// Levers returns every lever the registry accepts, the six contract levers
+// Levers returns every lever the registry accepts, the contract levers
 // first and then the cluster levers. The slice is a copy.
 func Levers() []Lever {
 	var out []Lever

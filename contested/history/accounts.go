@@ -28,6 +28,8 @@ type Transfer struct {
 //	write     input: the new balance; output: null or "ok"
 //	deposit   input: the amount added; output: null or "ok"
 //	transfer  input: Transfer; output: "ok" (moved) or "rejected" (From held less than Amount)
+//	balances  output: the balances of several accounts read at once (an object, account →
+//	          integer; an account left out is not compared); unanswered, legal in every state
 //
 // A transfer answered ok while From held less than Amount creates money, and one answered
 // rejected while From held enough refuses a legal transfer: both make the history illegal.
@@ -62,6 +64,7 @@ const (
 	accWrite
 	accDeposit
 	accTransfer
+	accBalances
 )
 
 // accIn is the porcupine input: comparable, no pointers.
@@ -73,8 +76,9 @@ type accIn struct {
 
 // accOut is the porcupine output.
 type accOut struct {
-	res   result
-	value int64 // balance a read returned
+	res      result
+	value    int64            // balance a read returned
+	balances map[string]int64 // the balances a balances op returned
 }
 
 // Translate implements Model.
@@ -111,6 +115,19 @@ func (a *Accounts) Translate(op Op) (Translated, error) {
 		}
 		res, err := plainOutcome(op)
 		return Translated{Input: in, Output: accOut{res: res}}, err
+	case TypeBalances:
+		in.kind = accBalances
+		switch {
+		case op.Timeout:
+			return Translated{Input: in, Output: accOut{res: resUnknown}}, nil
+		case op.Error != "":
+			return Translated{Input: in, Output: accOut{res: resFailed}}, nil
+		}
+		var bals map[string]int64
+		if err := json.Unmarshal(op.Output, &bals); err != nil || bals == nil {
+			return Translated{}, badOutput(op, "the balances, an object of account → integer")
+		}
+		return Translated{Input: in, Output: accOut{res: resOK, balances: bals}}, nil
 	case TypeTransfer:
 		var t Transfer
 		if err := decodeInput(op, &t); err != nil {
@@ -192,7 +209,7 @@ type accChange struct {
 // step moves one ledger on one op; see family.step.
 func (a *Accounts) step(ctx context.Context, s *accState, input, output any, emit func(*accState)) {
 	in, out := input.(accIn), output.(accOut)
-	if out.res == resFailed || (in.kind == accRead && out.res == resUnknown) {
+	if out.res == resFailed || ((in.kind == accRead || in.kind == accBalances) && out.res == resUnknown) {
 		emit(s) // a definite failure changed nothing; an unanswered read observed nothing
 		return
 	}
@@ -202,6 +219,14 @@ func (a *Accounts) step(ctx context.Context, s *accState, input, output any, emi
 		if s.bal[in.key] == out.value {
 			emit(s)
 		}
+		return
+	case accBalances:
+		for k, v := range out.balances {
+			if s.bal[k] != v {
+				return
+			}
+		}
+		emit(s)
 		return
 	case accWrite:
 		changes = []accChange{{in.key, in.amount}}
@@ -256,7 +281,7 @@ func partitionAccounts(history []porcupine.Operation) [][]porcupine.Operation {
 	var keys []string
 	for _, op := range history {
 		in := op.Input.(accIn)
-		if in.kind == accTransfer && in.key != in.to {
+		if (in.kind == accTransfer && in.key != in.to) || in.kind == accBalances {
 			return [][]porcupine.Operation{history}
 		}
 		if _, ok := byKey[in.key]; !ok {
@@ -286,13 +311,21 @@ func describeAccountsOp(input, output any) string {
 		s = fmt.Sprintf("deposit(%s, %d) → %s", in.key, in.amount, out.res)
 	case accTransfer:
 		s = fmt.Sprintf("transfer(%s → %s, %d) → %s", in.key, in.to, in.amount, out.res)
+	case accBalances:
+		s = "balances → no answer (" + out.res.String() + ")"
+		if out.res == resOK {
+			s = "balances → " + describeBalances(out.balances)
+		}
 	}
 	return html.EscapeString(s)
 }
 
 // describeAccounts shows the ledger, sorted by account, at most 24 accounts.
-func describeAccounts(s *accState) string {
-	keys := slices.Sorted(maps.Keys(s.bal))
+func describeAccounts(s *accState) string { return html.EscapeString(describeBalances(s.bal)) }
+
+// describeBalances shows balances, sorted by account, at most 24 accounts.
+func describeBalances(bal map[string]int64) string {
+	keys := slices.Sorted(maps.Keys(bal))
 	var b strings.Builder
 	for i, k := range keys {
 		if i == 24 {
@@ -302,10 +335,10 @@ func describeAccounts(s *accState) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s=%d", k, s.bal[k])
+		fmt.Fprintf(&b, "%s=%d", k, bal[k])
 	}
 	if len(keys) == 0 {
 		b.WriteString("(all zero)")
 	}
-	return html.EscapeString(b.String())
+	return b.String()
 }

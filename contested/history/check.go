@@ -77,6 +77,13 @@ type Result struct {
 	// processes. A process that had an ambiguous op continues under a new client id, because
 	// porcupine draws each client id as one sequential lane and the ambiguous op never ends.
 	Clients []string
+	// Properties are the promises the check covered, each with its own verdict: the
+	// linearizability search (for a model that has one) and an Auditor's real-time promises.
+	Properties []Property
+	// Anomalies say, in plain words and with the ops involved, why the verdict is Illegal:
+	// what an Auditor found, or, when only the search found the history illegal, the op it
+	// could not place after the longest legal order.
+	Anomalies []Anomaly
 }
 
 // Green reports whether the result is a pass: the verdict is Ok, at least one op was checked,
@@ -87,10 +94,21 @@ func (r Result) Green() bool {
 
 // String is the one-line evidence: verdict and counts.
 func (r Result) String() string {
-	s := fmt.Sprintf("linearizability (%s): %s; %d ops produced, %d checked (%d unanswered reads among them), %d ambiguous, %d partitions, took %s",
-		r.Model, r.Verdict, r.OpsProduced, r.OpsChecked, r.Unanswered, r.Ambiguous, r.Partitions, r.Took.Round(time.Millisecond))
+	s := fmt.Sprintf("%s (%s): %s; %d ops produced, %d checked (%d unanswered reads among them), %d ambiguous, %d partitions, took %s",
+		r.kind(), r.Model, r.Verdict, r.OpsProduced, r.OpsChecked, r.Unanswered, r.Ambiguous, r.Partitions, r.Took.Round(time.Millisecond))
 	if r.Verdict == Ok && !r.Green() {
 		s += "; NOT green: no ops or not every op checked"
+	}
+	for _, p := range r.Properties {
+		if p.Verdict == Unknown {
+			s += fmt.Sprintf("; %s undecided: %s", p.Name, p.Note)
+		}
+	}
+	if n := len(r.Anomalies); n > 0 {
+		s += "; " + r.Anomalies[0].Text
+		if n > 1 {
+			s += fmt.Sprintf(" (and %d more anomalies)", n-1)
+		}
 	}
 	if r.Visualization != "" {
 		s += "; visualization " + r.Visualization
@@ -164,7 +182,12 @@ func Check(ctx context.Context, m Model, ops []Op, opts Options) (res Result, er
 		return res, fmt.Errorf("check %s history: no time left: %w", m.Name(), errors.Join(err, context.DeadlineExceeded))
 	}
 
-	pm, canceled, partitioned := guard(ctx, m.Porcupine())
+	base := m.Porcupine()
+	search := base.Init != nil
+	if !search {
+		base = drawOnly(base)
+	}
+	pm, canceled, partitioned := guard(ctx, base)
 	visualize := opts.VisualizeDir != ""
 	var verdict porcupine.CheckResult
 	var info porcupine.LinearizationInfo
@@ -190,14 +213,83 @@ func Check(ctx context.Context, m Model, ops []Op, opts Options) (res Result, er
 		res.Verdict = Unknown
 		err = fmt.Errorf("%w: porcupine's linearization covers %d of %d ops", ErrTruncated, linearized(info), len(pops))
 	}
+	if search {
+		res.Properties = append(res.Properties, Property{Name: propLinearizable, Kind: KindSearch, Verdict: res.Verdict, Checked: res.OpsChecked})
+		if res.Verdict == Illegal {
+			if !visualize {
+				// The fast check keeps no linearizations; the explanation needs them.
+				_, info = porcupine.CheckOperationsVerbose(pm, pops, budget)
+			}
+			res.Anomalies = explainIllegal(pm, info, pops, ops)
+		}
+	}
+	if a, ok := m.(Auditor); ok && err == nil {
+		audit := a.Audit(ops)
+		res.Properties = append(res.Properties, audit.Properties...)
+		if len(audit.Anomalies) > 0 {
+			// An audit's anomaly is a proof: it names the broken promise better than the
+			// search's longest legal order, so it comes first.
+			res.Anomalies = append(audit.Anomalies, res.Anomalies...)
+		}
+		res.Verdict = combine(res.Verdict, search, audit)
+	}
 
 	if visualize && (res.Verdict != Ok || opts.VisualizeAlways) {
 		info.AddAnnotations(faultAnnotations(opts.Faults, ops))
+		info.AddAnnotations(anomalyAnnotations(res.Anomalies, ops))
 		path, verr := writeVisualization(pm, info, opts.VisualizeDir, fileName(opts.Name, m.Name()))
 		res.Visualization = path
 		err = errors.Join(err, verr)
 	}
 	return res, err
+}
+
+// combine is the verdict of a search (searched: whether the model has one; otherwise v is
+// only the drawing's) and an audit: any anomaly is Illegal, an undecided property or search
+// is Unknown, and Ok needs both.
+func combine(v Verdict, searched bool, a Audit) Verdict {
+	if len(a.Anomalies) > 0 || (searched && v == Illegal) {
+		return Illegal
+	}
+	if searched && v != Ok {
+		return v
+	}
+	for _, p := range a.Properties {
+		if p.Verdict != Ok {
+			return Unknown
+		}
+	}
+	return Ok
+}
+
+// drawOnly is the porcupine model of a model without a search: every op is legal in its one
+// state, so porcupine only lays the history out for the visualization.
+func drawOnly(pm porcupine.Model) porcupine.Model {
+	describe := pm.DescribeOperation
+	return porcupine.Model{
+		Partition:         pm.Partition,
+		Init:              func() any { return struct{}{} },
+		Step:              func(s, _, _ any) (bool, any) { return true, s },
+		Equal:             func(a, b any) bool { return true },
+		DescribeOperation: describe,
+		DescribeState:     func(any) string { return "(no sequential state: this model's promises are checked by real-time scans)" },
+	}
+}
+
+// kind says how the result was reached, for its one-line evidence.
+func (r Result) kind() string {
+	search, scan := false, false
+	for _, p := range r.Properties {
+		search = search || p.Kind == KindSearch
+		scan = scan || p.Kind == KindRealTime
+	}
+	switch {
+	case scan && search:
+		return "linearizability and real-time checks"
+	case scan:
+		return "real-time checks"
+	}
+	return "linearizability"
 }
 
 // convert turns the history into porcupine ops, in invoke order, with client ids assigned so
@@ -225,7 +317,7 @@ func convert(m Model, ops []Op, res *Result) ([]porcupine.Operation, []string, e
 		if err != nil {
 			return nil, nil, err
 		}
-		if op.Type == TypeRead && (op.Timeout || op.Error != "") {
+		if (op.Type == TypeRead || op.Type == TypeBalances) && (op.Timeout || op.Error != "") {
 			res.Unanswered++
 		}
 		id, ok := lane[op.Process]

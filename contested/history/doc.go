@@ -1,12 +1,36 @@
 // Package history records what clients did to a service while faults were armed and checks
-// that record for linearizability against a sequential model, through porcupine.
+// that record against the model of what the service promises.
 //
 // It gives:
 //   - [Op], the history record oracles consume, with [WriteJSONL] and [ReadJSONL];
 //   - [Recorder], which stamps operations and fault windows from one monotonic clock;
-//   - [Accounts] and [Lease], the models of a ledger of balances and of the port-lease table;
-//   - [Check], which holds a history against a model and says [Ok], [Illegal] or [Unknown],
-//     and saves porcupine's visualization (with the fault windows drawn on it) when it is not Ok.
+//   - models a team picks for its component: [NewLock] (a lock or lease, with or without
+//     fencing tokens), [NewQueue] (a queue or job store, at-least-once or exactly-once, in
+//     order or not), [NewKV] (a linearizable register per key, with compare-and-set),
+//     [NewBank] (a bank: conservation, no negative balance) and [NewIdempotent] (a request
+//     under an idempotency key: applied once, replays answered alike); and the two this
+//     repository's own services use, [Accounts] and [Lease];
+//   - [Check], the one way to judge a history: it holds it against a model and says [Ok],
+//     [Illegal] or [Unknown], names every broken promise as an [Anomaly] in plain words with
+//     the ops involved, and saves porcupine's visualization (with the fault windows and the
+//     anomalies drawn on it) when it is not Ok.
+//
+// # What a check checks
+//
+// A model is a sequential specification porcupine searches a legal order against
+// (linearizability), and, when it is an [Auditor], a set of promises checked by scanning the
+// ops' real-time order: those that are about time (a lease's time to live, an abandoned lock
+// acquirable again within a bound) or about the whole history (every acknowledged enqueue
+// delivered, a key applied at most once) rather than about a legal order. [Result.Properties]
+// lists every promise a check covered, how (KindSearch or KindRealTime), its own verdict and
+// how many ops it examined; a promise the history cannot decide (a queue never seen drained,
+// an idempotency key whose count was never read) is Unknown, which is never green. An audit's
+// anomaly is a proof, ambiguous outcomes included, so it makes the verdict Illegal even when
+// the search ran out of time. When only the search finds a history illegal, the anomaly names
+// the longest legal order it found, the state it reached and the op it could not place.
+//
+// The Queue model has no search (delivery is not a question of order): porcupine only draws
+// its history. Every model's doc lists its ops: their types, keys, inputs and outputs.
 //
 // # The history record
 //
@@ -55,6 +79,11 @@
 // history is in the check and in its count. Failed writes constrain the check, because "it
 // did not happen" is a claim the model can refute.
 //
+// The real-time audits follow the same rule: an op whose answer was lost proves nothing it
+// may not have done (it is never counted as done, nor as not done), and, unless a model's spec
+// bounds when such an op can still land (LockSpec.EffectWithin, a statement timeout), it may
+// land at any time after its invoke.
+//
 // The models also fork on an ambiguous op: their state is the set of states the service may
 // be in, and the op maps each to "applied" and "not applied" (as etcd's robustness model
 // does). Porcupine then seldom has to backtrack over where it placed an ambiguous op, so
@@ -66,9 +95,15 @@
 //
 // # Verdicts
 //
-// [Ok] means porcupine found a linearization of every op it was given, and [Result] reports
-// how many that was next to how many the history holds, so a truncated history cannot pass
-// unnoticed. [Illegal] means no linearization exists. [Unknown] means the check ran out of
-// time (or was cancelled) before deciding: it is never green, because an undecided check
-// proves nothing about the service.
+// [Ok] means porcupine found a linearization of every op it was given and every audited
+// promise held, and [Result] reports how many ops that was next to how many the history
+// holds, so a truncated history cannot pass unnoticed. [Illegal] means no linearization
+// exists or an audit found a broken promise; [Result.Anomalies] say which. [Unknown] means
+// the check ran out of time (or was cancelled) before deciding, or a promise could not be
+// decided from the history: it is never green, because an undecided check proves nothing
+// about the service.
+//
+// The models' real-time promises read time on the recorder's clock and compare it with the
+// service's (a lease's expiry is the service's now() plus its TTL): both must run at the same
+// rate, as a host's clocks do; each such model takes a Slack for the difference.
 package history

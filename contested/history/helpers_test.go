@@ -3,6 +3,7 @@ package history
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 )
 
 // Builders for hand-written histories. Times are plain integers on the recorder's clock.
@@ -83,4 +84,17 @@ func unanswered(op Op) Op {
 func failed(op Op, msg string) Op {
 	op.Error, op.Output = msg, nil
 	return op
+}
+
+// readFile returns a file's content, failing the test when it cannot be read.
+func readFile(t interface {
+	Helper()
+	Fatal(...any)
+}, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

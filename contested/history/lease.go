@@ -163,21 +163,8 @@ func (l *Lease) Translate(op Op) (Translated, error) {
 	default:
 		return Translated{}, fmt.Errorf("%w: op %d: the lease model has no op type %q", ErrInvalidHistory, op.ID, op.Type)
 	}
-	w, isWord := outcomeWord(op.Output)
-	var res result
-	switch {
-	case op.Timeout:
-		res = resUnknown
-	case isWord && w == OutcomeOK && op.Error == "":
-		res = resOK
-	case isWord && w == OutcomeFenced:
-		res = resFenced
-	case isWord && w == "" && op.Error != "":
-		res = resFailed
-	default:
-		return Translated{}, badOutput(op, `"ok" or "fenced"`)
-	}
-	return Translated{Input: in, Output: leaseOut{res: res}}, nil
+	res, err := okOr(op, OutcomeFenced, resFenced)
+	return Translated{Input: in, Output: leaseOut{res: res}}, err
 }
 
 // portState is one row of the table as the model knows it. holder "" is free. epoch is the

@@ -48,6 +48,7 @@ const (
 	TypeWrite    = "write"    // Accounts: key = account, input = new balance
 	TypeDeposit  = "deposit"  // Accounts: key = account, input = amount added
 	TypeTransfer = "transfer" // Accounts: input = Transfer, output = ok | rejected
+	TypeBalances = "balances" // Accounts, Bank: output = balances of several accounts at once
 	TypeAcquire  = "acquire"  // Lease: input = LeaseRef{Holder}, output = Acquired | "none-free"
 	TypeRenew    = "renew"    // Lease: input = LeaseRef, output = ok | fenced
 	TypeRelease  = "release"  // Lease: input = LeaseRef, output = ok | fenced
@@ -64,6 +65,9 @@ const (
 	resNoneFree                   // definite: no port was free
 	resFailed                     // definite failure with no effect, no business outcome
 	resUnknown                    // ambiguous: may or may not have taken effect
+	resBusy                       // definite: the lock was held by another
+	resMismatch                   // definite: a compare-and-set found another value
+	resConflict                   // definite: a replay carried another payload than the first
 )
 
 func (r result) String() string {
@@ -80,6 +84,12 @@ func (r result) String() string {
 		return "failed"
 	case resUnknown:
 		return "unknown"
+	case resBusy:
+		return OutcomeBusy
+	case resMismatch:
+		return OutcomeMismatch
+	case resConflict:
+		return OutcomeConflict
 	}
 	return "?"
 }
@@ -106,6 +116,23 @@ func decodeInput(op Op, v any) error {
 		return fmt.Errorf("%w: op %d (%s) input %s: %v", ErrInvalidHistory, op.ID, op.Type, op.Input, err)
 	}
 	return nil
+}
+
+// okOr reads the outcome of an op whose answer is "ok" or the refusal word (with res its
+// result): a timeout is unknown, an error with no output a definite failure.
+func okOr(op Op, word string, res result) (result, error) {
+	w, isWord := outcomeWord(op.Output)
+	switch {
+	case op.Timeout:
+		return resUnknown, nil
+	case isWord && w == OutcomeOK && op.Error == "":
+		return resOK, nil
+	case isWord && w == word:
+		return res, nil
+	case isWord && w == "" && op.Error != "":
+		return resFailed, nil
+	}
+	return 0, badOutput(op, fmt.Sprintf(`"ok" or %q`, word))
 }
 
 func badOutput(op Op, want string) error {

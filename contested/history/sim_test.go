@@ -65,6 +65,12 @@ type simClient interface {
 // simulate runs procs clients until n ops were invoked, with the given fraction of ops ending
 // ambiguously, and returns the history in op id order.
 func simulate(seed uint64, n, procs int, ambiguity float64, clients []simClient) []Op {
+	return simulateAt(seed, n, procs, ambiguity, clients, new(int64))
+}
+
+// simulateAt is simulate with the simulation's clock kept in now while an op takes effect,
+// for services whose answers depend on time (a lease's expiry).
+func simulateAt(seed uint64, n, procs int, ambiguity float64, clients []simClient, now *int64) []Op {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	var q eventQueue
 	seq := 0
@@ -105,6 +111,7 @@ func simulate(seed uint64, n, procs int, ambiguity float64, clients []simClient)
 			}
 			push(simEvent{at: *so.op.Complete, kind: evComplete, proc: e.proc, op: so})
 		case evEffect:
+			*now = e.at
 			e.op.answer = e.op.effect()
 		case evComplete:
 			if e.op.op.Timeout {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,10 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contested/contested/examples/internal/planted"
 	"github.com/contested/contested/examples/ledger/oracle"
 	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/faultlayer/levers"
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/envvar"
 )
 
@@ -102,7 +101,7 @@ func TestPlantedDefectsAreCaught(t *testing.T) {
 		},
 	}
 	layer := faulttest.Layer(t)
-	root := moduleRoot(t)
+	root := planted.ModuleRoot(t)
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skipf("no go command to build the defective variants: %v", err)
@@ -125,30 +124,30 @@ func TestPlantedDefectsAreCaught(t *testing.T) {
 				results[key] = dir
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 				defer cancel()
-				out, err = defective(ctx, goBin, root, tt.tag, tt.pkg, tt.run, seed, append(layer.Env(), envvar.ResultsDir+"="+results[key]))
+				out, err = planted.Run(ctx, goBin, root, tt.tag, tt.pkg, tt.run, seed, 1, append(layer.Env(), envvar.ResultsDir+"="+results[key]))
 				ran[key] = out
 				if err == nil {
-					t.Fatalf("the contract stayed GREEN with the planted defect %s:\n%s", tt.tag, tail(out))
+					t.Fatalf("the contract stayed GREEN with the planted defect %s:\n%s", tt.tag, planted.Tail(out))
 				}
 			}
 			dir := results[key]
 			want := "oracle " + tt.oracle + ": VIOLATED"
 			if !bytes.Contains(out, []byte(want)) {
-				t.Fatalf("the contract went RED with %s, but not because %q (the oracle that must catch it):\n%s", tt.tag, want, tail(out))
+				t.Fatalf("the contract went RED with %s, but not because %q (the oracle that must catch it):\n%s", tt.tag, want, planted.Tail(out))
 			}
 			if !bytes.Contains(out, []byte("--- FAIL: "+tt.test)) {
-				t.Errorf("%s did not fail:\n%s", tt.test, tail(out))
+				t.Errorf("%s did not fail:\n%s", tt.test, planted.Tail(out))
 			}
 			if bytes.Contains(out, []byte("ARMED BUT DID NOT FIRE")) {
-				t.Errorf("the %s leg did not fire, so the RED proves nothing about the oracle:\n%s", tt.lever, tail(out))
+				t.Errorf("the %s leg did not fire, so the RED proves nothing about the oracle:\n%s", tt.lever, planted.Tail(out))
 			}
-			if !firedRecord(t, dir, tt.test, tt.lever) {
+			if !planted.FiredRecord(t, dir, tt.test, tt.lever) {
 				t.Errorf("no fired %s record for %s under %s: the fault did not run", tt.lever, tt.test, dir)
 			}
 			if tt.artifact {
 				m := regexp.MustCompile(`see (\S+\.html)`).FindSubmatch(out)
 				if m == nil {
-					t.Fatalf("the %s verdict names no visualization:\n%s", tt.oracle, tail(out))
+					t.Fatalf("the %s verdict names no visualization:\n%s", tt.oracle, planted.Tail(out))
 				}
 				if p := string(m[1]); !strings.HasPrefix(p, filepath.Join(dir, oracle.VisualizationDir)) {
 					t.Errorf("visualization %s is not under the results directory %s", p, dir)
@@ -188,7 +187,7 @@ func TestPlantedWebDefectsAreCaught(t *testing.T) {
 		},
 	}
 	layer := faulttest.Layer(t)
-	root := moduleRoot(t)
+	root := planted.ModuleRoot(t)
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skipf("no go command to build the defective variants: %v", err)
@@ -197,12 +196,12 @@ func TestPlantedWebDefectsAreCaught(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			out, err := defective(ctx, goBin, root, tt.tag, "./examples/ledger", tt.run, 424242, append(layer.Env(), envvar.ResultsDir+"="+t.TempDir()))
+			out, err := planted.Run(ctx, goBin, root, tt.tag, "./examples/ledger", tt.run, 424242, 1, append(layer.Env(), envvar.ResultsDir+"="+t.TempDir()))
 			if err == nil {
-				t.Fatalf("TestWebFront stayed GREEN with the planted defect %s:\n%s", tt.tag, tail(out))
+				t.Fatalf("TestWebFront stayed GREEN with the planted defect %s:\n%s", tt.tag, planted.Tail(out))
 			}
 			if !bytes.Contains(out, []byte(tt.want)) {
-				t.Fatalf("TestWebFront went RED with %s, but not because %q:\n%s", tt.tag, tt.want, tail(out))
+				t.Fatalf("TestWebFront went RED with %s, but not because %q:\n%s", tt.tag, tt.want, planted.Tail(out))
 			}
 		})
 	}
@@ -222,13 +221,13 @@ func TestTheRetryDefectHidesFromAnUpstreamReset(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	seed := resetSeed(t, "reset:upstream")
-	out, err := defective(ctx, goBin, moduleRoot(t), "contested_defect_retryinside", "./examples/ledger", "^TestStoreContract$/^reset$", seed,
+	out, err := planted.Run(ctx, goBin, planted.ModuleRoot(t), "contested_defect_retryinside", "./examples/ledger", "^TestStoreContract$/^reset$", seed, 1,
 		append(layer.Env(), envvar.ResultsDir+"="+t.TempDir()))
 	if err != nil {
-		t.Fatalf("seed %d resets only upstream, yet the contract went RED with the retry defect: %v\n%s", seed, err, tail(out))
+		t.Fatalf("seed %d resets only upstream, yet the contract went RED with the retry defect: %v\n%s", seed, err, planted.Tail(out))
 	}
 	if !bytes.Contains(out, []byte("oracle "+oracle.ExactlyOnce+": held")) {
-		t.Errorf("the contract passed without exactly-once holding:\n%s", tail(out))
+		t.Errorf("the contract passed without exactly-once holding:\n%s", planted.Tail(out))
 	}
 }
 
@@ -243,64 +242,4 @@ func resetSeed(t *testing.T, want string) int64 {
 	}
 	t.Fatalf("no seed under 1000 draws a reset schedule of %s alone", want)
 	return 0
-}
-
-// defective runs one contract leg (run, in pkg) built with a planted defect's tag, at level 1
-// with seed, in the module at root, with env added: its output and its error.
-func defective(ctx context.Context, goBin, root, tag, pkg, run string, seed int64, env []string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, goBin, "test", "-count=1", "-v", "-tags", tag, "-run", run, pkg)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Env = append(cmd.Env, fmt.Sprintf("CONTESTED_SEED=%d", seed), "CONTESTED_LEVEL=1")
-	var buf bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	err := cmd.Run()
-	return buf.Bytes(), err
-}
-
-// firedRecord reports whether the records under results hold a fired fault of lever for
-// test.
-func firedRecord(t *testing.T, results, test, lever string) bool {
-	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(faultrecord.FaultDir(results), "*.json"))
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r faultrecord.Record
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		if r.Test == test && r.Leg == lever && r.Fired {
-			return true
-		}
-	}
-	return false
-}
-
-// moduleRoot is the directory holding go.mod, where go test takes package patterns from.
-func moduleRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for ; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		if filepath.Dir(dir) == dir {
-			t.Fatal("no go.mod above the working directory")
-		}
-	}
-}
-
-// tail keeps the end of a long output.
-func tail(b []byte) string {
-	const n = 6000
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
 }

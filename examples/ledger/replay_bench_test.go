@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/contested/contested/contested/runenv"
+	"github.com/contested/contested/examples/internal/planted"
 	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/gate/verdict"
@@ -56,7 +57,7 @@ func BenchmarkReplayReproduces(b *testing.B) {
 		if err != nil {
 			reproduced++
 		} else {
-			say(b, "replay %d passed:\n%s", i+1, tail(out))
+			say(b, "replay %d passed:\n%s", i+1, planted.Tail(out))
 		}
 	}
 	say(b, "%d of %d replays reproduced the failure", reproduced, b.N)
@@ -116,7 +117,7 @@ func BenchmarkNondeterministicClassified(b *testing.B) {
 func defectRun(b *testing.B, tag string) (runenv.Env, registry.Surface) {
 	b.Helper()
 	layer := faulttest.Layer(b)
-	root := moduleRoot(b)
+	root := planted.ModuleRoot(b)
 	reg, err := registry.Load(filepath.Join(root, runenv.DefaultRegistry))
 	if err != nil {
 		b.Fatal(err)

@@ -14,6 +14,7 @@
 //	burst             burst.go             a seeded plan          a perturbed delivery consumed
 //	pool-exhaustion   pool_exhaustion.go   the victim database    Signals: 53300, timeout
 //	crash-and-resume  crash_and_resume.go  a Process              the resumed worker's work
+//	isolate           isolate.go           each client's proxy    the struck client's Signals, the others' work
 //	mass-restart      mass_restart.go      a Cluster              Judged: work before and after
 //	partition         partition.go         a Cluster's link       Judged: the cut-off replica idle
 //

@@ -119,10 +119,20 @@ func (f *fixture) direct(t *testing.T) string {
 // pool opens a pool to the victim: through the proxy when there is one.
 func (f *fixture) pool(t *testing.T) *pgxpool.Pool {
 	t.Helper()
-	dsn := f.direct(t)
 	if f.proxy != nil {
-		dsn = f.victim.DSN(f.dial)
+		return f.poolVia(t, f.dial)
 	}
+	return f.poolTo(t, f.direct(t))
+}
+
+// poolVia opens a pool to the victim through the proxy that listens at dial.
+func (f *fixture) poolVia(t *testing.T, dial string) *pgxpool.Pool {
+	t.Helper()
+	return f.poolTo(t, f.victim.DSN(dial))
+}
+
+func (f *fixture) poolTo(t *testing.T, dsn string) *pgxpool.Pool {
+	t.Helper()
 	p, err := pgxpool.New(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)

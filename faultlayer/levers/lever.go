@@ -81,6 +81,10 @@ const (
 	// NeedCluster: Cluster, Replica and Pending, the multi-replica rig
 	// (and Toxiproxy for partition).
 	NeedCluster
+	// NeedClients: Clients, each client's own proxy to Postgres (at least
+	// two), and Toxiproxy to read them back: a fault that strikes some
+	// clients while the others go on.
+	NeedClients
 )
 
 // Target is what a lever acts on. The caller fills the parts the lever's
@@ -92,6 +96,9 @@ type Target struct {
 	Toxiproxy *toxiproxy.Client
 	// Proxy is the proxy between the victim and Postgres.
 	Proxy *toxiproxy.Proxy
+	// Clients are the proxies of a leg whose clients each have a path of
+	// their own to Postgres, in client order.
+	Clients []*toxiproxy.Proxy
 	// Backends counts the victim database's backends: the injector's view
 	// of the victim's connections (nil, or -1, when unknown).
 	Backends func(ctx context.Context) int
@@ -143,6 +150,9 @@ func (t Target) check(l Lever, need Need) error {
 	if need&NeedCluster != 0 && t.Cluster == nil {
 		missing = append(missing, "a cluster")
 	}
+	if need&NeedClients != 0 && (len(t.Clients) < 2 || t.Toxiproxy == nil) {
+		missing = append(missing, "a proxy per client, for at least two clients")
+	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%w: %s needs %v", ErrNoTarget, l.Name(), missing)
 	}
@@ -159,6 +169,29 @@ type Proof struct {
 	// Victim counts the victim-side observations that carry the lever's
 	// signature (a Judged fault that landed counts one).
 	Victim int
+	// Bystanders counts the work the clients a Scoped fault spared did
+	// while it was armed (operations answered, reads that carried bytes).
+	Bystanders int
+}
+
+// Scoped is a fault that strikes some clients of a Target only: the victim
+// side counts the errors of those clients alone, and the others' work
+// while it is armed (Proof.Bystanders) shows they went on.
+type Scoped interface {
+	Fault
+	// Struck are the indices, in Target.Clients, of the clients it cut off.
+	Struck() []int
+}
+
+// Striking are a window's parameters that name, among n clients, the ones
+// its fault will strike: a leg reads them before arming (to wait for
+// another client to be busy, to attribute errors).
+type Striking interface {
+	Params
+	Victims(n int) []int
+	// AwaitsBusy: arm the window only while a client it does not strike is
+	// in the middle of an operation it marked (contested's Client.Begin).
+	AwaitsBusy() bool
 }
 
 // Sentinel errors.
@@ -173,6 +206,9 @@ var (
 	// ErrUnconfirmed: the fault did not fire because the server-side
 	// confirmation the lever asks for is missing.
 	ErrUnconfirmed = errors.New("the write was not confirmed committed server-side (call Committed)")
+	// ErrBystandersIdle: a fault meant for some clients did not fire as
+	// one, because the clients it spared did no work while it was armed.
+	ErrBystandersIdle = errors.New("the clients it spared did no work while it was armed")
 )
 
 // bothSides is the fired rule of most levers: the injector proved the

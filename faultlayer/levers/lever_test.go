@@ -84,6 +84,10 @@ func TestFiredRules(t *testing.T) {
 		{"confirm-timeout not in place first", ConfirmTimeout, Proof{Confirmed: true, Victim: 1}, ErrNotInPlace},
 		{"cluster landed", MassRestart, Proof{Injected: true, Victim: 1}, nil},
 		{"cluster did not land", Partition, Proof{Injected: true}, ErrUnseen},
+		{"isolate: both sides, the others worked", Isolate, Proof{Injected: true, Victim: 1, Bystanders: 3}, nil},
+		{"isolate: the others did nothing", Isolate, Proof{Injected: true, Victim: 1}, ErrBystandersIdle},
+		{"isolate: the struck client saw nothing", Isolate, Proof{Injected: true, Bystanders: 3}, ErrUnseen},
+		{"isolate: not in place", Isolate, Proof{Victim: 1, Bystanders: 3}, ErrNotInPlace},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

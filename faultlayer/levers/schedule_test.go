@@ -180,16 +180,16 @@ func TestTheLevelsTableHolds(t *testing.T) {
 					if gap := w.After - prev.After; gap < 1 {
 						t.Errorf("%s seed %d: recovery window %s is not after %s", l.Name(), seed, w, prev)
 					}
-					if l.Name() != NameCrashAndResume && (w.Hold < 2 || w.Hold > 6 || w.For < 30*time.Millisecond || w.For > 150*time.Millisecond) {
+					if !timeHeld(l.Name()) && (w.Hold < 2 || w.Hold > 6 || w.For < 30*time.Millisecond || w.For > 150*time.Millisecond) {
 						t.Errorf("%s seed %d: recovery window %s holds outside 2-6 steps / 30-150ms", l.Name(), seed, w)
 					}
-					if l.Name() != NameCrashAndResume {
+					if !timeHeld(l.Name()) {
 						if gap := w.After - prev.After - prev.Hold; gap < 0 || gap > 2 {
 							t.Errorf("%s seed %d: recovery window %s lands %d steps after %s's hold, want 0-2", l.Name(), seed, w, gap, prev)
 						}
 					}
 				}
-				if l.Name() == NameCrashAndResume {
+				if timeHeld(l.Name()) {
 					continue
 				}
 				if w.Kind != Recovery && (w.Hold < span*2/100 || w.Hold > span*6/100 || w.For < 80*time.Millisecond || w.For > 400*time.Millisecond) {
@@ -208,6 +208,11 @@ func TestTheLevelsTableHolds(t *testing.T) {
 		}
 	}
 }
+
+// timeHeld reports whether a lever's windows hold by time alone (its
+// victim does no steps while struck), so the table's step holds do not
+// apply: a crashed worker, a client cut off.
+func timeHeld(lever string) bool { return lever == NameCrashAndResume || lever == NameIsolate }
 
 // checkTableParams checks one window's parameters against the README's
 // levels table.
@@ -230,8 +235,17 @@ func checkTableParams(t *testing.T, lever string, seed int64, w Window) {
 		if p.Restart < 0 || p.Restart > 150*time.Millisecond || w.For != p.Restart || w.Hold != 0 {
 			t.Errorf("seed %d: crash window %s does not restart 0-150ms later", seed, w)
 		}
+	case IsolateParams:
+		want := map[Kind]int{Base: 1, More: 2, Recovery: 1}[w.Kind]
+		lo, hi := 1500*time.Millisecond, 4*time.Second
+		if w.Kind == Recovery {
+			lo, hi = 300*time.Millisecond, time.Second
+		}
+		if len(p.Picks) != want || p.WhileBusy != (w.Kind == Recovery) || w.Hold != 0 || w.For < lo || w.For > hi {
+			t.Errorf("seed %d: %s isolate window %s does not cut %d client(s) off for %v-%v (waiting for a busy client only at level 3)", seed, w.Kind, w, want, lo, hi)
+		}
 	case nil:
-		if slices.Contains([]string{NameReset, NameBurst, NameCrashAndResume}, lever) {
+		if slices.Contains([]string{NameReset, NameBurst, NameCrashAndResume, NameIsolate}, lever) {
 			t.Errorf("seed %d: %s window %s has no parameters", seed, lever, w)
 		}
 	default:

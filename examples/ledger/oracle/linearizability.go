@@ -6,19 +6,18 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/contested/contested/contested"
 	"github.com/contested/contested/contested/history"
 	"github.com/contested/contested/contested/runenv"
-	"github.com/contested/contested/internal/atomicfile"
 )
 
 // VisualizationDir is where failed linearizability checks leave their evidence, under the
 // results directory (CONTESTED_RESULTS_DIR): porcupine's HTML visualization
 // (<name>.html), the history (<name>.history.jsonl) and its fault windows
 // (<name>.faults.jsonl).
-const VisualizationDir = "linearizability"
+const VisualizationDir = contested.HistoryDir
 
 // CheckLinearizable holds the ops of the given types against model through porcupine (see
 // package history): Ok is the only pass; Illegal is a violation; Unknown (the check ran out
@@ -49,13 +48,16 @@ func CheckLinearizable(ctx context.Context, model history.Model, ops []history.O
 		return v
 	case res.Verdict == history.Illegal:
 		v.violate("porcupine found no linearization of %d %s ops (%d ambiguous, %d fault windows)", res.OpsChecked, model.Name(), res.Ambiguous, len(faults))
+		for _, a := range res.Anomalies {
+			v.violate("%s", a.Text)
+		}
 	case err != nil:
 		v.Inconclusive = err.Error()
 	default:
 		v.Inconclusive = fmt.Sprintf("porcupine said %s", res.Verdict)
 	}
 	if dir != "" {
-		if path, serr := saveHistory(dir, name, mine, faults); serr != nil {
+		if path, serr := contested.SaveHistory(dir, name, mine, faults); serr != nil {
 			v.Evidence += "; saving the history failed: " + serr.Error()
 		} else {
 			v.Evidence += "; history " + path
@@ -65,25 +67,4 @@ func CheckLinearizable(ctx context.Context, model history.Model, ops []history.O
 		v.Evidence += "; no visualization: " + err.Error()
 	}
 	return v
-}
-
-// saveHistory writes the checked ops and fault windows next to the visualization, so the
-// check can be rerun offline (history.ReadJSONL).
-func saveHistory(dir, name string, ops []history.Op, faults []history.FaultWindow) (string, error) {
-	base := filepath.Join(dir, history.FileStem(name, "history"))
-	var b strings.Builder
-	if err := history.WriteJSONL(&b, ops); err != nil {
-		return "", fmt.Errorf("save history: %w", err)
-	}
-	if err := atomicfile.Write(base+".history.jsonl", []byte(b.String())); err != nil {
-		return "", fmt.Errorf("save history: %w", err)
-	}
-	b.Reset()
-	if err := history.WriteFaultsJSONL(&b, faults); err != nil {
-		return "", fmt.Errorf("save fault windows: %w", err)
-	}
-	if err := atomicfile.Write(base+".faults.jsonl", []byte(b.String())); err != nil {
-		return "", fmt.Errorf("save fault windows: %w", err)
-	}
-	return base + ".history.jsonl", nil
 }
