@@ -424,8 +424,9 @@ func startPoolLoad(ctx context.Context, t *testing.T, r *rig, leg *contested.Leg
 // stopProducing lets each producer finish the transfer it is enqueuing and stop.
 func (l *poolLoad) stopProducing() { close(l.producing) }
 
-// finish stops the producers and waits for them, gives the consumers 15s to drain the queue
-// (the surface's promise once the fault is healed), then stops them and closes the pools.
+// finish stops the producers and waits for them, lets the consumers drain the queue, never
+// going 15s without deciding a row (the surface's promise once the fault is healed), then
+// stops them and closes the pools.
 func (l *poolLoad) finish(ctx context.Context, t *testing.T, r *rig) {
 	select {
 	case <-l.producing:

@@ -474,24 +474,37 @@ func (p *producer) runUntil(ctx context.Context, proc string, src *ledger.Source
 	}
 }
 
-// drained waits until nothing is pending in the queue, polling over a direct connection.
-func (r *rig) drained(ctx context.Context, within time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, within)
-	defer cancel()
+// drained waits until nothing is pending in the queue, polling over a direct connection, and
+// fails when the pending rows stop going down for stall: a queue its consumers no longer
+// drain, as opposed to one a busy machine drains slowly.
+func (r *rig) drained(ctx context.Context, stall time.Duration) error {
 	conn, err := pgx.Connect(ctx, r.direct)
 	if err != nil {
 		return fmt.Errorf("connect directly: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	q := ledger.NewQueue(conn)
+	// The consumers must keep draining: never stall for stall, however
+	// slowly a busy machine lets them go. The bound on the whole drain is
+	// only for a queue that shrinks forever without emptying.
+	least, since, start := int64(-1), time.Now(), time.Now()
 	for {
 		n, err := q.Pending(ctx)
-		if err == nil && n == 0 {
+		switch {
+		case err == nil && n == 0:
 			return nil
+		case err == nil && (least < 0 || int64(n) < least):
+			least, since = int64(n), time.Now()
+		}
+		switch {
+		case time.Since(since) > stall:
+			return fmt.Errorf("the queue still holds %d pending rows: it stalled for %s (nothing decided)", least, stall)
+		case time.Since(start) > 10*time.Minute:
+			return fmt.Errorf("the queue still holds %d pending rows after 10 minutes of draining", least)
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("the queue still holds %d pending rows after %s", n, within)
+			return ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
