@@ -1,12 +1,12 @@
 package targets
 
 import (
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/contested/contested/internal/magetest"
 )
 
 // TestEveryTargetsOneLineIsItsHelpsFirstSentence holds each line of `go
@@ -18,18 +18,17 @@ import (
 // enough to read as one line, and the start of the target's help, so the
 // list says what the help goes on to explain.
 func TestEveryTargetsOneLineIsItsHelpsFirstSentence(t *testing.T) {
-	bin := compiledMagefile(t)
-	list := runMage(t, bin, "-l")
-	lines := targetLines(list)
+	mage := magetest.Compile(t, filepath.Join("..", ".."))
+	lines := mage.List()
 	if len(lines) < 10 {
-		t.Fatalf("go tool mage -l lists %d targets, want every target:\n%s", len(lines), list)
+		t.Fatalf("go tool mage -l lists %d targets, want every target: %v", len(lines), lines)
 	}
 	for name, line := range lines {
 		t.Run(name, func(t *testing.T) {
 			for _, p := range sentenceProblems(line) {
 				t.Errorf("go tool mage -l says %q: %s", line, p)
 			}
-			help := strings.Join(strings.Fields(strings.Split(runMage(t, bin, "-h", name), "\nUsage:")[0]), " ")
+			help := strings.Join(strings.Fields(strings.Split(mage.Help(name), "\nUsage:")[0]), " ")
 			first, rest, _ := strings.Cut(help, " ")
 			if !strings.EqualFold(first, name) {
 				t.Errorf("the help of %s starts with %q, not the target's name", name, first)
@@ -92,44 +91,4 @@ func TestSentenceProblems(t *testing.T) {
 			}
 		})
 	}
-}
-
-// targetLine is one target of `mage -l`: two spaces, the name (a * marks
-// the default), then its description.
-var targetLine = regexp.MustCompile(`^  (\S+?)\*?\s+(.*)$`)
-
-// targetLines maps each target `mage -l` lists to its one-line description.
-func targetLines(list string) map[string]string {
-	out := map[string]string{}
-	_, targets, _ := strings.Cut(list, "Targets:\n")
-	for _, l := range strings.Split(targets, "\n") {
-		if m := targetLine.FindStringSubmatch(l); m != nil {
-			out[m[1]] = strings.TrimSpace(m[2])
-		}
-	}
-	return out
-}
-
-// compiledMagefile is this repository's magefile compiled by go tool mage
-// -compile: the program go tool mage runs, so its -l and -h are the ones
-// a user reads.
-func compiledMagefile(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "mage")
-	cmd := exec.Command("go", "tool", "mage", "-compile", bin)
-	cmd.Dir = filepath.Join("..", "..")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go tool mage -compile: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// runMage runs the compiled magefile with args and returns what it printed.
-func runMage(t *testing.T, bin string, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(bin, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("mage %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
 }
