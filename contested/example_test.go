@@ -1,9 +1,12 @@
 package contested_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contested/contested/contested"
 )
@@ -49,3 +52,27 @@ func ExampleRun() {
 
 // startQueue stands for a package's own set-up.
 func startQueue() (stop func(), err error) { return func() {}, nil }
+
+// An ordinary database test, one that expected a Postgres on
+// localhost:5432, reads its DSN from Database instead: a fresh database of
+// its own on the fault layer's Postgres, dropped when the test ends, so
+// that validate runs it in the battery beside the legs. A suite whose
+// tests share a helper changes only the helper:
+//
+//	func testDB(t *testing.T) *pgxpool.Pool {
+//		// was: pgxpool.New(ctx, "postgres://postgres:postgres@localhost:5432/stock_test")
+//		pool, err := pgxpool.New(context.Background(), contested.Database(t))
+//		...
+//	}
+func ExampleDatabase() {
+	var t *testing.T // the one go test hands the test
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, contested.Database(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `CREATE TABLE stock (sku text PRIMARY KEY, n int NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+}
