@@ -206,28 +206,29 @@ func (c *glCheck) cache(n *yaml.Node) {
 		return
 	}
 	m := c.keys(n, "cache", glCacheKeys)
-	if p, ok := m["paths"]; ok {
-		c.strings(p, "cache paths")
-	}
+	c.pathsAndWhen(m, "cache")
 	if p, ok := m["policy"]; ok {
 		c.oneOf(p, "cache policy", glCachePolicy)
-	}
-	if w, ok := m["when"]; ok {
-		c.oneOf(w, "cache when", glArtifactWhen)
 	}
 	if k, ok := m["key"]; ok && k.Kind == yaml.MappingNode {
 		c.keys(k, "cache key", []string{"files", "prefix"})
 	}
 }
 
-func (c *glCheck) artifacts(n *yaml.Node) {
-	m := c.keys(n, "artifacts", glArtifactKeys)
+// pathsAndWhen checks the paths and when that a cache and artifacts
+// share: a list of paths, and on_success, on_failure or always.
+func (c *glCheck) pathsAndWhen(m map[string]*yaml.Node, what string) {
 	if p, ok := m["paths"]; ok {
-		c.strings(p, "artifacts paths")
+		c.strings(p, what+" paths")
 	}
 	if w, ok := m["when"]; ok {
-		c.oneOf(w, "artifacts when", glArtifactWhen)
+		c.oneOf(w, what+" when", glArtifactWhen)
 	}
+}
+
+func (c *glCheck) artifacts(n *yaml.Node) {
+	m := c.keys(n, "artifacts", glArtifactKeys)
+	c.pathsAndWhen(m, "artifacts")
 	if r, ok := m["reports"]; ok {
 		if j, ok := c.keys(r, "artifacts reports", glReportKeys)["junit"]; ok {
 			c.strings(j, "junit report")
