@@ -1,11 +1,14 @@
 package contested_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contested/contested/contested"
 	"github.com/contested/contested/contested/history"
@@ -83,4 +86,28 @@ func ExampleLeg_Check() {
 	}
 	wg.Wait()
 	leg.Check(ctx, history.NewLock(history.LockSpec{TTL: time.Second, Fencing: true}))
+}
+
+// An ordinary database test, one that expected a Postgres on
+// localhost:5432, reads its DSN from Database instead: a fresh database of
+// its own on the fault layer's Postgres, dropped when the test ends, so
+// that validate runs it in the battery beside the legs. A suite whose
+// tests share a helper changes only the helper:
+//
+//	func testDB(t *testing.T) *pgxpool.Pool {
+//		// was: pgxpool.New(ctx, "postgres://postgres:postgres@localhost:5432/stock_test")
+//		pool, err := pgxpool.New(context.Background(), contested.Database(t))
+//		...
+//	}
+func ExampleDatabase() {
+	var t *testing.T // the one go test hands the test
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, contested.Database(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `CREATE TABLE stock (sku text PRIMARY KEY, n int NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -163,11 +163,17 @@ type junitSuite struct {
 }
 
 type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitFailure `xml:"failure,omitempty"`
-	Skipped   *struct{}     `xml:"skipped,omitempty"`
+	Name       string          `xml:"name,attr"`
+	Classname  string          `xml:"classname,attr"`
+	Time       string          `xml:"time,attr"`
+	Properties []junitProperty `xml:"properties>property,omitempty"`
+	Failure    *junitFailure   `xml:"failure,omitempty"`
+	Skipped    *struct{}       `xml:"skipped,omitempty"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 
 type junitFailure struct {
@@ -177,11 +183,57 @@ type junitFailure struct {
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
 
+// JUnitOption changes what WriteJUnit writes.
+type JUnitOption func(*junitOptions)
+
+type junitOptions struct {
+	owners map[string]ladder.Plain // by package and test ("" for the package)
+}
+
+// WithOwners gives each failure of the battery that failures lists
+// (validate.json's battery_failures: a failing test, or a package that
+// failed outside any test) its owner, action, verdict and replay command:
+// as properties of its test case (contested.owner, contested.action,
+// contested.verdict, contested.replay) and at the head of its failure's
+// message and text, where a CI's test report (GitLab's, among others)
+// shows them.
+func WithOwners(failures []ladder.Plain) JUnitOption {
+	return func(o *junitOptions) {
+		o.owners = map[string]ladder.Plain{}
+		for _, f := range failures {
+			o.owners[f.Package+"\x00"+f.Test] = f
+		}
+	}
+}
+
+// own adds the owner of the failure of test in pkg to c, if one is known.
+func (o junitOptions) own(c *junitCase, pkg, test string) {
+	f, ok := o.owners[pkg+"\x00"+test]
+	if !ok || c.Failure == nil {
+		return
+	}
+	props := [][2]string{{"owner", f.Owner}, {"action", f.Action}, {"verdict", f.Verdict}, {"replay", f.Replay}}
+	var head []string
+	for _, p := range props {
+		if p[1] == "" {
+			continue
+		}
+		c.Properties = append(c.Properties, junitProperty{Name: "contested." + p[0], Value: p[1]})
+		head = append(head, p[0]+": "+p[1])
+	}
+	c.Failure.Message += " (owner " + f.Owner + "; action: " + f.Action + ")"
+	c.Failure.Body = strings.Join(head, "\n") + "\n\n" + c.Failure.Body
+}
+
 // WriteJUnit writes the battery as JUnit XML: one suite per package, one
 // case per test (subtests included), failures with their output. A
 // package that failed without a failing test (a build error) becomes a
 // failed case of its own, so it is not lost.
-func WriteJUnit(w io.Writer, r *battery.Result) error {
+func WriteJUnit(w io.Writer, r *battery.Result, opts ...JUnitOption) error {
+	var o junitOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	suites := map[string]*junitSuite{}
 	suite := func(pkg string) *junitSuite {
 		s, ok := suites[pkg]
@@ -200,6 +252,7 @@ func WriteJUnit(w io.Writer, r *battery.Result) error {
 		switch t.Action {
 		case "fail":
 			c.Failure = &junitFailure{Message: "FAIL " + t.Name, Body: t.Output}
+			o.own(&c, t.Package, t.Name)
 			s.Fails++
 		case "skip":
 			c.Skipped = &struct{}{}
@@ -210,8 +263,10 @@ func WriteJUnit(w io.Writer, r *battery.Result) error {
 	}
 	for _, p := range r.FailedPackages() {
 		s := suite(p.Name)
-		s.Cases = append(s.Cases, junitCase{Name: "(package)", Classname: p.Name, Time: secs(p.Elapsed),
-			Failure: &junitFailure{Message: "package failed", Body: p.Output}})
+		c := junitCase{Name: "(package)", Classname: p.Name, Time: secs(p.Elapsed),
+			Failure: &junitFailure{Message: "package failed", Body: p.Output}}
+		o.own(&c, p.Name, "")
+		s.Cases = append(s.Cases, c)
 		s.Tests++
 		s.Fails++
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate"
 	"github.com/contested/contested/gate/contract"
@@ -93,6 +95,54 @@ func TestWriteJUnit(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "undefined: x") || !strings.Contains(b.String(), "&lt;boom&gt;") {
 		t.Errorf("failures lack their output:\n%s", b.String())
+	}
+}
+
+// TestWriteJUnitWithOwners: with the battery's failures, each failing
+// case carries its owner, action, verdict and replay as properties and at
+// the head of its failure (message and text), the broken package too,
+// escaped as XML; without them the JUnit is as it was.
+func TestWriteJUnitWithOwners(t *testing.T) {
+	bat := samplePage().Battery
+	owners := []ladder.Plain{
+		{Package: "example.com/m", Test: "TestB", Owner: "component (ledger-team)", Action: "fix <it> & replay", Verdict: "FAIL-reproducible", Replay: "CONTESTED_SEED=7 go test ./m -run '^TestB$'"},
+		{Package: "example.com/broken", What: ladder.NotBuilt, Owner: ladder.PlainOwner, Action: "fix the compile error"},
+	}
+	var plain, owned strings.Builder
+	if err := WriteJUnit(&plain, bat); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJUnit(&owned, bat, WithOwners(owners)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plain.String(), "contested.owner") || strings.Contains(plain.String(), "owner") {
+		t.Errorf("the JUnit without owners names one:\n%s", plain.String())
+	}
+	var got junitSuites
+	if err := xml.Unmarshal([]byte(owned.String()), &got); err != nil {
+		t.Fatalf("not XML: %v\n%s", err, owned.String())
+	}
+	cases := map[string]junitCase{}
+	for _, s := range got.Suites {
+		for _, c := range s.Cases {
+			cases[c.Classname+" "+c.Name] = c
+		}
+	}
+	b := cases["example.com/m TestB"]
+	wantProps := []junitProperty{{"contested.owner", "component (ledger-team)"}, {"contested.action", "fix <it> & replay"},
+		{"contested.verdict", "FAIL-reproducible"}, {"contested.replay", "CONTESTED_SEED=7 go test ./m -run '^TestB$'"}}
+	if diff := cmp.Diff(wantProps, b.Properties); diff != "" {
+		t.Errorf("TestB's properties (-want +got):\n%s", diff)
+	}
+	if b.Failure == nil || !strings.Contains(b.Failure.Message, "owner component (ledger-team); action: fix <it> & replay") ||
+		!strings.HasPrefix(b.Failure.Body, "owner: component (ledger-team)\naction: fix <it> & replay\n") || !strings.Contains(b.Failure.Body, "<boom>") {
+		t.Errorf("TestB's failure does not lead with its owner and action: %+v", b.Failure)
+	}
+	if c := cases["example.com/broken (package)"]; c.Failure == nil || !strings.Contains(c.Failure.Message, "owner "+ladder.PlainOwner) || len(c.Properties) != 2 {
+		t.Errorf("the broken package's case: %+v", c)
+	}
+	if c := cases["example.com/m TestA"]; len(c.Properties) != 0 {
+		t.Errorf("a passing test has properties: %+v", c.Properties)
 	}
 }
 

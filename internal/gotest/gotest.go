@@ -96,10 +96,82 @@ type Package struct {
 // gives the names read with an error wrapping [ErrUnparsed]). A package
 // whose test files declare nothing go test runs has no names.
 func Packages(ctx context.Context, dir string, patterns ...string) ([]Package, error) {
+	listed, err := golist(ctx, dir, patterns)
+	if err != nil {
+		return nil, err
+	}
+	pkgs := []Package{}
+	var unparsed []string
+	for _, p := range listed {
+		pkg := Package{ImportPath: p.ImportPath, Tests: []string{}}
+		for _, f := range p.Files {
+			found, err := testFuncs(f)
+			if err != nil {
+				unparsed = append(unparsed, err.Error())
+			}
+			for _, d := range found {
+				pkg.Tests = append(pkg.Tests, d.Name)
+			}
+		}
+		slices.Sort(pkg.Tests)
+		pkg.Tests = slices.Compact(pkg.Tests)
+		pkgs = append(pkgs, pkg)
+	}
+	slices.SortFunc(pkgs, func(a, b Package) int { return strings.Compare(a.ImportPath, b.ImportPath) })
+	if len(unparsed) > 0 {
+		msg := strings.Join(unparsed, "\n")
+		return pkgs, &ListError{Dir: dir, Args: listArgs(patterns), Output: msg, Err: fmt.Errorf("%w (%d)", ErrUnparsed, len(unparsed))}
+	}
+	return pkgs, nil
+}
+
+// Declaration is where a test function is declared: its file (absolute)
+// and the line of its name.
+type Declaration struct {
+	File string
+	Line int
+}
+
+// Declarations says where the tests, benchmarks, examples and fuzz targets
+// of the packages matched by patterns are declared, keyed by import path
+// and name ("example.com/m/store.TestStoreContract"), read from the source
+// of the test files go list selects, as [Packages] reads them. A test file
+// that does not parse gives what the parser recovered before its error.
+func Declarations(ctx context.Context, dir string, patterns ...string) (map[string]Declaration, error) {
+	listed, err := golist(ctx, dir, patterns)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]Declaration{}
+	for _, p := range listed {
+		for _, f := range p.Files {
+			found, _ := testFuncs(f)
+			for _, d := range found {
+				out[p.ImportPath+"."+d.Name] = Declaration{File: f, Line: d.Line}
+			}
+		}
+	}
+	return out, nil
+}
+
+// listed is one package go list matched that has test files: its import
+// path and the test files' paths.
+type listed struct {
+	ImportPath string
+	Files      []string
+}
+
+func listArgs(patterns []string) []string {
 	if len(patterns) == 0 {
 		patterns = []string{"./..."}
 	}
-	args := append([]string{"list", "-e", "-json=Dir,ImportPath,TestGoFiles,XTestGoFiles,Error"}, patterns...)
+	return append([]string{"list", "-e", "-json=Dir,ImportPath,TestGoFiles,XTestGoFiles,Error"}, patterns...)
+}
+
+// golist lists the packages patterns match in the module in dir (default
+// ./...) that have test files, with those files' paths.
+func golist(ctx context.Context, dir string, patterns []string) ([]listed, error) {
+	args := listArgs(patterns)
 	// In a process group of its own, so that a cancel stops go and what it started.
 	cmd := interrupt.Command(ctx, 2*time.Second, "go", args...)
 	cmd.Dir = dir
@@ -117,8 +189,7 @@ func Packages(ctx context.Context, dir string, patterns ...string) ([]Package, e
 		}
 		return nil, &ListError{Dir: dir, Args: args, Output: stdout.String() + stderr.String(), Err: err}
 	}
-	var pkgs []Package
-	var unparsed []string
+	var out []listed
 	dec := json.NewDecoder(&stdout)
 	for {
 		var p struct {
@@ -140,34 +211,20 @@ func Packages(ctx context.Context, dir string, patterns ...string) ([]Package, e
 		if len(files) == 0 {
 			continue
 		}
-		pkg := Package{ImportPath: p.ImportPath, Tests: []string{}}
+		l := listed{ImportPath: p.ImportPath}
 		for _, f := range files {
-			found, err := testFuncs(filepath.Join(p.Dir, f))
-			if err != nil {
-				unparsed = append(unparsed, err.Error())
-			}
-			pkg.Tests = append(pkg.Tests, found...)
+			l.Files = append(l.Files, filepath.Join(p.Dir, f))
 		}
-		slices.Sort(pkg.Tests)
-		pkg.Tests = slices.Compact(pkg.Tests)
-		pkgs = append(pkgs, pkg)
+		out = append(out, l)
 	}
-	slices.SortFunc(pkgs, func(a, b Package) int { return strings.Compare(a.ImportPath, b.ImportPath) })
-	if pkgs == nil {
-		pkgs = []Package{}
-	}
-	if len(unparsed) > 0 {
-		msg := strings.Join(unparsed, "\n")
-		return pkgs, &ListError{Dir: dir, Args: args, Output: msg, Err: fmt.Errorf("%w (%d)", ErrUnparsed, len(unparsed))}
-	}
-	return pkgs, nil
+	return out, nil
 }
 
 // testFuncs returns the functions of one test file that `go test` runs or lists: TestXxx(*testing.T),
 // BenchmarkXxx(*testing.B), FuzzXxx(*testing.F) and ExampleXxx(), Xxx not starting with a
-// lower-case letter. A file that does not parse gives the functions the parser recovered before
-// its error, with the error.
-func testFuncs(path string) ([]string, error) {
+// lower-case letter, each with the line of its name. A file that does not parse gives the
+// functions the parser recovered before its error, with the error.
+func testFuncs(path string) ([]testFunc, error) {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 	if err != nil {
@@ -176,17 +233,23 @@ func testFuncs(path string) ([]string, error) {
 	if f == nil {
 		return nil, err
 	}
-	var names []string
+	var found []testFunc
 	for _, d := range f.Decls {
 		fn, ok := d.(*ast.FuncDecl)
 		if !ok || fn.Recv != nil || fn.Type.TypeParams != nil {
 			continue
 		}
 		if kind, ok := testKind(fn.Name.Name); ok && signature(fn.Type, kind) {
-			names = append(names, fn.Name.Name)
+			found = append(found, testFunc{Name: fn.Name.Name, Line: fset.Position(fn.Name.Pos()).Line})
 		}
 	}
-	return names, err
+	return found, err
+}
+
+// testFunc is a test function of a file: its name and the line of it.
+type testFunc struct {
+	Name string
+	Line int
 }
 
 // testKinds maps a name prefix to the parameter type go test passes ("" for examples).

@@ -3,6 +3,7 @@ package gotest
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -171,5 +172,29 @@ func TestListCancelled(t *testing.T) {
 	cancel()
 	if _, err := List(ctx, dir); !errors.Is(err, context.Canceled) {
 		t.Errorf("List with a cancelled context: err = %v, want context.Canceled", err)
+	}
+}
+
+// TestDeclarationsSayWhereEachTestIsDeclared: the file and line of each
+// test's name, by import path, in the package's in-package and external
+// test files, the packages named by import path as a failure names them.
+func TestDeclarationsSayWhereEachTestIsDeclared(t *testing.T) {
+	dir := writeModule(t, map[string]string{
+		"a/a.go":      "package a\n",
+		"a/a_test.go": "package a\n\nimport \"testing\"\n\n// TestAlpha is documented.\nfunc TestAlpha(t *testing.T) {}\n",
+		"a/x_test.go": "package a_test\n\nimport \"testing\"\n\nfunc helper() {}\n\nfunc TestOutside(t *testing.T) {\n}\n",
+		"c/c_test.go": "package c\n\nimport \"testing\"\n\nfunc TestAlpha(t *testing.T) {}\n",
+	})
+	got, err := Declarations(t.Context(), dir, "example.com/tiny/a", "example.com/tiny/c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Declaration{
+		"example.com/tiny/a.TestAlpha":   {File: filepath.Join(dir, "a", "a_test.go"), Line: 6},
+		"example.com/tiny/a.TestOutside": {File: filepath.Join(dir, "a", "x_test.go"), Line: 7},
+		"example.com/tiny/c.TestAlpha":   {File: filepath.Join(dir, "c", "c_test.go"), Line: 5},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Declarations (-want +got):\n%s", diff)
 	}
 }

@@ -206,10 +206,10 @@ func boolArg(name string, v *bool) string {
 	return "-" + name + "=" + strconv.FormatBool(v != nil && *v)
 }
 
-// FaultPreflight (fault-preflight) checks the fault layer: Toxiproxy answers /version, its
-// control API is published on loopback only, its proxies listen where only
-// this host reaches them, the test-plane Postgres answers, and the
-// port-lease table works. It checks the layer CONTESTED_TOXIPROXY_URL and CONTESTED_PG_DSN
+// FaultPreflight (fault-preflight) checks the fault layer. Toxiproxy must
+// answer /version, its control API be published on loopback only, its
+// proxies listen where only this host reaches them, the test-plane Postgres
+// answer, and the port-lease table work. It checks the layer CONTESTED_TOXIPROXY_URL and CONTESTED_PG_DSN
 // name, or brings one up (CONTESTED_LAYER) to check and tears it down.
 //
 // Report-only by default: failures are printed and the exit code is 0,
@@ -223,10 +223,13 @@ func FaultPreflight(ctx context.Context, required *bool) error {
 	return command.Supervise(ctx, "fault-preflight", boolArg("required", required))
 }
 
-// Validate is the paired run: fault layer up, fault-preflight -required,
-// purge the old records and stamp, run the battery (go test ./...), verify
-// the six gate phases, judge each registered surface by contested's rules,
-// and arbitrate each failing contract test (other failures are listed).
+// Validate is the paired run that says whether the module's services kept
+// their contracts under faults. It brings the fault layer up, runs
+// fault-preflight -required, purges the old records and writes a fresh
+// stamp, runs the battery (go test ./...), verifies the six gate phases,
+// judges each registered surface by contested's rules, and walks the
+// arbitration ladder for every failing test, which gets an owner and an
+// action.
 //
 // With -shard=I/N (or CONTESTED_SHARD=I/N) it runs shard I of N: its share
 // of the battery (split by package, then by test, balanced by
@@ -244,9 +247,9 @@ func Validate(ctx context.Context, shard *string) error {
 	return command.Supervise(ctx, "validate", args...)
 }
 
-// ProgramGate (program-gate) runs fault-preflight -required, then the six verification
-// phases over whatever fault records are on disk. For triage after a
-// battery; never a substitute for validate.
+// ProgramGate (program-gate) runs fault-preflight -required, then the six
+// verification phases over whatever fault records are on disk. It is for
+// triage after a battery, never a substitute for validate.
 //
 // With -merge DIR... it certifies the shards of one split battery as one
 // run instead (their results directories, as validate -shard=I/N wrote
@@ -322,8 +325,9 @@ func foldShardArgs(argv []string) []string {
 }
 
 // Contested runs a surface's fault legs in isolation over its seed budget
-// and gives the contract verdict: GREEN, RED or CANNOT RUN. The argument is
-// a surface id from contested-surfaces.toml, or "all".
+// and gives its contract verdict. The verdict is GREEN, RED, INCONCLUSIVE
+// or CANNOT RUN (NOT AT THIS LEVEL when no leg runs at this level). The
+// argument is a surface id from contested-surfaces.toml, or "all".
 //
 // Each leg gets one of ten verdicts (PASS-smoke, PASS-hardening,
 // FAIL-reproducible, FAIL-nondeterministic, INCONCLUSIVE-env,
@@ -342,19 +346,21 @@ func Contested(ctx context.Context, surface string) error {
 	return command.Supervise(ctx, "contested", surface)
 }
 
-// Arbitrate walks the arbitration ladder for a failing test id and ends
-// with an owner and an action: step 1 maps the test to its surface (a test
-// no surface lists is not a contract test: exit 2, with the go test -run
-// command that reruns it, to fix like any unit test); step 2 runs fault-preflight -required (failure: CANNOT RUN, owner
-// fault layer, exit 3); step 3 reruns the test alone to tell flaky from
-// consistent and runs the surface's contract in isolation: RED → owner
-// component, with leg, seed and replay command; GREEN → owner test author
-// (fix the test without loosening it), or capacity when the last validate
-// run recorded saturation. A test whose package fails before it runs
-// (does not build, TestMain exits) is the test author's, exit 1. Saves
-// ladder/<test>.json and ladder/<test>.md, a ready-to-paste fix: issue. A
-// test that did not fail (passed every rerun, and did not fail in the last
-// validate run) has nothing to arbitrate: exit 0, nothing saved.
+// Arbitrate walks the arbitration ladder for a failing test and ends with
+// an owner and an action. Step 1 maps the test to its surface (a test no
+// surface lists walks the ladder too, with no contract to run); step 2
+// runs fault-preflight -required (failure: CANNOT RUN, owner fault layer,
+// exit 3); step 3 reruns the test alone, with its leg's recorded seed, to
+// tell flaky from consistent, reruns a test that passes alone beside a
+// noisy neighbour, and runs the surface's contract in isolation: RED →
+// owner component, with leg, seed and replay command; GREEN → owner test
+// author (fix the test without loosening it), or capacity when it fails
+// only beside the neighbour or failed while the machine was saturated. The flake history is shown as context, never
+// a vote. A test whose package fails before it runs (does not build,
+// TestMain exits) is the test author's, exit 1. Saves ladder/<test>.json
+// and ladder/<test>.md, a ready-to-paste fix: issue. A test that did not
+// fail (passed every rerun, and did not fail in the last validate run) has
+// nothing to arbitrate: exit 0, nothing saved; an unknown test exits 2.
 //
 //	go tool mage arbitrate TestConsumerContract/burst
 func Arbitrate(ctx context.Context, test string) error {
@@ -362,9 +368,10 @@ func Arbitrate(ctx context.Context, test string) error {
 }
 
 // ClusterTests (cluster-tests) runs the module's service as several
-// replicas behind Toxiproxy with Postgres and contests it with kill legs:
-// one replica killed mid-stream and restarted, every replica killed at once
-// and restarted, one replica cut off from the database and healed. The
+// replicas behind Toxiproxy with Postgres and contests it with kill legs.
+// The legs: one replica killed mid-stream and restarted, every replica
+// killed at once and restarted, one replica cut off from the database and
+// healed. The
 // service is the one the registry's [cluster] table names: its Go test,
 // which configures the rig for the service (cluster.Service), runs with
 // this target's options. The rig owns the lifecycle: sweep stale rigs,
@@ -387,9 +394,12 @@ func ClusterTests(ctx context.Context, replicas *int, keep *bool, local *bool) e
 }
 
 // Images makes sure the fault layer's images are in the Docker engine,
-// building them locally when they cannot be pulled: Toxiproxy from the Go
-// module on scratch, Postgres from the host's Debian mirror (debootstrap,
-// needs root). Run it once on an air-gapped CI machine before the battery.
+// building them locally when they cannot be pulled. Toxiproxy is compiled
+// from the Go module go.mod pins, on scratch; Postgres is built from this
+// machine's Postgres binaries (/usr/lib/postgresql/<major>/bin: apt-get
+// install postgresql), and only where there are none, with debootstrap
+// from the host's apt mirror (needs root). Run it once on an air-gapped CI
+// machine before the battery.
 func Images(ctx context.Context) error {
 	return command.Supervise(ctx, "images")
 }
@@ -402,8 +412,8 @@ func Sweep(ctx context.Context) error {
 }
 
 // Bench runs the project's benchmarks and writes a table and
-// test-results/bench/bench.json: bring-up per provider (cold image builds
-// and warm), per-leg overhead (p50, p99), proxied against direct and
+// test-results/bench/bench.json. It measures bring-up per provider (cold
+// image builds and warm), per-leg overhead (p50, p99), proxied against direct and
 // against a bare Toxiproxy binary in front of the same Postgres, gate
 // verification at 10k and 100k records, lease throughput with 16 clients,
 // porcupine check time for a few thousand operations; then, when -filter
@@ -427,10 +437,11 @@ func Bench(ctx context.Context, benchtime *string, filter *string) error {
 	return command.Supervise(ctx, "bench", args...)
 }
 
-// Mutants runs mutation testing with go-gremlins/gremlins (pinned as a tool
-// in go.mod: go get -tool github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0)
-// over package patterns, by default the registry's [mutants] packages, else
-// the packages its surfaces name. It brings the fault layer up (fault-preflight
+// Mutants runs mutation testing over package patterns and reports each
+// package's kill rate. It uses go-gremlins/gremlins, pinned as a tool in
+// go.mod (go get -tool github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0);
+// the patterns default to the registry's [mutants] packages, else the
+// packages its surfaces name. It brings the fault layer up (fault-preflight
 // -required first: exit 3 if it fails) and runs each package's tests with
 // the battery's environment, once per mutant, in a copy of the module.
 //
@@ -460,9 +471,10 @@ func Mutants(ctx context.Context, packages *string) error {
 	return command.Supervise(ctx, "mutants", args...)
 }
 
-// History prints the flake history every validate, contested and arbitrate appends to
-// test-results/history/outcomes.jsonl: for a test (TestX, TestX/leg or
-// pkg.TestX), how many of its last runs failed, the first failing run and
+// History prints the flake history of a test, or of every test that
+// failed in its last runs. validate, contested and arbitrate append to it
+// (test-results/history/outcomes.jsonl). For a test (TestX, TestX/leg or
+// pkg.TestX) it prints how many of its last runs failed, the first failing run and
 // its commit, each leg's count with the seeds that failed, and one mark per
 // run (. passed, F failed); without a test, every test that failed in its
 // last runs, and draws their trends in test-results/history/history.html
@@ -484,7 +496,7 @@ func History(ctx context.Context, test *string, last *int) error {
 	return command.Supervise(ctx, "history", args...)
 }
 
-// Layer manages the warm layer of the pre-push loop: "up" starts a
+// Layer manages the warm layer of the pre-push loop. "up" starts a
 // containers fault layer that outlives the command (a stale one, whose
 // images changed or whose containers stopped, is recreated), "status"
 // prints what runs, its coordinates, age and images, "down" removes it.

@@ -140,6 +140,6 @@ func TestStockReport(t *testing.T) {
 	}
 }
 
-// TestOutsideRegistry belongs to no surface: the ladder's finding for it
-// is that it must be registered.
+// TestOutsideRegistry belongs to no surface: an ordinary test, whose
+// failure walks the ladder like any other, with no contract to run.
 func TestOutsideRegistry(t *testing.T) {}

@@ -91,8 +91,9 @@ func mergeShards(ctx context.Context, dirs []string, opts ProgramGateOptions) er
 	}
 	rep.Reasons = mergeReasons(res, judged, merr)
 	rep.Green = len(rep.Reasons) == 0
+	ci := mergeRun(res, rep)
 	p := report.Page{Title: "contested program-gate -merge", RunID: res.SharedRunID, Green: rep.Green, Reasons: rep.Reasons,
-		Gate: res.Union, Surfaces: judged, Level: ws.env.Level, History: reportHistory(ctx, root, reg.Guard.CanonicalDatabases, out)}
+		Gate: res.Union, Surfaces: judged, Level: ws.env.Level, History: reportHistory(ctx, root, reg.Guard.CanonicalDatabases, out), Plain: ci.Failures}
 	if res.Union != nil {
 		p.Battery = res.Battery
 	}
@@ -102,6 +103,7 @@ func mergeShards(ctx context.Context, dirs []string, opts ProgramGateOptions) er
 	} else {
 		fmt.Fprintf(out, "program-gate: saved %s\n", path)
 	}
+	publishCI(ws.env.ModuleRoot, ci, out)
 	if rep.Green {
 		fmt.Fprintf(out, "\nprogram-gate -merge: %s: %d shards of run %s certified as one (%s)\n", color.GreenString("GREEN"), res.Total, res.SharedRunID, time.Now().UTC().Format(time.RFC3339))
 		return nil

@@ -460,6 +460,7 @@ func (v *validation) finish(res *battery.Result, verified *gate.Report, judged [
 	} else {
 		fmt.Fprintf(v.out, "validate: saved %s\n", path)
 	}
+	publishCI(v.env.ModuleRoot, rep.ciRun(), v.out)
 	if rep.Green {
 		fmt.Fprintf(v.out, "\nvalidate: %s in %s\n", color.GreenString("GREEN"), rep.Took.Round(time.Second))
 		return nil
@@ -1006,7 +1007,7 @@ func writeReports(root string, p report.Page, out io.Writer) {
 	}
 	if p.Battery != nil {
 		var x strings.Builder
-		if err := report.WriteJUnit(&x, p.Battery); err != nil {
+		if err := report.WriteJUnit(&x, p.Battery, junitOwners(p.Plain)...); err != nil {
 			fmt.Fprintf(out, "report: junit: %v\n", err)
 		} else if path, err := saveArtifact(root, filepath.Join("battery", "junit.xml"), []byte(x.String())); err != nil {
 			notSaved(out, "report", path, err)

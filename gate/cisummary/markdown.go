@@ -1,0 +1,212 @@
+package cisummary
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/contested/contested/gate/ladder"
+	"github.com/contested/contested/internal/terminal"
+)
+
+// Bounds of what one summary shows: GitHub keeps at most 1 MiB of a step's
+// summary, and a page of ten thousand failures helps no one. What is left
+// out is counted and the summary says where the rest is.
+const (
+	maxFailures = 50
+	maxReasons  = 50
+	maxSurfaces = 200
+	maxText     = 600
+)
+
+// WriteMarkdown writes run as GitHub-flavoured Markdown: the verdict and
+// its reasons, a table of the surfaces (each leg's verdict), the failing
+// tests with owner, verdict, failure, action and replay command, and the
+// capabilities that are missing with who needs them and what provides
+// them. Every text that came from a run (test names, messages, commands)
+// is escaped: it shows as written and never becomes markup, a link or
+// HTML.
+func WriteMarkdown(w io.Writer, run Run) error {
+	bw := bufio.NewWriter(w)
+	p := func(format string, a ...any) { fmt.Fprintf(bw, format, a...) }
+	verdict := "RED"
+	if run.Green {
+		verdict = "GREEN"
+	}
+	p("### contested %s: %s\n\n", mdText(run.Command), verdict)
+	var facts []string
+	if run.RunID != "" {
+		facts = append(facts, "run "+mdCode(run.RunID))
+	}
+	if run.Layer != "" {
+		facts = append(facts, "layer "+mdText(run.Layer))
+	}
+	if run.Took > 0 {
+		facts = append(facts, "took "+run.Took.Round(time.Second).String())
+	}
+	if len(facts) > 0 {
+		p("%s\n\n", strings.Join(facts, " · "))
+	}
+	if len(run.Reasons) > 0 {
+		p("**Not GREEN because:**\n\n")
+		for i, r := range run.Reasons {
+			if i == maxReasons {
+				p("- and %d more reasons (validate.json `reasons`)\n", len(run.Reasons)-i)
+				break
+			}
+			p("- %s\n", mdText(r))
+		}
+		p("\n")
+	}
+	writeSurfaces(p, run)
+	writeFailures(p, run)
+	writeMissing(p, run)
+	return bw.Flush()
+}
+
+// writeSurfaces writes the surfaces' table: one row per surface, its legs'
+// verdicts in one cell.
+func writeSurfaces(p func(string, ...any), run Run) {
+	if len(run.Surfaces) == 0 {
+		return
+	}
+	p("#### Surfaces\n\n| surface | verdict | legs |\n| --- | --- | --- |\n")
+	for i, s := range run.Surfaces {
+		if i == maxSurfaces {
+			p("| and %d more | | |\n", len(run.Surfaces)-i)
+			break
+		}
+		var legs []string
+		for _, l := range s.Legs {
+			legs = append(legs, mdText(l.Leg)+": "+mdText(l.Verdict))
+		}
+		p("| %s | %s | %s |\n", mdText(s.ID), mdText(s.Verdict), strings.Join(legs, "<br>"))
+	}
+	p("\n")
+}
+
+// writeFailures lists every failure of the battery with what its ladder
+// walk found: owner, verdict, the failure as reported, the action and
+// the command that replays it.
+func writeFailures(p func(string, ...any), run Run) {
+	if len(run.Failures) == 0 {
+		return
+	}
+	evidence := map[string][]string{}
+	for _, o := range run.Ladder {
+		evidence[o.Package+"."+o.Test] = o.Evidence
+	}
+	p("#### Failing tests (%d)\n\n", len(run.Failures))
+	for i, f := range run.Failures {
+		if i == maxFailures {
+			p("- and %d more: validate.json `battery_failures`\n", len(run.Failures)-i)
+			break
+		}
+		p("- **%s** · owner **%s**", mdText(failureName(f)), mdText(f.Owner))
+		if f.Verdict != "" {
+			p(" · %s", mdText(f.Verdict))
+		}
+		p("\n  - failure: %s\n  - action: %s\n", mdText(f.FirstLine), mdText(f.Action))
+		if f.Replay != "" {
+			p("  - replay: %s\n", mdCode(f.Replay))
+		}
+		if f.Test != "" {
+			for _, e := range evidence[f.Package+"."+f.Test] {
+				p("  - evidence: %s\n", mdText(e))
+			}
+		}
+	}
+	p("\n")
+}
+
+// failureName is a failure as a reader looks for it: its package and test,
+// or the package and what happened to it.
+func failureName(f ladder.Plain) string {
+	switch {
+	case f.Test != "":
+		return f.Package + " " + f.Test
+	case f.What != "":
+		return "package " + f.Package + " " + f.What
+	}
+	return "package " + f.Package
+}
+
+// writeMissing lists the capabilities someone needed and this machine
+// lacks, with the command that provides each.
+func writeMissing(p func(string, ...any), run Run) {
+	header := false
+	for _, c := range run.Capabilities {
+		if c.Present || len(c.NeededBy) == 0 {
+			continue
+		}
+		if !header {
+			p("#### Missing capabilities\n\n| capability | needed by | provide it |\n| --- | --- | --- |\n")
+			header = true
+		}
+		var who []string
+		for _, n := range c.NeededBy {
+			who = append(who, mdText(n))
+		}
+		p("| %s | %s | %s |\n", mdText(string(c.Name)), strings.Join(who, ", "), mdText(c.Provide))
+	}
+	if header {
+		p("\n")
+	}
+}
+
+// asciiPunct is every character CommonMark lets a backslash escape: with
+// each escaped, no text can open emphasis, code, a link, an autolink, HTML,
+// an entity, a table cell or math.
+const asciiPunct = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+
+// mdText renders s as literal Markdown text on one line: control
+// characters (a newline among them) shown as Go escapes, every ASCII
+// punctuation character backslash-escaped, clipped to maxText.
+func mdText(s string) string {
+	s = clip(terminal.Escape(s))
+	var b strings.Builder
+	for _, r := range s {
+		if r < utf8.RuneSelf && strings.ContainsRune(asciiPunct, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// mdCode renders s as a code span: fenced by one backtick more than the
+// longest run of backticks it holds, padded with a space on each side
+// (which CommonMark strips), on one line. Never in a table cell: there a
+// pipe after a backslash would end the cell (mdText is for cells).
+func mdCode(s string) string {
+	s = clip(terminal.Escape(s))
+	if s == "" {
+		return ""
+	}
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	return fence + " " + s + " " + fence
+}
+
+// clip cuts s to maxText bytes at a rune boundary, marking the cut.
+func clip(s string) string {
+	if len(s) <= maxText {
+		return s
+	}
+	cut := maxText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

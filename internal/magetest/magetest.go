@@ -1,0 +1,111 @@
+// Package magetest compiles a module's magefile and reads what its targets
+// say of themselves (go tool mage -l and -h), for tests that hold a
+// document or a CI file to the targets that exist.
+package magetest
+
+import (
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// Magefile is a compiled magefile: the program go tool mage builds and
+// runs, so its -l and -h are the ones a user reads.
+type Magefile struct {
+	tb  testing.TB
+	bin string
+}
+
+// Compile compiles the magefile of the module in dir with go tool mage
+// -compile into a temporary directory of tb.
+func Compile(tb testing.TB, dir string) *Magefile {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), "mage")
+	cmd := exec.Command("go", "tool", "mage", "-compile", bin)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("go tool mage -compile in %s: %v\n%s", dir, err, out)
+	}
+	return &Magefile{tb: tb, bin: bin}
+}
+
+// Run runs the magefile with args and returns what it printed; a failure
+// fails the test.
+func (m *Magefile) Run(args ...string) string {
+	m.tb.Helper()
+	out, err := exec.Command(m.bin, args...).CombinedOutput()
+	if err != nil {
+		m.tb.Fatalf("mage %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// targetLine is one target of `mage -l`: two spaces, the name (a * marks
+// the default), then its description.
+var targetLine = regexp.MustCompile(`^  (\S+?)\*?\s+(.*)$`)
+
+// List maps each target `mage -l` lists to its one-line description.
+func (m *Magefile) List() map[string]string {
+	m.tb.Helper()
+	out := map[string]string{}
+	_, targets, _ := strings.Cut(m.Run("-l"), "Targets:\n")
+	for _, l := range strings.Split(targets, "\n") {
+		if t := targetLine.FindStringSubmatch(l); t != nil {
+			out[t[1]] = strings.TrimSpace(t[2])
+		}
+	}
+	return out
+}
+
+// Help is a target's full help (`mage -h target`).
+func (m *Magefile) Help(target string) string {
+	m.tb.Helper()
+	return m.Run("-h", target)
+}
+
+// Target is what a command line may name: a target, under its name or an
+// alias, and the flags it takes.
+type Target struct {
+	Name    string
+	Aliases []string
+	Flags   []string
+}
+
+// Targets are the magefile's targets by every name a command line may
+// give them, lower-cased (Mage matches names without case): the name -l
+// lists and each alias -h names, with the flags its usage lists.
+func (m *Magefile) Targets() map[string]Target {
+	m.tb.Helper()
+	out := map[string]Target{}
+	for name := range m.List() {
+		t := parseHelp(name, m.Help(name))
+		out[strings.ToLower(name)] = t
+		for _, a := range t.Aliases {
+			out[strings.ToLower(a)] = t
+		}
+	}
+	return out
+}
+
+var (
+	flagName  = regexp.MustCompile(`-(\w[\w-]*)=<`)
+	aliasLine = regexp.MustCompile(`(?m)^Aliases: (.*)$`)
+)
+
+// parseHelp reads a target's flags (-name=<type>) and aliases from the
+// usage Mage appends to its help.
+func parseHelp(name, help string) Target {
+	t := Target{Name: name}
+	_, usage, _ := strings.Cut(help, "\nUsage:")
+	for _, f := range flagName.FindAllStringSubmatch(usage, -1) {
+		t.Flags = append(t.Flags, f[1])
+	}
+	if a := aliasLine.FindStringSubmatch(usage); a != nil {
+		for _, alias := range strings.Split(a[1], ",") {
+			t.Aliases = append(t.Aliases, strings.TrimSpace(alias))
+		}
+	}
+	return t
+}
