@@ -88,7 +88,7 @@ func viewOf(res *Result) view {
 		v.Packages = append(v.Packages, p)
 	}
 	for _, t := range res.Tests {
-		t.Elapsed, t.Output = 0, steady(t.Output)
+		t.Elapsed, t.Started, t.Output = 0, time.Time{}, steady(t.Output)
 		v.Tests = append(v.Tests, t)
 	}
 	return v
