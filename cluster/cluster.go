@@ -96,20 +96,21 @@ type Options struct {
 	Seed int64
 	// Level is the intensity the schedule is drawn at (1 to 3; default 1).
 	Level int
-	Out   io.Writer
+	// Out receives the rig's progress lines.
+	Out io.Writer
 }
 
 // Report is what one rig run did.
 type Report struct {
-	Run      string        `json:"run"`
-	Service  string        `json:"service"`
-	Mode     string        `json:"mode"`   // containers or local processes
-	Reason   string        `json:"reason"` // why this mode
-	Replicas int           `json:"replicas"`
-	Legs     []LegResult   `json:"legs"`
-	Green    bool          `json:"green"`
-	Kept     bool          `json:"kept"`
-	Took     time.Duration `json:"took_ns"`
+	Run      string        `json:"run"`      // the run id
+	Service  string        `json:"service"`  // the service's Spec.Name
+	Mode     string        `json:"mode"`     // containers or local processes
+	Reason   string        `json:"reason"`   // why this mode
+	Replicas int           `json:"replicas"` // how many replicas ran
+	Legs     []LegResult   `json:"legs"`     // each kill leg's outcome
+	Green    bool          `json:"green"`    // every leg fired and every oracle held
+	Kept     bool          `json:"kept"`     // the rig was left up (Options.Keep)
+	Took     time.Duration `json:"took_ns"`  // the whole run
 }
 
 // Run runs the rig once for svc: sweep, build, up, legs, artifacts,

@@ -57,18 +57,18 @@ func (c rigCluster) Acked(ctx context.Context, i int, from, to time.Time) int {
 
 // LegResult is one kill leg's outcome.
 type LegResult struct {
-	Name  string `json:"name"`
-	Lever string `json:"lever"`
-	Fired bool   `json:"fired"`
+	Name  string `json:"name"`  // the leg: kill-one, mass-restart, partition
+	Lever string `json:"lever"` // the lever it applies
+	Fired bool   `json:"fired"` // proven to land from both sides
 	// Unfired is what the lever's fired rule found missing when the leg
 	// did not fire (levers.Lever.Fired).
 	Unfired  string         `json:"unfired,omitempty"`
-	Injector string         `json:"injector"`
-	Victim   string         `json:"victim"`
-	Oracles  []OracleResult `json:"oracles"`
-	Error    string         `json:"error,omitempty"`
-	Record   string         `json:"record,omitempty"`
-	Took     time.Duration  `json:"took_ns"`
+	Injector string         `json:"injector"`         // the injector side's evidence
+	Victim   string         `json:"victim"`           // the victim side's evidence: the work around the fault
+	Oracles  []OracleResult `json:"oracles"`          // the service's oracles at quiescence
+	Error    string         `json:"error,omitempty"`  // why the leg could not run, if it could not
+	Record   string         `json:"record,omitempty"` // the path of its fault record
+	Took     time.Duration  `json:"took_ns"`          // how long the leg took
 	// stalled: the replicas never completed enough to reach the fault, so
 	// the legs after this one would only wait for the same nothing.
 	stalled bool

@@ -15,7 +15,7 @@ import (
 // Service is an adopter's service as the rig runs it: how to build it and
 // run its replicas (Spec), and how to prepare its database, drive it and
 // judge it (Setup). Implement it next to the service (a test file is
-// enough), run the rig from a Go test with Test, and name that test in the
+// enough), run the rig from a Go test with clustertest.Run, and name that test in the
 // registry's [cluster] table so that `go tool mage cluster-tests` runs it.
 type Service interface {
 	// Spec says how to build the service and run its replicas.
@@ -95,14 +95,16 @@ type Workload interface {
 // Oracle judges the service at quiescence after each leg, over every
 // operation of every leg so far (the legs share one database).
 type Oracle interface {
+	// Judge checks the service's promises over its database and says,
+	// per oracle, whether each held.
 	Judge(ctx context.Context) ([]OracleResult, error)
 }
 
 // OracleResult is one oracle's verdict on a leg.
 type OracleResult struct {
-	Name   string `json:"name"`
-	Held   bool   `json:"held"`
-	Detail string `json:"detail"`
+	Name   string `json:"name"`   // the oracle: no-lost-ack, exactly-once, …
+	Held   bool   `json:"held"`   // the promise held
+	Detail string `json:"detail"` // what it found, in words
 }
 
 // Replica counts the rig runs.

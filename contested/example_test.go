@@ -92,22 +92,108 @@ func ExampleLeg_Check() {
 // localhost:5432, reads its DSN from Database instead: a fresh database of
 // its own on the fault layer's Postgres, dropped when the test ends, so
 // that validate runs it in the battery beside the legs. A suite whose
-// tests share a helper changes only the helper:
-//
-//	func testDB(t *testing.T) *pgxpool.Pool {
-//		// was: pgxpool.New(ctx, "postgres://postgres:postgres@localhost:5432/stock_test")
-//		pool, err := pgxpool.New(context.Background(), contested.Database(t))
-//		...
-//	}
+// tests share a helper changes only the helper (testDB below). Compiled,
+// not run: Database needs a test.
 func ExampleDatabase() {
 	var t *testing.T // the one go test hands the test
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, contested.Database(t))
+	pool := testDB(t)
+	if _, err := pool.Exec(context.Background(), `CREATE TABLE stock (sku text PRIMARY KEY, n int NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testDB is the one helper a suite's database tests share, moved onto
+// Database.
+func testDB(t *testing.T) *pgxpool.Pool {
+	// was: pgxpool.New(ctx, "postgres://postgres:postgres@localhost:5432/stock_test")
+	pool, err := pgxpool.New(context.Background(), contested.Database(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pool.Close()
-	if _, err := pool.Exec(ctx, `CREATE TABLE stock (sku text PRIMARY KEY, n int NOT NULL)`); err != nil {
+	t.Cleanup(pool.Close) // runs before the database is dropped
+	return pool
+}
+
+// A leg of a contract: Start names the surface and the lever, the workload
+// runs through the leg's proxy and marks each operation with Step until the
+// schedule is Done, Observe counts the victim's side of the proof, and the
+// oracle reads the truth bypassing the proxy. Compiled, not run: a leg
+// needs a test and a registry that lists the surface.
+func ExampleStart() {
+	var t *testing.T // the one go test hands to the contract test
+	ctx := t.Context()
+	leg := contested.Start(t, "shop.orders", contested.Reset, contested.Span(80))
+	direct, err := pgxpool.New(ctx, leg.DirectDSN()) // bypassing the proxy: the truth
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer direct.Close()
+	if _, err := direct.Exec(ctx, `CREATE TABLE orders (id text PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	pool := leg.Pool(ctx) // through the leg's proxy: where the faults land
+	var answered []string
+work:
+	for n := 0; ; n++ {
+		select {
+		case <-leg.Done(): // every fault of the schedule was armed and healed
+			break work
+		default:
+		}
+		leg.Step(ctx) // the leg arms and heals its faults on the steps its schedule names
+		id := fmt.Sprintf("o%d", n)
+		_, err := pool.Exec(ctx, `INSERT INTO orders (id) VALUES ($1) ON CONFLICT DO NOTHING`, id)
+		switch {
+		case err == nil:
+			answered = append(answered, id)
+		case !leg.Observe(err) && contested.Classify(err) == "":
+			t.Fatalf("order %s: %v", id, err) // no fault's error: the component's own
+		}
+	}
+	var recorded int
+	err = direct.QueryRow(ctx, `SELECT count(*) FROM orders WHERE id = ANY($1)`, answered).Scan(&recorded)
+	if err == nil && recorded != len(answered) {
+		err = fmt.Errorf("no-lost-ack violated: %d of %d answered orders recorded", recorded, len(answered))
+	}
+	leg.Oracle("no-lost-ack", len(answered), len(answered), err)
+	if err != nil {
+		t.Error(err)
+	}
+}
+
+// Under confirm-timeout the leg drops the answers of writes that reached
+// the server. Committed proves, on the victim database bypassing the
+// proxy, that a write whose answer never came was committed all the same:
+// the injector side's half of the proof, without which the fault did not
+// fire. Call it once per window after the window was held, here as each
+// window heals (OnHeal may run on another goroutine than the workload's,
+// hence the mutex). Compiled, not run: a leg needs a test.
+func ExampleLeg_Committed() {
+	var t *testing.T // the one go test hands to the contract test
+	leg := contested.Start(t, "shop.orders", contested.ConfirmTimeout)
+	var mu sync.Mutex
+	var unanswered []string // the workload appends each order whose answer did not come
+	leg.OnHeal(func(ctx context.Context, _ contested.Window) {
+		mu.Lock()
+		ids := unanswered
+		unanswered = nil
+		mu.Unlock()
+		if !leg.Committed(ctx, `SELECT EXISTS (SELECT 1 FROM orders WHERE id = ANY($1))`, ids) {
+			t.Logf("none of the %d unanswered orders was committed: this window did not fire", len(ids))
+		}
+	})
+}
+
+// Rand is a *math/rand/v2.Rand seeded from the leg's seed (so IntN, not
+// math/rand's Intn): every random choice the test draws from it, in a
+// fixed order, is drawn again by the replay command. Compiled, not run: a
+// leg needs a test.
+func ExampleLeg_Rand() {
+	var t *testing.T // the one go test hands to the contract test
+	leg := contested.Start(t, "shop.orders", contested.Reset)
+	// The test's own random choices come from the leg's seed: the replay makes the same ones.
+	rng := leg.Rand()
+	item := fmt.Sprintf("sku-%d", rng.IntN(10)) // one of ten items, so that some repeat
+	qty := 1 + rng.IntN(5)
+	t.Logf("order %d of %s", qty, item)
 }

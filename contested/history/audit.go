@@ -25,6 +25,7 @@ type Anomaly struct {
 	Ops []int64
 }
 
+// String is the anomaly in words: its Text.
 func (a Anomaly) String() string { return a.Text }
 
 // How a property is checked.
@@ -46,6 +47,7 @@ type Property struct {
 	Note    string  // why it is Unknown, or what it assumed
 }
 
+// String is the property in words: "one holder at a time (real-time scan): Ok, 12 ops".
 func (p Property) String() string {
 	s := fmt.Sprintf("%s (%s): %s, %d ops", p.Name, p.Kind, p.Verdict, p.Checked)
 	if p.Note != "" {
@@ -68,8 +70,8 @@ type Auditor interface {
 
 // Audit is what an Auditor found.
 type Audit struct {
-	Properties []Property
-	Anomalies  []Anomaly
+	Properties []Property // every promise the audit checked, with its verdict
+	Anomalies  []Anomaly  // every violation found, with its ops
 }
 
 // maxAnomalies bounds how many anomalies one property reports; the first ones are the ones

@@ -58,8 +58,8 @@ type Options struct {
 
 // Result is what Check found, with the evidence to cite next to the verdict.
 type Result struct {
-	Model   string
-	Verdict Verdict
+	Model   string  // the model's name
+	Verdict Verdict // Ok, Illegal or Unknown; Unknown is never green
 	// OpsProduced is the number of ops in the history. OpsChecked is the number porcupine's
 	// partitions held; it must equal OpsProduced, and Green is false otherwise: every op is
 	// checked, none is left out.
@@ -68,9 +68,9 @@ type Result struct {
 	// Unanswered counts the reads among them that got no answer (failed or timed out). They
 	// are checked like every op; having observed nothing, each is legal in every state.
 	Unanswered int
-	Ambiguous  int // ops checked with an unknown outcome (Return = math.MaxInt64)
-	Partitions int // independent sub-histories porcupine checked
-	Took       time.Duration
+	Ambiguous  int           // ops checked with an unknown outcome (Return = math.MaxInt64)
+	Partitions int           // independent sub-histories porcupine checked
+	Took       time.Duration // how long the check took
 	// Visualization is the path of the HTML visualization, or "" if none was written.
 	Visualization string
 	// Clients maps porcupine's client ids, as shown in the visualization, to the history's

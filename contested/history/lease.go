@@ -23,9 +23,9 @@ type LeaseRef struct {
 // taken over from an expired lease rather than found free (the table's acquire statement
 // reports the previous holder).
 type Acquired struct {
-	Port      int   `json:"port"`
-	Epoch     int64 `json:"epoch"`
-	Reclaimed bool  `json:"reclaimed,omitempty"`
+	Port      int   `json:"port"`                // the port leased
+	Epoch     int64 `json:"epoch"`               // the lease's epoch, which fences its renewals and release
+	Reclaimed bool  `json:"reclaimed,omitempty"` // taken over from an expired lease
 }
 
 // Lease is the model of the port-lease table (fault_port_leases): each port is free or held

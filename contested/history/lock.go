@@ -14,14 +14,14 @@ import (
 // knows it) and, for renew, release and act, the fencing token its acquire returned (0 for a
 // lock without tokens).
 type LockRef struct {
-	Holder string `json:"holder"`
-	Token  int64  `json:"token,omitempty"`
+	Holder string `json:"holder"`          // the client, as the lock service knows it
+	Token  int64  `json:"token,omitempty"` // the fencing token its acquire returned
 }
 
 // Granted is the output of an acquire that got the lock: the fencing token of this grant (0
 // for a lock without tokens).
 type Granted struct {
-	Token int64 `json:"token"`
+	Token int64 `json:"token"` // the fencing token of this grant
 }
 
 // Op types and outcomes of the lock model besides acquire, renew and release.

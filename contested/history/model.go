@@ -31,7 +31,7 @@ type Model interface {
 
 // Translated is one op as a model sees it.
 type Translated struct {
-	Input, Output any
+	Input, Output any // the op's input and output as the model's Step reads them
 }
 
 // Outcome words recorded in an op's output.

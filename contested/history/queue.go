@@ -12,7 +12,7 @@ import (
 
 // Delivered is the output of a dequeue that got a job.
 type Delivered struct {
-	Job string `json:"job"`
+	Job string `json:"job"` // the id of the job delivered
 }
 
 // Op types and outcomes of the queue model.
@@ -41,6 +41,7 @@ const (
 	ExactlyOnce
 )
 
+// String is the guarantee's name: "at-least-once" or "exactly-once".
 func (d Delivery) String() string {
 	if d == ExactlyOnce {
 		return "exactly-once"
@@ -50,6 +51,8 @@ func (d Delivery) String() string {
 
 // QueueSpec declares what a queue or job store promises.
 type QueueSpec struct {
+	// Delivery is the guarantee: AtLeastOnce, or ExactlyOnce (no job
+	// delivered twice unless given back).
 	Delivery Delivery
 	// FIFO: jobs are delivered in the order they were enqueued: a job whose enqueue began
 	// after another's was answered is never first delivered before it.

@@ -215,12 +215,6 @@ func readCI(t *testing.T, path string) ciFile {
 	return readGitLab(t, path)
 }
 
-// mageCall is a go tool mage command line: its target and flags.
-var (
-	mageCall = regexp.MustCompile(`go tool mage\s+(\S+)(.*)`)
-	mageFlag = regexp.MustCompile(`(?:^|\s)-{1,2}([A-Za-z][\w-]*)`)
-)
-
 // TestEveryCommandTheCIFilesRunExists holds every go tool mage command of
 // the CI files to the targets the magefile has (by name or alias) and the
 // flags each takes; the single-job files run validate, the shard files
@@ -234,23 +228,13 @@ func TestEveryCommandTheCIFilesRunExists(t *testing.T) {
 				if strings.HasPrefix(strings.TrimSpace(c), "go tool ") && !strings.Contains(c, "go tool mage") {
 					t.Errorf("%q runs a tool other than mage", c)
 				}
-				m := mageCall.FindStringSubmatch(c)
-				if m == nil {
-					continue
+				call, problems, found := magetest.ParseCall(targets, c)
+				for _, p := range problems {
+					t.Error(p)
 				}
-				target, ok := targets[strings.ToLower(m[1])]
-				if !ok {
-					t.Errorf("%q: go tool mage has no target %q", c, m[1])
-					continue
+				if found && call.Target != "" {
+					ran = append(ran, call.String())
 				}
-				call := target.Name
-				for _, f := range mageFlag.FindAllStringSubmatch(m[2], -1) {
-					if !slices.Contains(target.Flags, f[1]) {
-						t.Errorf("%q: %s takes no flag -%s (it takes %v)", c, target.Name, f[1], target.Flags)
-					}
-					call += " -" + f[1]
-				}
-				ran = append(ran, call)
 			}
 			want := []string{"validate"}
 			if strings.Contains(path, "shards") {

@@ -4,9 +4,11 @@
 package magetest
 
 import (
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -108,4 +110,81 @@ func parseHelp(name, help string) Target {
 		}
 	}
 	return t
+}
+
+// Call is one go tool mage command line as the magefile reads it: the
+// target it runs (under the name -l lists; empty for mage's own -l, -h,
+// -compile) and the flags it passes.
+type Call struct {
+	Target string
+	Flags  []string
+}
+
+// String is the call as the tests compare it: "programGate -merge".
+func (c Call) String() string {
+	s := c.Target
+	for _, f := range c.Flags {
+		s += " -" + f
+	}
+	return s
+}
+
+var (
+	mageCall = regexp.MustCompile(`go tool mage\s+(.*)`)
+	// shellEnd ends a command inside a line of shell: a comment, a
+	// separator, the end of a code span or of a quoted command.
+	shellEnd = regexp.MustCompile(`\s#|;|&&|\|\||\||\)|` + "`")
+	// mageOwn are mage's own flags, and whether each takes a value.
+	mageOwn = map[string]bool{"l": false, "h": false, "v": false, "d": true, "t": true, "f": false, "compile": true, "keep": false, "debug": false, "version": false, "init": false, "clean": false, "gocmd": true, "goos": true, "goarch": true, "ldflags": true, "w": true}
+)
+
+// ParseCall reads the go tool mage command in line against the magefile's
+// targets (Targets): the call it makes, and what in it the magefile does
+// not have (an unknown target, a flag the target does not take). found is
+// false when line runs no go tool mage. A placeholder (<target>) is taken
+// on trust.
+func ParseCall(targets map[string]Target, line string) (call Call, problems []string, found bool) {
+	m := mageCall.FindStringSubmatch(line)
+	if m == nil {
+		return Call{}, nil, false
+	}
+	rest := m[1]
+	if loc := shellEnd.FindStringIndex(rest); loc != nil {
+		rest = rest[:loc[0]]
+	}
+	args := strings.Fields(rest)
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		name := strings.TrimLeft(args[0], "-")
+		takes, own := mageOwn[name]
+		if !own {
+			return Call{}, []string{fmt.Sprintf("%q: go tool mage has no flag %s of its own", strings.TrimSpace(m[0]), args[0])}, true
+		}
+		args = args[1:]
+		if takes && len(args) > 0 {
+			args = args[1:]
+		}
+		if name == "l" || name == "compile" {
+			return Call{}, nil, true // lists or compiles: no target runs
+		}
+	}
+	if len(args) == 0 || strings.HasPrefix(args[0], "<") {
+		return Call{}, nil, true
+	}
+	target, ok := targets[strings.ToLower(args[0])]
+	if !ok {
+		return Call{}, []string{fmt.Sprintf("%q: go tool mage has no target %q", strings.TrimSpace(m[0]), args[0])}, true
+	}
+	call.Target = target.Name
+	for _, a := range args[1:] {
+		if !strings.HasPrefix(a, "-") || len(a) < 2 {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !slices.Contains(target.Flags, name) {
+			problems = append(problems, fmt.Sprintf("%q: %s takes no flag -%s (it takes %v)", strings.TrimSpace(m[0]), target.Name, name, target.Flags))
+			continue
+		}
+		call.Flags = append(call.Flags, name)
+	}
+	return call, problems, true
 }

@@ -73,9 +73,10 @@ type ValidateReport struct {
 	// ran, judged from the battery's records and test outcomes by the
 	// judge mage contested uses (DESIGN §4.7, "One verdict").
 	Surfaces []gate.SurfaceVerdict `json:"surfaces"`
-	// BatteryFailures are failures that are not a contract test's: tests no
-	// surface lists, and packages that failed outside any test. They are
-	// listed, not arbitrated.
+	// BatteryFailures lists every failing test (the most specific: a leg,
+	// not its parent), contract test or not, with the evidence of its
+	// ladder walk (ladder.Plain.With), and every package that failed
+	// outside any test.
 	BatteryFailures []ladder.Plain `json:"battery_failures,omitempty"`
 	// Ladder holds the arbitration of each failing contract test.
 	Ladder []*ladder.Outcome `json:"ladder,omitempty"`
