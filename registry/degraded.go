@@ -29,7 +29,7 @@ import (
 //	accounts = ["acct-00", "acct-01"]         # the transfer's source and destination
 //
 // The front prints "... listening on http://HOST:PORT" on stdout once it
-// serves, and follows the page contract the README's degraded-UX section
+// serves, and follows the page contract docs/how-to/contract-http-front.md
 // gives (banner, outcome, transfer form).
 type Degraded struct {
 	Build    string

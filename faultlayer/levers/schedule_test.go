@@ -157,7 +157,7 @@ func TestScheduleDescription(t *testing.T) {
 	}
 }
 
-// TestTheLevelsTableHolds: what the README's levels table says of each
+// TestTheLevelsTableHolds: what the levels table (docs/concepts/seeds-and-levels.md) says of each
 // lever, drawn over many seeds of one span. Level 1's two windows hold
 // 2-6% of the span or 80-400ms; level 2 adds one between them and one
 // after them; level 3 adds, 0-2 steps after each window's hold, one of 2-6
@@ -214,7 +214,7 @@ func TestTheLevelsTableHolds(t *testing.T) {
 // apply: a crashed worker, a client cut off.
 func timeHeld(lever string) bool { return lever == NameCrashAndResume || lever == NameIsolate }
 
-// checkTableParams checks one window's parameters against the README's
+// checkTableParams checks one window's parameters against the docs'
 // levels table.
 func checkTableParams(t *testing.T, lever string, seed int64, w Window) {
 	t.Helper()
