@@ -57,29 +57,24 @@ func undocumented(fset *token.FileSet, files map[string]*ast.File, dir string) [
 			}
 		}
 	}
-	values(d.Consts, "const")
-	values(d.Vars, "var")
-	for _, f := range d.Funcs {
-		if f.Doc == "" {
-			say(f.Decl.Pos(), "func "+f.Name)
+	funcs := func(fs []*doc.Func, kind string) {
+		for _, f := range fs {
+			if f.Doc == "" {
+				say(f.Decl.Pos(), kind+f.Name)
+			}
 		}
 	}
+	values(d.Consts, "const")
+	values(d.Vars, "var")
+	funcs(d.Funcs, "func ")
 	for _, typ := range d.Types {
 		if typ.Doc == "" {
 			say(typ.Decl.Pos(), "type "+typ.Name)
 		}
 		values(typ.Consts, "const")
 		values(typ.Vars, "var")
-		for _, f := range typ.Funcs {
-			if f.Doc == "" {
-				say(f.Decl.Pos(), "func "+f.Name)
-			}
-		}
-		for _, m := range typ.Methods {
-			if m.Doc == "" {
-				say(m.Decl.Pos(), "method "+typ.Name+"."+m.Name)
-			}
-		}
+		funcs(typ.Funcs, "func ")
+		funcs(typ.Methods, "method "+typ.Name+".")
 		spec := typ.Decl.Specs[0].(*ast.TypeSpec)
 		var list *ast.FieldList
 		switch t := spec.Type.(type) {
