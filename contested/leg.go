@@ -123,7 +123,7 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 	}
 	s, ok := reg.Surface(surface)
 	if !ok {
-		t.Fatalf("contested: surface %q is not in %s; register it (see the README's registry section)", surface, reg.Path)
+		t.Fatalf("contested: surface %q is not in %s; declare it in the registry (see docs/reference/registry.md)", surface, reg.Path)
 	}
 	if !slices.Contains(s.Legs, string(lever)) {
 		t.Fatalf("contested: surface %q (%s:%d) does not list lever %q in its legs %v; add it there", surface, reg.Path, s.Line, lever, s.Legs)

@@ -60,13 +60,13 @@ func decidePlain(o *Outcome, pkg string, seen battery.Test) {
 		o.Verdict = "consistent failure"
 		o.Action = fmt.Sprintf("it fails every time alone (in the battery and %d of %d reruns)%s: a defect in the test or in the code it tests; no surface lists it, so no contract decides between them: reproduce with %s and fix it",
 			o.Reruns.Failures, o.Reruns.Runs, because(o), cmd)
+	case o.Capacity.Fragile:
+		capacityFragile(o, cmd)
 	case o.Reruns.Class == Flaky:
 		o.Verdict = "flaky alone"
 		o.Action = fmt.Sprintf("it failed %d of %d reruns alone%s: it is nondeterministic on its own (a race, an order it assumes, a bound of time): reproduce with %s -count=20 and remove the nondeterminism without loosening the test (no added sleeps, no wider bounds, no weaker assertions)",
 			o.Reruns.Failures, o.Reruns.Runs, because(o), cmd)
 		o.Evidence = append(o.Evidence, "capacity: "+o.Capacity.Say())
-	case o.Capacity.Fragile:
-		capacityFragile(o, cmd)
 	case o.Capacity.Saturated:
 		o.Owner, o.Verdict, o.Contended = Capacity, "saturated run", o.Capacity.Contended
 		o.Action = fmt.Sprintf("it failed while the machine was saturated (%s)%s, and passed %d reruns alone%s: record the capacity attribution and still fix it: own the test's resources, or run this battery out of band",
@@ -91,9 +91,18 @@ func besideSaid(o *Outcome) string {
 func capacityFragile(o *Outcome, cmd string) {
 	c := o.Capacity
 	o.Owner, o.Verdict = TestAuthor, CapacityFragile
-	o.Action = fmt.Sprintf("it passed %d reruns alone and failed %d of %d beside a noisy neighbour%s: it depends on a quiet machine, and a shared CI runner is not one: derive its bounds from what it measures (or from the machine's capacity) instead of a fast machine's figures, and create the contention it needs instead of hoping for it; it passes alone with %s, and fails beside the neighbour with %s=%s go tool mage arbitrate %s",
-		o.Reruns.Runs, c.Beside.Failed, c.Beside.Ran, because(o), cmd, envvar.Noise, noiseSpecOf(c), o.Test)
+	o.Action = fmt.Sprintf("it passed %s and failed %d of %d beside a noisy neighbour%s: it depends on a quiet machine, and a shared CI runner is not one: derive its bounds from what it measures (or from the machine's capacity) instead of a fast machine's figures, and create the contention it needs instead of hoping for it; it passes alone with %s, and fails beside the neighbour with %s=%s go tool mage arbitrate %s",
+		passedAlone(o.Reruns), c.Beside.Failed, c.Beside.Ran, because(o), cmd, envvar.Noise, noiseSpecOf(c), o.Test)
 	o.Evidence = append(o.Evidence, "capacity: "+c.Say())
+}
+
+// passedAlone is how a capacity-fragile test did alone.
+func passedAlone(r Reruns) string {
+	if r.Busy == 0 {
+		return fmt.Sprintf("%d reruns alone", r.Runs)
+	}
+	return fmt.Sprintf("%d of %d reruns alone (the %d it failed ran while other work held the machine: run queue up to %.1f per core)",
+		r.Runs-r.Failures, r.Runs, r.Failures, r.BusyRunQueue)
 }
 
 // noiseSpecOf is the neighbour a capacity-fragile test failed beside, as

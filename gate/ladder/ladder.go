@@ -106,6 +106,18 @@ type Reruns struct {
 	Seed int64 `json:"seed,omitempty"`
 	// Reason is the failure the last failing rerun reported.
 	Reason string `json:"reason,omitempty"`
+	// Busy counts the failed reruns during which the machine's run queue
+	// stood over two per core although the rerun waited for it to
+	// quieten (other work held the machine); BusyRunQueue is the highest
+	// such run queue per core.
+	Busy         int     `json:"busy,omitempty"`
+	BusyRunQueue float64 `json:"busy_run_queue_per_core,omitempty"`
+}
+
+// failsOnlyWhenBusy reports whether the test passed a rerun alone and
+// failed only those that ran while other work held the machine.
+func (r Reruns) failsOnlyWhenBusy() bool {
+	return r.Busy > 0 && r.Busy == r.Failures && r.Failures < r.Runs
 }
 
 // History is what the flake history says of the failing test: context,

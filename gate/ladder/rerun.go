@@ -3,9 +3,11 @@ package ladder
 import (
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/contested/contested/contested"
 	"github.com/contested/contested/faultlayer/noise"
@@ -14,6 +16,7 @@ import (
 	"github.com/contested/contested/gate/flakes"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/capacity"
 )
 
 // rerunAlone runs the failing test alone (its -run pattern selects it and
@@ -24,15 +27,25 @@ import (
 // mix with a battery's. A run in which the test never ran because its
 // package failed first counts as failed and NotRun, and the package's
 // failure is returned.
+//
+// Alone means with the machine to itself as far as the ladder can make it
+// so: each rerun waits (up to quietWait) for the run queue to fall under
+// busyPerCore per core, and a rerun that failed while the queue stood
+// over it anyway (a shared runner's other jobs) is counted Busy: its
+// failure says the test needs a quieter machine than it had, not that it
+// fails on its own.
 func rerunAlone(ctx context.Context, name, pkg string, seed int64, opts Options) (Reruns, *Plain, []contract.SeedRun) {
 	r := Reruns{Class: NotRerun, Seed: seed}
 	var pf *Plain
 	var runs []contract.SeedRun
 	top, _, _ := strings.Cut(name, "/")
+	queue := capacity.FollowRunQueue(ctx)
+	defer queue.Stop()
 	for i := range opts.Reruns {
-		if ctx.Err() != nil || (r.Failures > 0 && r.Failures < r.Runs) {
+		if ctx.Err() != nil || (r.Failures > r.Busy && r.Failures < r.Runs) {
 			break
 		}
+		waitQuiet(ctx, queue, name, opts.Out)
 		res, dir, _, err := runOnce(ctx, name, pkg, seed, fmt.Sprintf("run-%d", i+1), opts, nil)
 		if err != nil {
 			if opts.Out != nil && ctx.Err() == nil {
@@ -47,6 +60,10 @@ func rerunAlone(ctx context.Context, name, pkg string, seed int64, opts Options)
 			r.Failures++
 			if t, ok := find(res, name); ok {
 				r.Reason = contract.Reason(t.Failure, t.Output)
+				if perCore := busy(queue, t); perCore > 0 {
+					r.Busy++
+					r.BusyRunQueue = max(r.BusyRunQueue, perCore)
+				}
 			}
 		}
 		if failed := res.FailedPackages(); len(failed) > 0 && !ran(res, top) {
@@ -59,6 +76,53 @@ func rerunAlone(ctx context.Context, name, pkg string, seed int64, opts Options)
 	}
 	r.Class = classOf(r)
 	return r, pf, runs
+}
+
+// busyPerCore is the run queue per core over which the machine is busy:
+// the test would wait for a CPU, as a battery's admission does not start
+// a package past it. quietWait bounds how long a rerun waits for the
+// machine to fall under it.
+const (
+	busyPerCore = 2
+	quietWait   = 30 * time.Second
+)
+
+// waitQuiet waits, up to quietWait, for the run queue to fall under
+// busyPerCore per core, saying so when it waits.
+func waitQuiet(ctx context.Context, q *capacity.RunQueue, name string, out io.Writer) {
+	limit := busyPerCore * float64(runtime.NumCPU())
+	deadline := time.Now().Add(quietWait)
+	said := false
+	for {
+		avg, ok := q.Avg()
+		if !ok || avg < limit || time.Now().After(deadline) || ctx.Err() != nil {
+			return
+		}
+		if !said && out != nil {
+			fmt.Fprintf(out, "ladder: %s: waiting up to %s for the machine to quieten before rerunning it alone (run queue %.1f per core)\n",
+				name, quietWait, avg/float64(runtime.NumCPU()))
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(capacity.Every):
+		}
+	}
+}
+
+// busy is the run queue per core while the test ran, when it was over
+// busyPerCore; 0 when the machine was not busy or the test's window is
+// not known.
+func busy(q *capacity.RunQueue, t battery.Test) float64 {
+	if t.Started.IsZero() {
+		return 0
+	}
+	mean, n := q.Between(t.Started, t.Started.Add(t.Elapsed))
+	perCore := mean / float64(runtime.NumCPU())
+	if n == 0 || perCore < busyPerCore {
+		return 0
+	}
+	return perCore
 }
 
 // classOf reads the reruns' class.
@@ -154,7 +218,7 @@ func capacityOf(ctx context.Context, o *Outcome, pkg string, opts Options) *Capa
 	}
 	if opts.Beside != nil {
 		spec = *opts.Beside
-	} else if !c.Saturated && opts.Noise == nil {
+	} else if !c.Saturated && opts.Noise == nil && !o.Reruns.failsOnlyWhenBusy() {
 		return c
 	}
 	c.Beside = &Count{}
@@ -174,7 +238,7 @@ func capacityOf(ctx context.Context, o *Outcome, pkg string, opts Options) *Capa
 			c.BesideEvidence = e.Injector() + "; " + e.VictimSide()
 		}
 	}
-	c.Fragile = o.Reruns.Class == Passes && c.Beside.Failed > 0
+	c.Fragile = (o.Reruns.Class == Passes || o.Reruns.failsOnlyWhenBusy()) && c.Beside.Failed > 0
 	fmt.Fprintf(opts.Out, "ladder: %s: %s\n", o.Test, c.Say())
 	return c
 }
@@ -261,5 +325,9 @@ func (r Reruns) Say() string {
 	if r.Seed != 0 {
 		s += fmt.Sprintf(" with its seed %d", r.Seed)
 	}
-	return s + " (" + r.Class + ")"
+	s += " (" + r.Class + ")"
+	if r.Busy > 0 {
+		s += fmt.Sprintf("; %d of its failures came while other work held the machine (run queue up to %.1f per core)", r.Busy, r.BusyRunQueue)
+	}
+	return s
 }

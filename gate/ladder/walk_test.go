@@ -14,7 +14,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/battery"
@@ -24,11 +23,14 @@ import (
 
 // TestAPassingPreflightGoesOnToStepThree is the other side of
 // TestAFailedPreflightAlwaysCannotRun: the same options with a preflight whose checks all passed reach
-// step 3, so step 2 is not simply always taken.
+// step 3, so step 2 is not simply always taken. The leg reruns on a real
+// layer: on a layer that does not answer it fails (under CI it must, not
+// skip), and that rerun would be evidence against the given contract.
 func TestAPassingPreflightGoesOnToStepThree(t *testing.T) {
 	t.Parallel()
-	opts := fixtureOptions(t)
-	opts.Preflight = &faultlayer.Preflight{Checks: []faultlayer.Check{{Name: "toxiproxy /version", OK: true}}}
+	given := fixtureOptions(t)
+	opts := options(t)
+	opts.Reruns, opts.Seen, opts.Contracts = 1, given.Seen, given.Contracts
 	o, err := Walk(context.Background(), "TestStockContract/reset", opts)
 	if err != nil {
 		t.Fatal(err)

@@ -20,8 +20,19 @@ type RunQueue struct {
 	mu      sync.Mutex
 	samples []float64 // the last Window/Every counts, oldest first
 	n       int
-	stop    context.CancelFunc
-	done    chan struct{}
+	// kept is every count since the start, with its time, up to keep of
+	// them (the oldest go first): what Between reads.
+	kept []stamped
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// keep bounds the counts a RunQueue keeps: an hour of them.
+const keep = int(time.Hour / Every)
+
+type stamped struct {
+	at time.Time
+	n  float64
 }
 
 // Every and Window shape a RunQueue: a sample each 100 ms, averaged over
@@ -63,6 +74,40 @@ func (q *RunQueue) add(v float64) {
 	if len(q.samples) > q.n {
 		q.samples = q.samples[len(q.samples)-q.n:]
 	}
+	q.kept = append(q.kept, stamped{time.Now(), v})
+	if len(q.kept) > keep {
+		q.kept = q.kept[len(q.kept)-keep:]
+	}
+}
+
+// Between is the average run queue from from to to, and how many counts
+// it averages; a window shorter than Every averages the count nearest
+// its middle.
+func (q *RunQueue) Between(from, to time.Time) (float64, int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var sum float64
+	var n int
+	for _, s := range q.kept {
+		if !s.at.Before(from) && !s.at.After(to) {
+			sum += s.n
+			n++
+		}
+	}
+	if n > 0 {
+		return sum / float64(n), n
+	}
+	mid := from.Add(to.Sub(from) / 2)
+	var best *stamped
+	for i, s := range q.kept {
+		if best == nil || s.at.Sub(mid).Abs() < best.at.Sub(mid).Abs() {
+			best = &q.kept[i]
+		}
+	}
+	if best == nil {
+		return 0, 0
+	}
+	return best.n, 1
 }
 
 // Avg is the average run queue over the window, and whether the kernel

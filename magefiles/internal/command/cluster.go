@@ -81,7 +81,7 @@ func ClusterTests(ctx context.Context, opts ClusterOptions) error {
 func clusterTest(ctx context.Context, ws *workspace) (*registry.Cluster, error) {
 	c := ws.reg.Cluster
 	if c == nil {
-		return nil, fmt.Errorf("%w: %s declares no cluster service: add a [cluster] table naming the Go test that runs it in the cluster rig (package = \"./path/to/pkg\", test = \"TestServiceCluster\"; see the README's cluster-tests section)",
+		return nil, fmt.Errorf("%w: %s declares no cluster service: add a [cluster] table naming the Go test that runs it in the cluster rig (package = \"./path/to/pkg\", test = \"TestServiceCluster\"; see docs/how-to/cluster-rig.md)",
 			ErrUsage, ws.env.Registry)
 	}
 	if strings.HasPrefix(c.Package, ".") {

@@ -587,7 +587,7 @@ func loadRegistry(path string) (*registry.Registry, error) {
 	reg, err := registry.Load(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %v: create the registry (see the README) or point %s at it", ErrUsage, err, envvar.Surfaces)
+			return nil, fmt.Errorf("%w: %v: create the registry (see docs/reference/registry.md) or point %s at it", ErrUsage, err, envvar.Surfaces)
 		}
 		if !errors.Is(err, registry.ErrInvalid) {
 			err = fmt.Errorf("%w: %v", ErrUsage, err)
