@@ -7,41 +7,8 @@ import (
 
 	"github.com/contested/contested/faultlayer/noise"
 	"github.com/contested/contested/gate/ladder"
+	"github.com/contested/contested/internal/testmodule"
 )
-
-// quietTest is a test that depends on a quiet machine: it fails when the
-// kernel's run queue held seven threads per core or more for most of a
-// second. A battery beside a neighbour of eight busy threads per core
-// always does; this battery alone, which starts packages only while the
-// run queue is under two per core, does not.
-const quietTest = `package stock
-
-import (
-	"os"
-	"runtime"
-	"sort"
-	"strconv"
-	"strings"
-	"testing"
-	"time"
-)
-
-func TestReportNeedsAQuietMachine(t *testing.T) {
-	var queue []int
-	for range 100 {
-		b, _ := os.ReadFile("/proc/loadavg")
-		f := strings.Fields(string(b))
-		running, _, _ := strings.Cut(f[3], "/")
-		n, _ := strconv.Atoi(running)
-		queue = append(queue, n)
-		time.Sleep(10 * time.Millisecond)
-	}
-	sort.Ints(queue)
-	if q := queue[len(queue)/2]; q >= 7*runtime.NumCPU() {
-		t.Fatalf("%d threads waited for %d cores: the report missed its deadline", q, runtime.NumCPU())
-	}
-}
-`
 
 // TestAValidateBesideANeighbourNamesACapacityFragileTest: validate with
 // CONTESTED_NOISE runs the battery beside a noisy neighbour, records it as
@@ -50,7 +17,7 @@ func TestReportNeedsAQuietMachine(t *testing.T) {
 // its author's, with both sides' evidence.
 func TestAValidateBesideANeighbourNamesACapacityFragileTest(t *testing.T) {
 	t.Parallel()
-	dir := adopter(t, map[string]string{"quiet_test.go": quietTest})
+	dir := adopter(t, map[string]string{"quiet_test.go": testmodule.QuietTest("stock", "TestReportNeedsAQuietMachine", 100)})
 	out, code := mage(t, dir, []string{"CONTESTED_NOISE=cpu:16"}, "validate")
 	if code != 1 {
 		t.Fatalf("validate: exit %d, want 1:\n%s", code, out)

@@ -15,6 +15,7 @@ import (
 	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/testlog"
+	"github.com/contested/contested/internal/testmodule"
 )
 
 // legModule is a module whose surface m.p has the legs reset and burst in
@@ -135,34 +136,7 @@ func TestAFlakyLegIsNondeterministicAndItsActionNamesIt(t *testing.T) {
 // a neighbour of eight busy threads per core always makes and a machine
 // running this battery does not.
 func TestATestThatFailsOnlyBesideANeighbourIsCapacityFragile(t *testing.T) {
-	opts := packageModule(t, map[string]string{"q/q_test.go": `package q
-
-import (
-	"os"
-	"runtime"
-	"sort"
-	"strconv"
-	"strings"
-	"testing"
-	"time"
-)
-
-func TestQuiet(t *testing.T) {
-	var queue []int
-	for range 30 {
-		b, _ := os.ReadFile("/proc/loadavg")
-		f := strings.Fields(string(b))
-		running, _, _ := strings.Cut(f[3], "/")
-		n, _ := strconv.Atoi(running)
-		queue = append(queue, n)
-		time.Sleep(10 * time.Millisecond)
-	}
-	sort.Ints(queue)
-	if q := queue[len(queue)/2]; q >= 7*runtime.NumCPU() {
-		t.Fatalf("%d threads wait for %d cores: this test needs a quiet machine", q, runtime.NumCPU())
-	}
-}
-`})
+	opts := packageModule(t, map[string]string{"q/q_test.go": testmodule.QuietTest("q", "TestQuiet", 30)})
 	opts.Noise = &noise.Evidence{Spec: noise.Spec{CPU: 8 * runtime.NumCPU()}, Seed: 7}
 	opts.Seen = &battery.Result{Tests: []battery.Test{{Package: "example.com/m/q", Name: "TestQuiet", Action: "fail", Failure: "q_test.go:26: 19 threads wait for 2 cores: this test needs a quiet machine"}}}
 	o, err := Walk(context.Background(), "example.com/m/q.TestQuiet", opts)
@@ -218,51 +192,7 @@ func TestATestThatPassesNowIsNoFailureWhateverItsHistory(t *testing.T) {
 // other work spoiled.
 func TestAFailureAloneWhileOtherWorkHeldTheMachineIsNoFlake(t *testing.T) {
 	signal := t.TempDir()
-	opts := packageModule(t, map[string]string{"q/q_test.go": `package q
-
-import (
-	"os"
-	"path/filepath"
-	"runtime"
-	"sort"
-	"strconv"
-	"strings"
-	"testing"
-	"time"
-)
-
-func runQueue() int {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	running, _, _ := strings.Cut(f[3], "/")
-	n, _ := strconv.Atoi(running)
-	return n
-}
-
-func TestQuietAlone(t *testing.T) {
-	dir := os.Getenv("QUIET_SIGNAL")
-	f, err := os.OpenFile(filepath.Join(dir, "started"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	first := err == nil
-	if first {
-		f.Close()
-		for deadline := time.Now().Add(20 * time.Second); runQueue() < 7*runtime.NumCPU() && time.Now().Before(deadline); {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	var queue []int
-	for range 30 {
-		queue = append(queue, runQueue())
-		time.Sleep(10 * time.Millisecond)
-	}
-	if first {
-		os.WriteFile(filepath.Join(dir, "done"), nil, 0o600)
-	}
-	sort.Ints(queue)
-	if q := queue[len(queue)/2]; q >= 7*runtime.NumCPU() {
-		t.Fatalf("%d threads wait for %d cores: this test needs a quiet machine", q, runtime.NumCPU())
-	}
-}
-`})
+	opts := packageModule(t, map[string]string{"q/q_test.go": testmodule.QuietTest("q", "TestQuietAlone", 30)})
 	opts.Env = opts.Env.Attach([]string{"QUIET_SIGNAL=" + signal}, "")
 	opts.Reruns = 2
 	opts.Noise = &noise.Evidence{Spec: noise.Spec{CPU: 8 * runtime.NumCPU()}, Seed: 7}
