@@ -123,8 +123,10 @@ func TestAFlakyLegIsNondeterministicAndItsActionNamesIt(t *testing.T) {
 	if !strings.Contains(o.Action, "leg burst") || strings.Contains(o.Action, "leg reset") {
 		t.Errorf("action %q does not name leg burst alone", o.Action)
 	}
-	if n := runsOf(t, marks, "burst"); n != o.Reruns.Runs || n != 2 {
-		t.Errorf("burst ran %d times for %d reruns: a rerun that both failed and passed (flaky) stops at two", n, o.Reruns.Runs)
+	// A failure while other work saturated the machine does not count
+	// towards the stop: each such failure may cost one more rerun.
+	if n := runsOf(t, marks, "burst"); n != o.Reruns.Runs || n != 2+o.Reruns.Busy {
+		t.Errorf("burst ran %d times for %d reruns (%d failures busy): a rerun that both failed and passed (flaky) stops at two", n, o.Reruns.Runs, o.Reruns.Busy)
 	}
 }
 

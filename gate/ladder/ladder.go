@@ -107,7 +107,7 @@ type Reruns struct {
 	// Reason is the failure the last failing rerun reported.
 	Reason string `json:"reason,omitempty"`
 	// Busy counts the failed reruns during which the machine's run queue
-	// stood over two per core although the rerun waited for it to
+	// averaged four per core or more although the rerun waited for it to
 	// quieten (other work held the machine); BusyRunQueue is the highest
 	// such run queue per core.
 	Busy         int     `json:"busy,omitempty"`

@@ -78,19 +78,24 @@ func rerunAlone(ctx context.Context, name, pkg string, seed int64, opts Options)
 	return r, pf, runs
 }
 
-// busyPerCore is the run queue per core over which the machine is busy:
-// the test would wait for a CPU, as a battery's admission does not start
-// a package past it. quietWait bounds how long a rerun waits for the
-// machine to fall under it.
+// A rerun alone starts once the run queue is under quietPerCore per core
+// (the battery's admission threshold: a thread that becomes runnable
+// finds a CPU), waiting for it up to quietWait. Its failure counts as
+// busy when the run queue averaged busyPerCore per core or more over the
+// test's own run: the saturation of the capacity samples, where a test
+// got at most a quarter of a core; a milder load excuses nothing, so a
+// test that fails on its own stays flaky on a merely busy runner.
 const (
-	busyPerCore = 2
-	quietWait   = 30 * time.Second
+	quietPerCore = 2
+	quietWait    = 30 * time.Second
 )
 
+var busyPerCore = capacity.LoadPerCPU
+
 // waitQuiet waits, up to quietWait, for the run queue to fall under
-// busyPerCore per core, saying so when it waits.
+// quietPerCore per core, saying so when it waits.
 func waitQuiet(ctx context.Context, q *capacity.RunQueue, name string, out io.Writer) {
-	limit := busyPerCore * float64(runtime.NumCPU())
+	limit := quietPerCore * float64(runtime.NumCPU())
 	deadline := time.Now().Add(quietWait)
 	said := false
 	for {
