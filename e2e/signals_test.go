@@ -189,11 +189,12 @@ func TestASecondSIGINTForcesTheExit(t *testing.T) {
 	}
 	sweep := exec.Command(targets(t), "sweep")
 	sweep.Dir, sweep.Env = adopter(t, nil), ownLayerEnv()
-	if b, err := sweep.CombinedOutput(); err != nil {
+	b, err := sweep.CombinedOutput()
+	if err != nil {
 		t.Fatalf("sweep: %v\n%s", err, b)
 	}
 	if left := leftovers(t, run); len(left) > 0 {
-		t.Errorf("after the sweep, run %s left %v", run, left)
+		t.Errorf("after the sweep, run %s left %v; the sweep said:\n%s\nvalidate said:\n%s", run, left, b, tail(out))
 	}
 }
 
