@@ -47,6 +47,10 @@ func Sweep(ctx context.Context, w io.Writer) error {
 			errs = append(errs, err)
 		}
 		cli.Close()
+	} else {
+		// Without an engine there is nothing of ours in it to sweep, or
+		// it did not answer this time: either way, say what was skipped.
+		fmt.Fprintf(w, "sweep: no Docker engine answered (%v): containers, networks and volumes were not swept\n", err)
 	}
 	if err := sweepEmbedded(w); err != nil {
 		errs = append(errs, err)

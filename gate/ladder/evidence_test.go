@@ -226,16 +226,50 @@ func TestAFailureAloneWhileOtherWorkHeldTheMachineIsNoFlake(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.Write(testlog.Writer(t))
-	if o.Reruns.Runs != 2 || o.Reruns.Failures != 1 || o.Reruns.Busy != 1 || o.Reruns.BusyRunQueue < busyPerCore {
+	if o.Reruns.Busy == 0 || o.Reruns.Busy != o.Reruns.Failures || o.Reruns.BusyRunQueue < busyPerCore {
+		t.Fatalf("reruns %+v; want the spoiled rerun's failure counted busy, and no other failure", o.Reruns)
+	}
+	if o.Reruns.Busy == 2 {
+		// Other work (a loaded battery's other packages) saturated the
+		// machine for the second rerun too: this run cannot tell, and
+		// says so, never calling it a failure of the test's own.
+		if o.Owner != Capacity || o.Verdict != "saturated run" || !strings.Contains(o.Action, "cannot tell a defect from a test that needs a quiet machine") {
+			t.Errorf("both reruns busy: owner %s, verdict %q, action %q; want capacity's saturated run, saying it cannot tell", o.Owner, o.Verdict, o.Action)
+		}
+		return
+	}
+	if o.Reruns.Runs != 2 || o.Reruns.Failures != 1 {
 		t.Errorf("reruns %+v; want 1 of 2 failed, that one while the machine was busy", o.Reruns)
 	}
 	if o.Owner != TestAuthor || o.Verdict != CapacityFragile || o.Capacity == nil || !o.Capacity.Fragile {
 		t.Fatalf("owner %s, verdict %q, capacity %+v; want the test author's, capacity-fragile", o.Owner, o.Verdict, o.Capacity)
 	}
-	for _, want := range []string{"passed 1 of 2 reruns alone (the 1 it failed ran while other work held the machine", "beside a noisy neighbour", "beside a noisy neighbour"} {
+	for _, want := range []string{"passed 1 of 2 reruns alone (the 1 it failed ran while other work held the machine", "beside a noisy neighbour"} {
 		if !strings.Contains(o.Action, want) {
 			t.Errorf("action %q lacks %q", o.Action, want)
 		}
+	}
+}
+
+// TestEveryRerunBusyIsASaturatedRun: a test whose every rerun alone
+// failed while other work saturated the machine is neither the test
+// author's consistent failure nor flaky: the run could not tell, and
+// says so, the capacity's, with what to run on a quieter machine.
+func TestEveryRerunBusyIsASaturatedRun(t *testing.T) {
+	o := &Outcome{Test: "TestQuiet", Reruns: Reruns{Runs: 2, Failures: 2, Busy: 2, BusyRunQueue: 7.5, Class: Consistent, Reason: "q_test.go:41: 15 threads waited"}}
+	decidePlain(o, "example.com/m/q", battery.Test{})
+	if o.Owner != Capacity || o.Verdict != "saturated run" {
+		t.Fatalf("owner %s, verdict %q; want capacity's saturated run", o.Owner, o.Verdict)
+	}
+	for _, want := range []string{"failed every rerun alone (2)", "15 threads waited", "up to 7.5 per core", "cannot tell a defect", "go test example.com/m/q -run '^TestQuiet$'", "CONTESTED_NOISE=cpu go tool mage arbitrate TestQuiet"} {
+		if !strings.Contains(o.Action, want) {
+			t.Errorf("action %q lacks %q", o.Action, want)
+		}
+	}
+	one := &Outcome{Test: "TestQuiet", Reruns: Reruns{Runs: 2, Failures: 2, Busy: 1, BusyRunQueue: 7.5, Class: Consistent}}
+	decidePlain(one, "example.com/m/q", battery.Test{})
+	if one.Verdict != "consistent failure" {
+		t.Errorf("one of two failures busy: verdict %q, want a consistent failure (a quiet rerun failed too)", one.Verdict)
 	}
 }
 

@@ -114,6 +114,13 @@ type Reruns struct {
 	BusyRunQueue float64 `json:"busy_run_queue_per_core,omitempty"`
 }
 
+// allBusy reports whether every rerun alone failed, each while other work
+// saturated the machine: this run's evidence cannot tell a failure of the
+// test's own from one the machine caused.
+func (r Reruns) allBusy() bool {
+	return r.Runs > 0 && r.Busy == r.Runs
+}
+
 // failsOnlyWhenBusy reports whether the test passed a rerun alone and
 // failed only those that ran while other work held the machine.
 func (r Reruns) failsOnlyWhenBusy() bool {
@@ -337,7 +344,7 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 		noFailure(o, opts)
 		return o, nil
 	}
-	if o.Reruns.Class != Consistent {
+	if o.Reruns.Class != Consistent || o.Reruns.allBusy() {
 		o.Capacity = capacityOf(ctx, o, runPkg, opts)
 	}
 	if !contractTest {
