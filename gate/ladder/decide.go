@@ -56,21 +56,13 @@ func decidePlain(o *Outcome, pkg string, seen battery.Test) {
 	prefix := o.Action
 	defer func() { o.Action = prefix + o.Action }()
 	switch {
-	case o.Reruns.allBusy():
-		o.Owner, o.Verdict = Capacity, "saturated run"
-		o.Contended = []string{fmt.Sprintf("run queue: up to %.1f per core while it failed alone", o.Reruns.BusyRunQueue)}
-		if o.Capacity != nil {
-			o.Contended = append(o.Contended, o.Capacity.Contended...)
-		}
-		o.Action = fmt.Sprintf("it failed every rerun alone (%d)%s, each while other work saturated the machine (run queue up to %.1f per core after waiting %s for it to quieten), so this run cannot tell a defect from a test that needs a quiet machine: rerun it on a quieter machine with %s, or beside a neighbour with %s=cpu go tool mage arbitrate %s",
-			o.Reruns.Runs, because(o), o.Reruns.BusyRunQueue, quietWait, cmd, envvar.Noise, o.Test)
-		if o.Capacity != nil {
-			o.Evidence = append(o.Evidence, "capacity: "+o.Capacity.Say())
-		}
 	case o.Reruns.Class == Consistent:
 		o.Verdict = "consistent failure"
 		o.Action = fmt.Sprintf("it fails every time alone (in the battery and %d of %d reruns)%s: a defect in the test or in the code it tests; no surface lists it, so no contract decides between them: reproduce with %s and fix it",
 			o.Reruns.Failures, o.Reruns.Runs, because(o), cmd)
+		if o.Reruns.allBusy() {
+			o.Action += fmt.Sprintf(" (every rerun ran while other work saturated the machine, run queue up to %.1f per core: should it pass on a quiet machine, it depends on one)", o.Reruns.BusyRunQueue)
+		}
 	case o.Capacity.Fragile:
 		capacityFragile(o, cmd)
 	case o.Reruns.Class == Flaky:

@@ -115,8 +115,8 @@ type Reruns struct {
 }
 
 // allBusy reports whether every rerun alone failed, each while other work
-// saturated the machine: this run's evidence cannot tell a failure of the
-// test's own from one the machine caused.
+// saturated the machine. The failure is still called consistent (a
+// deterministic failure is by far the likelier), with the caveat.
 func (r Reruns) allBusy() bool {
 	return r.Runs > 0 && r.Busy == r.Runs
 }
@@ -344,7 +344,7 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 		noFailure(o, opts)
 		return o, nil
 	}
-	if o.Reruns.Class != Consistent || o.Reruns.allBusy() {
+	if o.Reruns.Class != Consistent {
 		o.Capacity = capacityOf(ctx, o, runPkg, opts)
 	}
 	if !contractTest {
