@@ -31,6 +31,10 @@ func checkLinks(p *page, exists func(string) bool, pageOf func(string) *page) []
 				problems = append(problems, fmt.Sprintf("%s:%d: link %q leaves the repository", p.path, l.line, d))
 				continue
 			}
+			if strings.HasPrefix(p.path, "docs/") && !strings.HasPrefix(rel, "docs/") {
+				problems = append(problems, fmt.Sprintf("%s:%d: link %q leaves docs/, which MkDocs builds alone, so the site cannot follow it: name the file in code (`%s`) instead", p.path, l.line, d, rel))
+				continue
+			}
 			if !exists(rel) {
 				problems = append(problems, fmt.Sprintf("%s:%d: link %q: %s does not exist", p.path, l.line, d, rel))
 				continue
@@ -80,12 +84,13 @@ func TestEveryLinkResolves(t *testing.T) {
 }
 
 // TestTheLinkCheckCanFail: a link to a page that does not exist, to a
-// heading that does not exist, and out of the repository are refused.
+// heading that does not exist, out of the repository, and from docs/ to a
+// file beside it are refused.
 func TestTheLinkCheckCanFail(t *testing.T) {
 	target := parse("docs/a.md", []byte("# A page\n\n## The six phases\n"))
-	src := []byte("[ok](a.md#the-six-phases) [gone](b.md) [no heading](a.md#the-seven-phases) [out](../../etc/passwd) [here](#nowhere)\n")
-	got := checkLinks(parse("docs/x.md", src), func(rel string) bool { return rel == "docs/a.md" || rel == "etc/passwd" }, func(string) *page { return target })
-	want := []string{"docs/b.md does not exist", "no heading with the anchor #the-seven-phases", "leaves the repository", "docs/x.md has no heading with the anchor #nowhere"}
+	src := []byte("[ok](a.md#the-six-phases) [gone](b.md) [no heading](a.md#the-seven-phases) [out](../../etc/passwd) [beside](../examples/README.md) [here](#nowhere)\n")
+	got := checkLinks(parse("docs/x.md", src), func(rel string) bool { return rel == "docs/a.md" || rel == "etc/passwd" || rel == "examples/README.md" }, func(string) *page { return target })
+	want := []string{"docs/b.md does not exist", "no heading with the anchor #the-seven-phases", "leaves the repository", "leaves docs/", "docs/x.md has no heading with the anchor #nowhere"}
 	if len(got) != len(want) {
 		t.Fatalf("problems %q; want %d", got, len(want))
 	}
