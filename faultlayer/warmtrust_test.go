@@ -145,7 +145,7 @@ func TestAForgedWarmRecordsCoordinatesAreNotAttachedTo(t *testing.T) {
 			}
 			if tt.name == "a control URL off loopback" {
 				l := &Layer{Kind: Containers, ToxiproxyURL: forged.ToxiproxyURL, ToxiproxyContainer: forged.ToxiproxyContainer, ProxyListenHost: "0.0.0.0"}
-				if c := checkLoopback(ctx, l, inspectorFor(t)); c.OK {
+				if c := checkLoopback(ctx, l, dockerenv.Require(t)); c.OK {
 					t.Errorf("control API loopback passed for %s: %s", forged.ToxiproxyURL, c.Detail)
 				}
 			}
@@ -169,17 +169,6 @@ func TestAForgedWarmRecordsCoordinatesAreNotAttachedTo(t *testing.T) {
 			}
 		})
 	}
-}
-
-// inspectorFor is the Docker engine as preflight's checks inspect it.
-func inspectorFor(t *testing.T) Inspector {
-	t.Helper()
-	cli, err := dockerenv.Connect(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
 }
 
 // TestAnotherRecordsWarmLayerIsNeverReapedFromHere: under another user

@@ -30,10 +30,9 @@ import (
 //
 // Alone means with the machine to itself as far as the ladder can make it
 // so: each rerun waits (up to quietWait) for the run queue to fall under
-// busyPerCore per core, and a rerun that failed while the queue stood
-// over it anyway (a shared runner's other jobs) is counted Busy: its
-// failure says the test needs a quieter machine than it had, not that it
-// fails on its own.
+// quietPerCore per core, and a rerun that failed while the queue averaged
+// busyPerCore or more anyway (a shared runner's other jobs) is counted
+// Busy: its failure alone does not make the test flaky on its own.
 func rerunAlone(ctx context.Context, name, pkg string, seed int64, opts Options) (Reruns, *Plain, []contract.SeedRun) {
 	r := Reruns{Class: NotRerun, Seed: seed}
 	var pf *Plain

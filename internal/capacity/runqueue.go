@@ -17,12 +17,11 @@ import (
 // the cores means the machine has no CPU to give it, whoever holds it (the
 // battery's own packages, another job, a noisy neighbour).
 type RunQueue struct {
-	mu      sync.Mutex
-	samples []float64 // the last Window/Every counts, oldest first
-	n       int
+	mu sync.Mutex
 	// kept is every count since the start, with its time, up to keep of
-	// them (the oldest go first): what Between reads.
+	// them, oldest first: Avg reads its last n, Between a window of it.
 	kept []stamped
+	n    int
 	stop context.CancelFunc
 	done chan struct{}
 }
@@ -70,10 +69,6 @@ func (q *RunQueue) add(v float64) {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.samples = append(q.samples, v)
-	if len(q.samples) > q.n {
-		q.samples = q.samples[len(q.samples)-q.n:]
-	}
 	q.kept = append(q.kept, stamped{time.Now(), v})
 	if len(q.kept) > keep {
 		q.kept = q.kept[len(q.kept)-keep:]
@@ -115,14 +110,15 @@ func (q *RunQueue) Between(from, to time.Time) (float64, int) {
 func (q *RunQueue) Avg() (float64, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.samples) == 0 {
+	last := q.kept[max(len(q.kept)-q.n, 0):]
+	if len(last) == 0 {
 		return 0, false
 	}
 	var sum float64
-	for _, v := range q.samples {
-		sum += v
+	for _, s := range last {
+		sum += s.n
 	}
-	return sum / float64(len(q.samples)), true
+	return sum / float64(len(last)), true
 }
 
 // Stop ends the following.
