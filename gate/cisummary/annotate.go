@@ -142,23 +142,27 @@ func relative(base, dir, path string) string {
 
 // writeAnnotations writes one ::error workflow command per failure, at its
 // location, with its owner, action, failure and replay in the message;
-// past maxAnnotations, one ::notice says how many more there are.
+// past maxAnnotations, one ::notice says how many more there are. Every
+// value is escaped (terminal.Annotation): one line of the message per
+// field, a field's own newlines and other control characters shown as Go
+// escapes, so nothing from disk ends a property, adds a line or issues a
+// command of its own.
 func writeAnnotations(w io.Writer, run Run, locs []Location) error {
 	bw := bufio.NewWriter(w)
 	for i, f := range run.Failures {
 		if i == maxAnnotations {
-			fmt.Fprintf(bw, "::notice title=%s::%s\n", escapeProperty("contested "+run.Command),
-				escapeData(fmt.Sprintf("%d more failing tests: see the job summary and validate.json battery_failures", len(run.Failures)-i)))
+			bw.WriteString(terminal.Annotation("notice", [][2]string{{"title", "contested " + run.Command}},
+				fmt.Sprintf("%d more failing tests: see the job summary and validate.json battery_failures", len(run.Failures)-i)))
 			break
 		}
-		var props []string
+		var props [][2]string
 		if i < len(locs) && locs[i].File != "" {
-			props = append(props, "file="+escapeProperty(locs[i].File))
+			props = append(props, [2]string{"file", locs[i].File})
 			if locs[i].Line > 0 {
-				props = append(props, "line="+strconv.Itoa(locs[i].Line))
+				props = append(props, [2]string{"line", strconv.Itoa(locs[i].Line)})
 			}
 		}
-		props = append(props, "title="+escapeProperty(terminal.Escape("contested: "+failureName(f)+": owner "+f.Owner)))
+		props = append(props, [2]string{"title", "contested: " + failureName(f) + ": owner " + f.Owner})
 		msg := []string{f.FirstLine, "owner: " + f.Owner, "action: " + f.Action}
 		if f.Verdict != "" {
 			msg = append(msg, "verdict: "+f.Verdict)
@@ -166,24 +170,10 @@ func writeAnnotations(w io.Writer, run Run, locs []Location) error {
 		if f.Replay != "" {
 			msg = append(msg, "replay: "+f.Replay)
 		}
-		// One line of the message per field: a field's own newlines and
-		// other control characters show as Go escapes.
 		for i := range msg {
 			msg[i] = terminal.Escape(msg[i])
 		}
-		fmt.Fprintf(bw, "::error %s::%s\n", strings.Join(props, ","), escapeData(strings.Join(msg, "\n")))
+		bw.WriteString(terminal.Annotation("error", props, strings.Join(msg, "\n")))
 	}
 	return bw.Flush()
-}
-
-// escapeData escapes a workflow command's message as GitHub's runner
-// reads it back: %, carriage return and newline.
-func escapeData(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
-}
-
-// escapeProperty escapes a workflow command's property value: what
-// escapeData escapes, and the : and , that end a property.
-func escapeProperty(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
 }

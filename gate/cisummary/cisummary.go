@@ -16,6 +16,7 @@ import (
 	"github.com/contested/contested/gate/ladder"
 	"github.com/contested/contested/internal/capability"
 	"github.com/contested/contested/internal/secret"
+	"github.com/contested/contested/internal/terminal"
 )
 
 // Run is one verdict as CI shows it: what validate.json (or merge.json)
@@ -83,11 +84,16 @@ func Publish(ctx context.Context, c CI, run Run, dir string, out io.Writer) erro
 		return nil
 	}
 	loc := Locate(ctx, dir, c.Workspace, run.Failures)
-	w := secret.NewWriter(out)
-	err := writeAnnotations(w, run, loc)
-	if ferr := w.Flush(); err == nil {
-		err = ferr
-	}
+	// Outside the stop-commands block what the command printed is in
+	// (terminal.Guard), so that the runner reads them.
+	err := terminal.Outside(out, func(out io.Writer) error {
+		w := secret.NewWriter(out)
+		err := writeAnnotations(w, run, loc)
+		if ferr := w.Flush(); err == nil {
+			err = ferr
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("write the annotations: %w", err)
 	}

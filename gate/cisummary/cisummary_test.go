@@ -12,6 +12,7 @@ import (
 
 	"github.com/contested/contested/gate/ladder"
 	"github.com/contested/contested/internal/secret"
+	"github.com/contested/contested/internal/terminal"
 	"github.com/contested/contested/internal/testmodule"
 )
 
@@ -115,11 +116,11 @@ func TestAnnotationsPointAtTheTestAndNameItsOwner(t *testing.T) {
 // TestEscapeFollowsGitHubsRules: %, CR and LF in data; also : and , in
 // properties.
 func TestEscapeFollowsGitHubsRules(t *testing.T) {
-	if got := escapeData("50% a\r\nb: c, d"); got != "50%25 a%0D%0Ab: c, d" {
-		t.Errorf("escapeData = %q", got)
+	if got := terminal.CommandData("50% a\r\nb: c, d"); got != "50%25 a%0D%0Ab: c, d" {
+		t.Errorf("CommandData = %q", got)
 	}
-	if got := escapeProperty("50% a\r\nb: c, d"); got != "50%25 a%0D%0Ab%3A c%2C d" {
-		t.Errorf("escapeProperty = %q", got)
+	if got := terminal.CommandProperty("50% a\r\nb: c, d"); got != "50%25 a%0D%0Ab%3A c%2C d" {
+		t.Errorf("CommandProperty = %q", got)
 	}
 }
 

@@ -6,10 +6,9 @@ import (
 	"io"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/contested/contested/gate/ladder"
-	"github.com/contested/contested/internal/terminal"
+	"github.com/contested/contested/internal/markdown"
 )
 
 // Bounds of what one summary shows: GitHub keeps at most 1 MiB of a step's
@@ -19,7 +18,6 @@ const (
 	maxFailures = 50
 	maxReasons  = 50
 	maxSurfaces = 200
-	maxText     = 600
 )
 
 // WriteMarkdown writes run as GitHub-flavoured Markdown: the verdict and
@@ -27,8 +25,8 @@ const (
 // tests with owner, verdict, failure, action and replay command, and the
 // capabilities that are missing with who needs them and what provides
 // them. Every text that came from a run (test names, messages, commands)
-// is escaped: it shows as written and never becomes markup, a link or
-// HTML.
+// is escaped (internal/markdown): it shows as written and never becomes
+// markup, a link or HTML.
 func WriteMarkdown(w io.Writer, run Run) error {
 	bw := bufio.NewWriter(w)
 	p := func(format string, a ...any) { fmt.Fprintf(bw, format, a...) }
@@ -36,13 +34,13 @@ func WriteMarkdown(w io.Writer, run Run) error {
 	if run.Green {
 		verdict = "GREEN"
 	}
-	p("### contested %s: %s\n\n", mdText(run.Command), verdict)
+	p("### contested %s: %s\n\n", markdown.Text(run.Command), verdict)
 	var facts []string
 	if run.RunID != "" {
-		facts = append(facts, "run "+mdCode(run.RunID))
+		facts = append(facts, "run "+markdown.Code(run.RunID))
 	}
 	if run.Layer != "" {
-		facts = append(facts, "layer "+mdText(run.Layer))
+		facts = append(facts, "layer "+markdown.Text(run.Layer))
 	}
 	if run.Took > 0 {
 		facts = append(facts, "took "+run.Took.Round(time.Second).String())
@@ -57,7 +55,7 @@ func WriteMarkdown(w io.Writer, run Run) error {
 				p("- and %d more reasons (validate.json `reasons`)\n", len(run.Reasons)-i)
 				break
 			}
-			p("- %s\n", mdText(r))
+			p("- %s\n", markdown.Text(r))
 		}
 		p("\n")
 	}
@@ -81,9 +79,9 @@ func writeSurfaces(p func(string, ...any), run Run) {
 		}
 		var legs []string
 		for _, l := range s.Legs {
-			legs = append(legs, mdText(l.Leg)+": "+mdText(l.Verdict))
+			legs = append(legs, markdown.Text(l.Leg)+": "+markdown.Text(l.Verdict))
 		}
-		p("| %s | %s | %s |\n", mdText(s.ID), mdText(s.Verdict), strings.Join(legs, "<br>"))
+		p("| %s | %s | %s |\n", markdown.Text(s.ID), markdown.Text(s.Verdict), strings.Join(legs, "<br>"))
 	}
 	p("\n")
 }
@@ -105,17 +103,17 @@ func writeFailures(p func(string, ...any), run Run) {
 			p("- and %d more: validate.json `battery_failures`\n", len(run.Failures)-i)
 			break
 		}
-		p("- **%s** · owner **%s**", mdText(failureName(f)), mdText(f.Owner))
+		p("- **%s** · owner **%s**", markdown.Text(failureName(f)), markdown.Text(f.Owner))
 		if f.Verdict != "" {
-			p(" · %s", mdText(f.Verdict))
+			p(" · %s", markdown.Text(f.Verdict))
 		}
-		p("\n  - failure: %s\n  - action: %s\n", mdText(f.FirstLine), mdText(f.Action))
+		p("\n  - failure: %s\n  - action: %s\n", markdown.Text(f.FirstLine), markdown.Text(f.Action))
 		if f.Replay != "" {
-			p("  - replay: %s\n", mdCode(f.Replay))
+			p("  - replay: %s\n", markdown.Code(f.Replay))
 		}
 		if f.Test != "" {
 			for _, e := range evidence[f.Package+"."+f.Test] {
-				p("  - evidence: %s\n", mdText(e))
+				p("  - evidence: %s\n", markdown.Text(e))
 			}
 		}
 	}
@@ -148,65 +146,11 @@ func writeMissing(p func(string, ...any), run Run) {
 		}
 		var who []string
 		for _, n := range c.NeededBy {
-			who = append(who, mdText(n))
+			who = append(who, markdown.Text(n))
 		}
-		p("| %s | %s | %s |\n", mdText(string(c.Name)), strings.Join(who, ", "), mdText(c.Provide))
+		p("| %s | %s | %s |\n", markdown.Text(string(c.Name)), strings.Join(who, ", "), markdown.Text(c.Provide))
 	}
 	if header {
 		p("\n")
 	}
-}
-
-// asciiPunct is every character CommonMark lets a backslash escape: with
-// each escaped, no text can open emphasis, code, a link, an autolink, HTML,
-// an entity, a table cell or math.
-const asciiPunct = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
-
-// mdText renders s as literal Markdown text on one line: control
-// characters (a newline among them) shown as Go escapes, every ASCII
-// punctuation character backslash-escaped, clipped to maxText.
-func mdText(s string) string {
-	s = clip(terminal.Escape(s))
-	var b strings.Builder
-	for _, r := range s {
-		if r < utf8.RuneSelf && strings.ContainsRune(asciiPunct, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// mdCode renders s as a code span: fenced by one backtick more than the
-// longest run of backticks it holds, padded with a space on each side
-// (which CommonMark strips), on one line. Never in a table cell: there a
-// pipe after a backslash would end the cell (mdText is for cells).
-func mdCode(s string) string {
-	s = clip(terminal.Escape(s))
-	if s == "" {
-		return ""
-	}
-	longest, run := 0, 0
-	for _, r := range s {
-		if r == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	fence := strings.Repeat("`", longest+1)
-	return fence + " " + s + " " + fence
-}
-
-// clip cuts s to maxText bytes at a rune boundary, marking the cut.
-func clip(s string) string {
-	if len(s) <= maxText {
-		return s
-	}
-	cut := maxText
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

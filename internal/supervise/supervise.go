@@ -26,6 +26,7 @@
 package supervise
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -37,6 +38,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -66,7 +68,10 @@ const (
 )
 
 // outcome is the worker's end of the outcome pipe; Report writes to it.
-var outcomeFile *os.File
+var (
+	outcomeMu   sync.Mutex
+	outcomeFile *os.File
+)
 
 // Worker reports whether this process is a worker and which target it
 // runs. In a worker it also sends the runtime's crash report to the
@@ -96,10 +101,31 @@ func Worker() (target string, ok bool) {
 // crash pipe did not catch, or the executable is not a contested worker at
 // all) is an internal error to the supervisor.
 func Report(code int) {
+	outcomeMu.Lock()
+	defer outcomeMu.Unlock()
 	if outcomeFile != nil {
 		fmt.Fprintf(outcomeFile, "exit %d\n", code)
 		outcomeFile.Close()
 		outcomeFile = nil
+	}
+}
+
+// BlockOpened tells the supervisor that the worker's output opened a
+// stop-commands block with token (terminal.Guard), BlockClosed that it
+// ended it: a worker killed inside one would leave a CI runner deaf to
+// every later command, the supervisor's own annotations among them, so
+// the supervisor ends it. Outside a worker they do nothing.
+func BlockOpened(token string) { tell("open " + token) }
+
+// BlockClosed: see BlockOpened.
+func BlockClosed(token string) { tell("close " + token) }
+
+// tell writes one line to the outcome pipe.
+func tell(line string) {
+	outcomeMu.Lock()
+	defer outcomeMu.Unlock()
+	if outcomeFile != nil {
+		fmt.Fprintf(outcomeFile, "%s\n", line)
 	}
 }
 
@@ -113,6 +139,9 @@ type Options struct {
 	Env []string
 	// Stderr receives the supervisor's own messages; default os.Stderr.
 	Stderr io.Writer
+	// Stdout is the worker's standard output, where the supervisor ends a
+	// stop-commands block the worker left open; default os.Stdout.
+	Stdout io.Writer
 	// ForceAfter is how long after relaying a second signal the
 	// supervisor waits before killing the worker's group; default 3s.
 	ForceAfter time.Duration
@@ -125,6 +154,9 @@ type Options struct {
 func Run(ctx context.Context, opts Options) int {
 	if opts.Stderr == nil {
 		opts.Stderr = os.Stderr
+	}
+	if opts.Stdout == nil {
+		opts.Stdout = os.Stdout
 	}
 	if opts.ForceAfter == 0 {
 		opts.ForceAfter = 3 * time.Second
@@ -152,16 +184,23 @@ func Run(ctx context.Context, opts Options) int {
 		return ExitInternal
 	}
 	killed := w.relay(ctx, sigs, opts.ForceAfter)
-	return outcome(opts, w.err, <-w.crash, <-w.reported, killed)
+	told := <-w.reported
+	if told.open != "" {
+		// The worker ended inside a stop-commands block: end it, or
+		// the runner reads no command of this step again.
+		fmt.Fprintf(opts.Stdout, "\n::%s::\n", told.open)
+	}
+	return outcome(opts, w.err, <-w.crash, told.exit, killed)
 }
 
 // child is a started worker process: its pid, and what its crash and
 // outcome pipes and its wait say once it is gone.
 type child struct {
-	pid             int
-	crash, reported chan []byte
-	done            chan error
-	err             error // the wait's, once done
+	pid      int
+	crash    chan []byte
+	reported chan told
+	done     chan error
+	err      error // the wait's, once done
 }
 
 // start starts the worker in a process group of its own, with the crash
@@ -190,9 +229,9 @@ func start(opts Options) (*child, error) {
 		outR.Close()
 		return nil, fmt.Errorf("start the %s worker: %w", opts.Target, err)
 	}
-	w := &child{pid: cmd.Process.Pid, crash: make(chan []byte, 1), reported: make(chan []byte, 1), done: make(chan error, 1)}
+	w := &child{pid: cmd.Process.Pid, crash: make(chan []byte, 1), reported: make(chan told, 1), done: make(chan error, 1)}
 	go func() { w.crash <- readCapped(crashR, 16<<10); crashR.Close() }()
-	go func() { w.reported <- readCapped(outR, 64); outR.Close() }()
+	go func() { w.reported <- readTold(outR); outR.Close() }()
 	go func() { w.done <- cmd.Wait() }()
 	return w, nil
 }
@@ -302,6 +341,36 @@ func withoutTimeout(env []string) []string {
 		}
 	}
 	return out
+}
+
+// told is what a worker told its supervisor through the outcome pipe: the
+// exit line it reported ("exit 1\n"), and the token of a stop-commands
+// block it opened and did not close.
+type told struct {
+	exit []byte
+	open string
+}
+
+// readTold reads the outcome pipe to its end: lines "open TOKEN" and
+// "close TOKEN" (BlockOpened, BlockClosed) and the last "exit N" (Report).
+// A line longer than a token's is not the worker's and is dropped.
+func readTold(r io.Reader) told {
+	var t told
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 256), 256)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "open "):
+			t.open = strings.TrimPrefix(line, "open ")
+		case strings.HasPrefix(line, "close ") && strings.TrimPrefix(line, "close ") == t.open:
+			t.open = ""
+		default:
+			t.exit = append([]byte(line), '\n')
+		}
+	}
+	_, _ = io.Copy(io.Discard, r)
+	return t
 }
 
 // readCapped reads r to its end, keeping at most n bytes.

@@ -169,13 +169,18 @@ func isPattern(arg string) bool {
 // status. Everything a target prints goes through secret.Writer, line by
 // line, so no password reaches the terminal or a CI log, whichever code
 // printed it; the error the worker prints ("Error: …") is scrubbed the
-// same way.
+// same way. Under GitHub Actions it also goes through command.Output's
+// guard: inside stop-commands blocks, so that nothing a test printed is
+// read as a workflow command; the command's own annotations are written
+// between the blocks.
 func run(cmd func(out io.Writer) error) error { return runTo(os.Stdout, cmd) }
 
 func runTo(w io.Writer, cmd func(out io.Writer) error) error {
-	out := secret.NewWriter(w)
+	sw := secret.NewWriter(w)
+	out := command.Output(sw)
 	err := cmd(out)
-	out.Flush()
+	out.Close()
+	sw.Flush()
 	return exit(err)
 }
 

@@ -10,6 +10,8 @@ import (
 	"github.com/magefile/mage/mg"
 
 	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/internal/terminal"
+	"github.com/contested/contested/internal/workflowtest"
 )
 
 // TestTargetsPrintNoSecret: whatever a command prints, in pieces or whole,
@@ -33,6 +35,33 @@ func TestTargetsPrintNoSecret(t *testing.T) {
 	}
 	if mg.ExitStatus(err) != 3 || strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), "server said xxxxx") {
 		t.Errorf("the error Mage prints: %v", err)
+	}
+}
+
+// TestUnderGitHubActionsATargetsOutputIsNeverACommand: under GitHub
+// Actions, whatever a command prints (a test's line, a name with a carriage
+// return, the legacy form, an unfinished last line) is read as no workflow
+// command, and the annotation it writes through terminal.Outside is; the
+// step's commands are on again once the target returns.
+func TestUnderGitHubActionsATargetsOutputIsNeverACommand(t *testing.T) {
+	t.Setenv("GITHUB_ACTIONS", "true")
+	var stdout bytes.Buffer
+	_ = runTo(&stdout, func(out io.Writer) error {
+		fmt.Fprintf(out, "::error title=x::from a test\n  ::warning::indented\nbattery: FAIL TestX\r::error::after a CR\n")
+		fmt.Fprintf(out, "owner ##[error]legacy\n")
+		terminal.Outside(out, func(w io.Writer) error {
+			_, err := io.WriteString(w, terminal.Annotation("error", nil, "the run's own"))
+			return err
+		})
+		fmt.Fprintf(out, "::add-mask::x\nno newline ::error::y")
+		return nil
+	})
+	got := workflowtest.Commands(stdout.String())
+	if len(got) != 1 || got[0].Data != "the run's own" {
+		t.Errorf("the runner acts on %+v, want the run's own annotation alone:\n%s", got, stdout.String())
+	}
+	if workflowtest.Stopped(stdout.String()) {
+		t.Errorf("commands are still stopped after the target:\n%s", stdout.String())
 	}
 }
 

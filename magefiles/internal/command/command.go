@@ -28,6 +28,7 @@ import (
 	"github.com/contested/contested/internal/interrupt"
 	"github.com/contested/contested/internal/secret"
 	"github.com/contested/contested/internal/supervise"
+	"github.com/contested/contested/internal/terminal"
 	"github.com/contested/contested/registry"
 )
 
@@ -195,7 +196,9 @@ func Serve(targets map[string]Target) {
 	err := interrupted(t(ctx, os.Args[1:]))
 	stop()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "Error: %s\n", secret.ScrubString(err.Error()))
+		// One line, outside any stop-commands block: it may carry a name
+		// from the registry or a test, so it is made inert.
+		fmt.Fprintf(os.Stderr, "Error: %s\n", terminal.Inert(secret.ScrubString(err.Error())))
 	}
 	code := ExitCode(err)
 	supervise.Report(code)

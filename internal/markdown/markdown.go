@@ -1,0 +1,89 @@
+// Package markdown renders text that came from elsewhere (a test's name,
+// its failure, a registry field, a command line) as literal Markdown: it
+// shows as written and never becomes markup, a link, an image, HTML, an
+// entity, a table cell or a line of its own. Every Markdown contested
+// writes (the CI step summary, the ladder's issue bodies) goes through it.
+package markdown
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/contested/contested/internal/terminal"
+)
+
+// MaxText is the longest a rendered value is (in bytes, before escaping):
+// a failure message of a megabyte helps no reader of a summary or an
+// issue. What is cut is marked with "…".
+const MaxText = 600
+
+// asciiPunct is every character CommonMark lets a backslash escape: with
+// each escaped, no text can open emphasis, code, a link, an autolink, HTML,
+// an entity, a table cell or math.
+const asciiPunct = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+
+// Text renders s as literal Markdown text on one line: control characters
+// (a newline and a carriage return among them) shown as Go escapes, every
+// ASCII punctuation character backslash-escaped, clipped to MaxText. Safe
+// in a paragraph, a list item, a heading and a table cell.
+func Text(s string) string {
+	s = Clip(terminal.Escape(s), MaxText)
+	var b strings.Builder
+	for _, r := range s {
+		if r < utf8.RuneSelf && strings.ContainsRune(asciiPunct, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Code renders s as a code span: fenced by one backtick more than the
+// longest run of backticks it holds, padded with a space on each side
+// (which CommonMark strips), on one line, clipped to MaxText. Never in a
+// table cell: there a pipe would end the cell (Text is for cells).
+func Code(s string) string {
+	s = Clip(terminal.Escape(s), MaxText)
+	if s == "" {
+		return ""
+	}
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	return fence + " " + s + " " + fence
+}
+
+// Block renders text of several lines (a test's output) as a fenced code
+// block: its lines kept, each line's control characters shown as Go
+// escapes, the fence longer than any run of backticks or tildes inside,
+// so nothing in it ends the block early. It ends with a newline.
+func Block(s string, maxBytes int) string {
+	s = Clip(terminal.Lines(strings.TrimRight(s, "\n")), maxBytes)
+	longest := 0
+	for _, l := range strings.Split(s, "\n") {
+		l = strings.TrimLeft(l, " ")
+		n := len(l) - len(strings.TrimLeft(l, "`~"))
+		longest = max(longest, n)
+	}
+	fence := strings.Repeat("`", max(3, longest+1))
+	return fence + "\n" + s + "\n" + fence + "\n"
+}
+
+// Clip cuts s to n bytes at a rune boundary, marking the cut.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
