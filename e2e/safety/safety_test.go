@@ -1,4 +1,4 @@
-package e2e
+package safety
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contested/contested/faultlayer/faulttest"
+	"github.com/contested/contested/e2e/internal/e2etest"
 )
 
 // decoys is a directory outside the adopter holding files no run may touch
@@ -45,7 +45,7 @@ func decoys(t *testing.T) (string, func()) {
 // (exit 2, naming the link and what to do) and the decoys survive.
 func TestValidateNeverActsThroughALinkedFaultDir(t *testing.T) {
 	t.Parallel()
-	dir := adopter(t, nil)
+	dir := e2etest.Adopter(t, nil)
 	decoy, intact := decoys(t)
 	if err := os.MkdirAll(filepath.Join(dir, "test-results"), 0o755); err != nil {
 		t.Fatal(err)
@@ -53,7 +53,7 @@ func TestValidateNeverActsThroughALinkedFaultDir(t *testing.T) {
 	if err := os.Symlink(decoy, filepath.Join(dir, "test-results", "fault")); err != nil {
 		t.Fatal(err)
 	}
-	out, code := mage(t, dir, nil, "validate")
+	out, code := e2etest.Mage(t, dir, nil, "validate")
 	if code != 2 || !strings.Contains(out, "fault is a symbolic link to "+decoy) || !strings.Contains(out, "remove the link") {
 		t.Errorf("validate with a linked fault dir: exit %d, want 2 naming the link and what to do:\n%s", code, out)
 	}
@@ -95,8 +95,8 @@ func TestABadResultsDirExitsTwoBeforeAnythingStarts(t *testing.T) {
 			for _, target := range [][]string{{"validate"}, {"program-gate"}, {"fault-preflight", "-required"}} {
 				t.Run(tt.name+"/"+target[0], func(t *testing.T) {
 					t.Parallel()
-					dir := adopter(t, nil)
-					out, code := mage(t, dir, []string{"CONTESTED_RESULTS_DIR=" + tt.value(t, dir)}, target...)
+					dir := e2etest.Adopter(t, nil)
+					out, code := e2etest.Mage(t, dir, []string{"CONTESTED_RESULTS_DIR=" + tt.value(t, dir)}, target...)
 					if code != 2 || !strings.Contains(out, tt.says) || !strings.Contains(out, "CONTESTED_RESULTS_DIR") {
 						t.Errorf("exit %d, want 2 saying %q and what to set:\n%s", code, tt.says, out)
 					}
@@ -137,7 +137,7 @@ func rootListing(t *testing.T) string {
 // and name both. The bound is the hang's, not a speed target.
 func TestProgramGateEndsOnAFIFOAndADevice(t *testing.T) {
 	t.Parallel()
-	dir := adopter(t, nil)
+	dir := e2etest.Adopter(t, nil)
 	fault := filepath.Join(dir, "test-results", "fault")
 	if err := os.MkdirAll(fault, 0o755); err != nil {
 		t.Fatal(err)
@@ -150,9 +150,9 @@ func TestProgramGateEndsOnAFIFOAndADevice(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, targets(t), "program-gate")
+	cmd := exec.CommandContext(ctx, e2etest.Targets(t), "program-gate")
 	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), faulttest.Layer(t).Env()...), "NO_COLOR=1", "CONTESTED_RESULTS_DIR=", "CONTESTED_SURFACES=")
+	cmd.Env = e2etest.LayerEnv(t)
 	start := time.Now()
 	b, err := cmd.CombinedOutput()
 	out := string(b)

@@ -1,4 +1,4 @@
-package e2e
+package stages
 
 import (
 	"os"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/contested/contested/cluster"
+	"github.com/contested/contested/e2e/internal/e2etest"
 	"github.com/contested/contested/gate"
 )
 
@@ -20,16 +21,16 @@ import (
 // test-results/cluster/.
 func TestAdopterClusterTests(t *testing.T) {
 	t.Parallel()
-	dir := adopter(t, nil)
+	dir := e2etest.Adopter(t, nil)
 	start := time.Now()
-	out, code := mage(t, dir, nil, "cluster-tests")
+	out, code := e2etest.Mage(t, dir, nil, "cluster-tests")
 	t.Logf("cluster-tests took %s", time.Since(start).Round(time.Second))
 	if code != 0 || !strings.Contains(out, "cluster legs (stock, ") || !strings.Contains(out, "cluster-tests: GREEN") {
 		t.Fatalf("cluster-tests in the adopter: exit %d, want 0, its legs and GREEN:\n%s", code, out)
 	}
 	results := filepath.Join(dir, "test-results", "cluster")
 	var rep cluster.Report
-	readJSON(t, filepath.Join(results, "legs.json"), &rep)
+	e2etest.ReadJSON(t, filepath.Join(results, "legs.json"), &rep)
 	if rep.Service != "stock" || !rep.Green || len(rep.Legs) != 3 {
 		t.Fatalf("legs.json: service %q, green %v, %d legs; want stock's three kill legs, green", rep.Service, rep.Green, len(rep.Legs))
 	}

@@ -1,4 +1,4 @@
-package e2e
+package safety
 
 import (
 	"bufio"
@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contested/contested/e2e/internal/e2etest"
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/reap"
@@ -28,7 +29,7 @@ import (
 // killed by a signal as exit 0.
 func slowAdopter(t *testing.T) string {
 	t.Helper()
-	return adopter(t, map[string]string{
+	return e2etest.Adopter(t, map[string]string{
 		"slow_test.go": "package stock\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestSlowBattery(t *testing.T) { time.Sleep(5 * time.Minute) }\n",
 	})
 }
@@ -52,7 +53,7 @@ func ownLayerEnv() []string {
 func stoppedRun(t *testing.T, sigs []syscall.Signal, gap time.Duration) (code int, out string, run string, took time.Duration) {
 	t.Helper()
 	dir := slowAdopter(t)
-	cmd := exec.Command(targets(t), "validate")
+	cmd := exec.Command(e2etest.Targets(t), "validate")
 	cmd.Dir = dir
 	cmd.Env = ownLayerEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -187,8 +188,8 @@ func TestASecondSIGINTForcesTheExit(t *testing.T) {
 	if ps := batteryProcesses(run); len(ps) > 0 {
 		t.Errorf("run %s left battery processes running: %v", run, ps)
 	}
-	sweep := exec.Command(targets(t), "sweep")
-	sweep.Dir, sweep.Env = adopter(t, nil), ownLayerEnv()
+	sweep := exec.Command(e2etest.Targets(t), "sweep")
+	sweep.Dir, sweep.Env = e2etest.Adopter(t, nil), ownLayerEnv()
 	b, err := sweep.CombinedOutput()
 	if err != nil {
 		t.Fatalf("sweep: %v\n%s", err, b)

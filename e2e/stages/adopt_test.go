@@ -1,10 +1,12 @@
-package e2e
+package stages
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/contested/contested/e2e/internal/e2etest"
 )
 
 // Packages of an adopter that cannot run here: one whose TestMain exits
@@ -42,7 +44,7 @@ func TestSetupContract(t *testing.T) {}
 // nothing to arbitrate in a test that passed (exit 0, no issue body).
 func TestPackagesThatCannotRunAreFindingsWithAnOwner(t *testing.T) {
 	t.Parallel()
-	registry, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "adopter", "contested-surfaces.toml"))
+	registry, err := os.ReadFile(filepath.Join(e2etest.RepoRoot(t), "testdata", "adopter", "contested-surfaces.toml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ legs = ["reset"]
 tests = ["TestSetupContract"]
 package = "./setupfails"
 `}
-	dir := adopter(t, edits)
+	dir := e2etest.Adopter(t, edits)
 	for name, body := range packagesThatCannotRun {
 		p := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -67,11 +69,11 @@ package = "./setupfails"
 			t.Fatal(err)
 		}
 	}
-	out, code := mage(t, dir, nil, "validate")
+	out, code := e2etest.Mage(t, dir, nil, "validate")
 	if code != 1 {
 		t.Fatalf("validate: exit %d, want 1:\n%s", code, out)
 	}
-	if r := readReport(t, dir); !r.Certified || !r.Phases[5].OK {
+	if r := e2etest.ReadReport(t, dir); !r.Certified || !r.Phases[5].OK {
 		t.Errorf("the six phases: certified %v, phase 6 %+v; the packages that cannot run must not refuse them", r.Certified, r.Phases[5])
 	}
 	for _, want := range []string{
@@ -93,7 +95,7 @@ package = "./setupfails"
 			Package, What, Owner, Action string
 		} `json:"battery_failures"`
 	}
-	readJSON(t, filepath.Join(dir, "test-results", "validate.json"), &v)
+	e2etest.ReadJSON(t, filepath.Join(dir, "test-results", "validate.json"), &v)
 	if len(v.BatteryFailures) != 3 {
 		t.Fatalf("validate.json battery_failures = %+v, want the three packages", v.BatteryFailures)
 	}
@@ -103,7 +105,7 @@ package = "./setupfails"
 		}
 	}
 
-	out, code = mage(t, dir, nil, "arbitrate", "TestSetupContract")
+	out, code = e2etest.Mage(t, dir, nil, "arbitrate", "TestSetupContract")
 	if code != 1 || !strings.Contains(out, "owner   test author") || !strings.Contains(out, "package exited before running any test") || !strings.Contains(out, "403 Forbidden") {
 		t.Errorf("arbitrate TestSetupContract: exit %d, want 1 with the test author, what happened and the line that says so:\n%s", code, out)
 	}
@@ -111,7 +113,7 @@ package = "./setupfails"
 		t.Errorf("no issue body for the test author: %v", err)
 	}
 
-	out, code = mage(t, dir, nil, "arbitrate", "TestStockContract")
+	out, code = e2etest.Mage(t, dir, nil, "arbitrate", "TestStockContract")
 	if code != 0 || !strings.Contains(out, "NO FAILURE") || !strings.Contains(out, "nothing to arbitrate") {
 		t.Errorf("arbitrate of a test that passed in validate and in its reruns: exit %d, want 0 and NO FAILURE:\n%s", code, out)
 	}

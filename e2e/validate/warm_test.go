@@ -1,4 +1,4 @@
-package e2e
+package validate
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/contested/contested/e2e/internal/e2etest"
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/fixture"
 	"github.com/contested/contested/internal/reap"
@@ -21,13 +22,13 @@ import (
 func TestValidateAttachesToTheWarmLayer(t *testing.T) {
 	t.Parallel()
 	cli := dockerenv.Require(t)
-	dir := adopter(t, nil)
+	dir := e2etest.Adopter(t, nil)
 	cache := t.TempDir()
 	private, err := fixture.PrivateCache(context.Background(), cache)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Not the shared external layer runTarget hands over: auto, so that the
+	// Not the shared external layer e2etest.Mage hands over: auto, so that the
 	// warm layer is found.
 	env := append(private, "CONTESTED_LAYER=", "CONTESTED_TOXIPROXY_URL=", "CONTESTED_PG_DSN=",
 		"CONTESTED_PROXY_PORTS=", "CONTESTED_PROXY_LISTEN_HOST=", "CONTESTED_PG_UPSTREAM=", "CONTESTED_RUN_ID=warm-e2e-"+strconv.Itoa(os.Getpid()))
@@ -35,19 +36,19 @@ func TestValidateAttachesToTheWarmLayer(t *testing.T) {
 		return strings.HasPrefix(labels[reap.LabelWarm], cache), ""
 	}
 	t.Cleanup(func() {
-		mage(t, dir, env, "layer", "down")
+		e2etest.Mage(t, dir, env, "layer", "down")
 		reap.Sweep(context.Background(), cli, warm, io.Discard)
 	})
 
-	out, code := mage(t, dir, env, "layer", "up")
+	out, code := e2etest.Mage(t, dir, env, "layer", "up")
 	if code != 0 || !strings.Contains(out, "warm layer up") {
 		t.Fatalf("layer up: exit %d, want 0 and the layer:\n%s", code, out)
 	}
-	out, code = mage(t, dir, env, "layer", "status")
+	out, code = e2etest.Mage(t, dir, env, "layer", "status")
 	if code != 0 || !strings.Contains(out, "current") || !strings.Contains(out, "layer-toxiproxy") {
 		t.Fatalf("layer status: exit %d, want 0, current, with its containers:\n%s", code, out)
 	}
-	out, code = mage(t, dir, env, "validate")
+	out, code = e2etest.Mage(t, dir, env, "validate")
 	if code != 0 || !strings.Contains(out, "validate: GREEN") {
 		t.Fatalf("validate on the warm layer: exit %d, want 0 and GREEN:\n%s", code, out)
 	}
@@ -58,14 +59,14 @@ func TestValidateAttachesToTheWarmLayer(t *testing.T) {
 	if err != nil || len(left.Containers) != 2 {
 		t.Errorf("after validate the warm layer has %s (%v), want its 2 containers up", left, err)
 	}
-	out, code = mage(t, dir, env, "layer", "down")
+	out, code = e2etest.Mage(t, dir, env, "layer", "down")
 	if code != 0 {
 		t.Fatalf("layer down: exit %d:\n%s", code, out)
 	}
 	if left, err := reap.Leftovers(context.Background(), cli, warm); err != nil || !left.Empty() {
 		t.Errorf("layer down left %s (%v)", left, err)
 	}
-	out, code = mage(t, dir, env, "layer", "bogus")
+	out, code = e2etest.Mage(t, dir, env, "layer", "bogus")
 	if code != 2 {
 		t.Errorf("layer bogus: exit %d, want 2:\n%s", code, out)
 	}

@@ -1,13 +1,13 @@
-package e2e
+package validate
 
 import (
 	"context"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/contested/contested/e2e/internal/e2etest"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate/flakes"
 	"github.com/contested/contested/gate/shard"
@@ -20,13 +20,13 @@ import (
 // merge of the same shards is refused too: a shard certifies once.
 func TestAdopterShardsMergeAsOneRun(t *testing.T) {
 	t.Parallel()
-	dir := adopter(t, nil)
+	dir := e2etest.Adopter(t, nil)
 	shards := filepath.Join(t.TempDir(), "shards")
 	run := func(name, spec string) string {
 		t.Helper()
 		results := filepath.Join(shards, name)
 		env := []string{"CONTESTED_RUN_ID=e2e-shards", "CONTESTED_RESULTS_DIR=" + results}
-		out, code := mage(t, dir, env, "validate", "-shard", spec)
+		out, code := e2etest.Mage(t, dir, env, "validate", "-shard", spec)
 		if code != 0 || !strings.Contains(out, "validate: GREEN") || !strings.Contains(out, "shard "+spec+" of run e2e-shards") {
 			t.Fatalf("validate -shard %s: exit %d, want 0 and GREEN:\n%s", spec, code, out)
 		}
@@ -59,7 +59,7 @@ func TestAdopterShardsMergeAsOneRun(t *testing.T) {
 
 	refused := func(what string, dirs []string, says ...string) {
 		t.Helper()
-		out, code := mage(t, dir, nil, append([]string{"program-gate", "-merge"}, dirs...)...)
+		out, code := e2etest.Mage(t, dir, nil, append([]string{"program-gate", "-merge"}, dirs...)...)
 		if code != 1 {
 			t.Fatalf("%s: program-gate -merge exit %d, want 1:\n%s", what, code, out)
 		}
@@ -78,7 +78,7 @@ func TestAdopterShardsMergeAsOneRun(t *testing.T) {
 	var edited string
 	for i, d := range []string{s1, s2, s3} {
 		c := filepath.Join(copies, string(rune('1'+i)))
-		copyTree(t, d, c)
+		e2etest.CopyTree(t, d, c)
 		copied = append(copied, c)
 		if d == withRecords {
 			edited = c
@@ -96,11 +96,11 @@ func TestAdopterShardsMergeAsOneRun(t *testing.T) {
 	refused("a record edited after its manifest", copied, "shard "+m.Shard.String()+" ("+edited+"): tampered", m.Files[0].Name)
 
 	// The good shards merge GREEN, as a user types it.
-	out, code := goToolMage(t, dir, nil, "program-gate", "-merge", s1, s2, s3)
+	out, code := e2etest.GoToolMage(t, dir, nil, "program-gate", "-merge", s1, s2, s3)
 	if code != 0 || !strings.Contains(out, "CERTIFIED") || !strings.Contains(out, "program-gate -merge: GREEN") {
 		t.Fatalf("program-gate -merge of three good shards: exit %d, want 0 and GREEN:\n%s", code, out)
 	}
-	r := readReport(t, dir)
+	r := e2etest.ReadReport(t, dir)
 	if !r.Certified || !r.StampConsumed || r.RecordsRead != total || r.Fired == 0 {
 		t.Errorf("union report: certified %v, stamp consumed %v, %d records (shards kept %d), fired %d", r.Certified, r.StampConsumed, r.RecordsRead, total, r.Fired)
 	}
@@ -117,29 +117,4 @@ func TestAdopterShardsMergeAsOneRun(t *testing.T) {
 	}
 	// Single use: the same shards do not certify again.
 	refused("the same shards merged again", []string{s1, s2, s3}, "claimed")
-}
-
-// copyTree copies the regular files under src to dst.
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }

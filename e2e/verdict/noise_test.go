@@ -1,10 +1,11 @@
-package e2e
+package verdict
 
 import (
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/contested/contested/e2e/internal/e2etest"
 	"github.com/contested/contested/faultlayer/noise"
 	"github.com/contested/contested/gate/ladder"
 	"github.com/contested/contested/internal/testmodule"
@@ -17,13 +18,13 @@ import (
 // its author's, with both sides' evidence.
 func TestAValidateBesideANeighbourNamesACapacityFragileTest(t *testing.T) {
 	t.Parallel()
-	dir := adopter(t, map[string]string{"quiet_test.go": testmodule.QuietTest("stock", "TestReportNeedsAQuietMachine", 100)})
-	out, code := mage(t, dir, []string{"CONTESTED_NOISE=cpu:16"}, "validate")
+	dir := e2etest.Adopter(t, map[string]string{"quiet_test.go": testmodule.QuietTest("stock", "TestReportNeedsAQuietMachine", 100)})
+	out, code := e2etest.Mage(t, dir, []string{"CONTESTED_NOISE=cpu:16"}, "validate")
 	if code != 1 {
 		t.Fatalf("validate: exit %d, want 1:\n%s", code, out)
 	}
-	var v validateJSON
-	readJSON(t, filepath.Join(dir, "test-results", "validate.json"), &v)
+	var v e2etest.ValidateJSON
+	e2etest.ReadJSON(t, filepath.Join(dir, "test-results", "validate.json"), &v)
 	var o *ladder.Outcome
 	for _, x := range v.Ladder {
 		if x.Test == "TestReportNeedsAQuietMachine" {
@@ -60,7 +61,7 @@ func TestAValidateBesideANeighbourNamesACapacityFragileTest(t *testing.T) {
 		t.Errorf("the gate's classes %+v: want one fired %s fault", gate, noise.Class)
 	}
 	// arbitrate reruns it beside the neighbour CONTESTED_NOISE names.
-	out, code = mage(t, dir, []string{"CONTESTED_NOISE=cpu:16"}, "arbitrate", "TestReportNeedsAQuietMachine")
+	out, code = e2etest.Mage(t, dir, []string{"CONTESTED_NOISE=cpu:16"}, "arbitrate", "TestReportNeedsAQuietMachine")
 	if code != 1 || !strings.Contains(out, "verdict capacity-fragile") && !strings.Contains(out, "every rerun ran while other work saturated the machine") {
 		t.Errorf("arbitrate beside CONTESTED_NOISE=cpu:16: exit %d, want 1, capacity-fragile:\n%s", code, out)
 	}

@@ -1,4 +1,4 @@
-package e2e
+package stages
 
 import (
 	"os"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/contested/contested/e2e/internal/e2etest"
 	"github.com/contested/contested/internal/mutants"
 )
 
@@ -36,7 +37,7 @@ func TestLow(t *testing.T) {
 // with that survivor accepted (and the package given on the command line)
 // it exits 0.
 func TestAdopterMutants(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "adopter", "contested-surfaces.toml"))
+	b, err := os.ReadFile(filepath.Join(e2etest.RepoRoot(t), "testdata", "adopter", "contested-surfaces.toml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,14 +47,14 @@ func TestAdopterMutants(t *testing.T) {
 		t.Fatalf("the adopter registry no longer has %q to raise", threshold)
 	}
 	impossible := strings.Replace(reg, threshold, "threshold = 100", 1)
-	dir := adopter(t, map[string]string{"contested-surfaces.toml": impossible, "low.go": lowStock, "low_test.go": lowStockTest})
+	dir := e2etest.Adopter(t, map[string]string{"contested-surfaces.toml": impossible, "low.go": lowStock, "low_test.go": lowStockTest})
 
-	out, code := mage(t, dir, nil, "mutants")
+	out, code := e2etest.Mage(t, dir, nil, "mutants")
 	if code != 1 || !strings.Contains(out, "below the threshold 100%") {
 		t.Fatalf("mutants with threshold 100 and a survivor: exit %d, want 1:\n%s", code, out)
 	}
 	var rep mutantsJSON
-	readJSON(t, filepath.Join(dir, "test-results", "mutants", "mutants.json"), &rep)
+	e2etest.ReadJSON(t, filepath.Join(dir, "test-results", "mutants", "mutants.json"), &rep)
 	if rep.Module != "example.com/adopter" || rep.Passed || rep.Threshold != 100 || len(rep.Packages) != 1 {
 		t.Fatalf("mutants.json: module %q, passed %v, threshold %v, %d packages; want example.com/adopter's one package, not passed", rep.Module, rep.Passed, rep.Threshold, len(rep.Packages))
 	}
@@ -79,12 +80,12 @@ line = 4
 mutation = "CONDITIONALS_BOUNDARY"
 reason = "the e2e fixture's test leaves the boundary open on purpose"
 `
-	dir = adopter(t, map[string]string{"contested-surfaces.toml": accepted, "low.go": lowStock, "low_test.go": lowStockTest})
-	out, code = mage(t, dir, nil, "mutants", ".")
+	dir = e2etest.Adopter(t, map[string]string{"contested-surfaces.toml": accepted, "low.go": lowStock, "low_test.go": lowStockTest})
+	out, code = e2etest.Mage(t, dir, nil, "mutants", ".")
 	if code != 0 {
 		t.Fatalf("mutants . with the survivor accepted: exit %d, want 0:\n%s", code, out)
 	}
-	readJSON(t, filepath.Join(dir, "test-results", "mutants", "mutants.json"), &rep)
+	e2etest.ReadJSON(t, filepath.Join(dir, "test-results", "mutants", "mutants.json"), &rep)
 	if c := rep.Totals; !rep.Passed || c.Survived != 0 || c.Accepted != 1 || len(rep.Packages[0].Accepted) != 1 || rep.Packages[0].Accepted[0].Reason == "" {
 		t.Errorf("with the survivor accepted: passed %v, totals %+v, accepted %+v", rep.Passed, c, rep.Packages[0].Accepted)
 	}

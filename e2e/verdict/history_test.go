@@ -1,4 +1,4 @@
-package e2e
+package verdict
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contested/contested/e2e/internal/e2etest"
 	"github.com/contested/contested/gate/flakes"
 )
 
@@ -18,7 +19,7 @@ import (
 // (exit 0), whatever the history says, which the outcome gives as context.
 func TestArbitrateReadsTheFlakeHistory(t *testing.T) {
 	t.Parallel()
-	dir := adopter(t, nil)
+	dir := e2etest.Adopter(t, nil)
 	var outs []flakes.Outcome
 	for i := range 20 {
 		verdict := "pass"
@@ -31,11 +32,11 @@ func TestArbitrateReadsTheFlakeHistory(t *testing.T) {
 	if err := flakes.NewFile(filepath.Join(dir, "test-results")).Append(context.Background(), outs); err != nil {
 		t.Fatal(err)
 	}
-	out, code := mage(t, dir, nil, "history", "TestStockReport")
+	out, code := e2etest.Mage(t, dir, nil, "history", "TestStockReport")
 	if code != 0 || !strings.Contains(out, "TestStockReport failed 3 of the last 20 runs (15%): flaky") || !strings.Contains(out, "run-05 on commit 000000000000") {
 		t.Fatalf("history: exit %d:\n%s", code, out)
 	}
-	out, code = mage(t, dir, nil, "arbitrate", "TestStockReport")
+	out, code = e2etest.Mage(t, dir, nil, "arbitrate", "TestStockReport")
 	for _, want := range []string{
 		"TestStockReport failed 3 of the last 20 runs (15%): flaky",
 		"failed 0 of 2 reruns alone (passes)",

@@ -1,4 +1,4 @@
-package e2e
+package safety
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/contested/contested/e2e/internal/e2etest"
 	"github.com/contested/contested/faultlayer/faulttest"
+	"github.com/jackc/pgx/v5"
 )
 
 // leakyReport makes the adopter's TestStockReport print what a careless
@@ -67,7 +67,7 @@ func TestNoSecretInAnyOutputOrArtifact(t *testing.T) {
 		t.Fatalf("the keyword DSN does not parse: %v", err)
 	}
 
-	tests, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "adopter", "stock_test.go"))
+	tests, err := os.ReadFile(filepath.Join(e2etest.RepoRoot(t), "testdata", "adopter", "stock_test.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestNoSecretInAnyOutputOrArtifact(t *testing.T) {
 
 	t.Run("a layer that accepts the password", func(t *testing.T) {
 		t.Parallel()
-		dir := adopter(t, map[string]string{"stock_test.go": leaky})
+		dir := e2etest.Adopter(t, map[string]string{"stock_test.go": leaky})
 		env := []string{
 			"CONTESTED_LAYER=external",
 			"CONTESTED_PG_DSN=" + dsn,
@@ -109,7 +109,7 @@ func TestNoSecretInAnyOutputOrArtifact(t *testing.T) {
 	// what it saves.
 	t.Run("a layer that refuses the password", func(t *testing.T) {
 		t.Parallel()
-		dir := adopter(t, nil)
+		dir := e2etest.Adopter(t, nil)
 		wrong := strings.Replace(dsn, dsnSecret, dsnSecret+"-wrong", 1)
 		env := []string{
 			"CONTESTED_LAYER=external",
@@ -144,7 +144,7 @@ func runTargets(t *testing.T, dir string, env, secrets []string, runs []targetRu
 	t.Helper()
 	var all strings.Builder
 	for _, r := range runs {
-		out, code := mage(t, dir, env, r.args...)
+		out, code := e2etest.Mage(t, dir, env, r.args...)
 		if !slices.Contains(r.codes, code) {
 			t.Errorf("mage %v: exit %d, want one of %v:\n%s", r.args, code, r.codes, out)
 		}

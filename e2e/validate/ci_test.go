@@ -1,10 +1,12 @@
-package e2e
+package validate
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/contested/contested/e2e/internal/e2etest"
 )
 
 // TestValidateUnderGitHubActionsSummarizesAndAnnotates runs validate on
@@ -14,12 +16,12 @@ import (
 // the test's declaration; the JUnit carries the owner.
 func TestValidateUnderGitHubActionsSummarizesAndAnnotates(t *testing.T) {
 	t.Parallel()
-	dir := adopter(t, map[string]string{"a_ci_test.go": "package stock\n\nimport \"testing\"\n\nfunc TestFailsForCI(t *testing.T) {\n\tt.Fatal(\"the | report <b>broke</b>\")\n}\n"})
+	dir := e2etest.Adopter(t, map[string]string{"a_ci_test.go": "package stock\n\nimport \"testing\"\n\nfunc TestFailsForCI(t *testing.T) {\n\tt.Fatal(\"the | report <b>broke</b>\")\n}\n"})
 	summary := filepath.Join(t.TempDir(), "step_summary")
 	if err := os.WriteFile(summary, []byte("earlier step\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, code := mage(t, dir, []string{"GITHUB_ACTIONS=true", "GITHUB_STEP_SUMMARY=" + summary, "GITHUB_WORKSPACE=" + dir}, "validate")
+	out, code := e2etest.Mage(t, dir, []string{"GITHUB_ACTIONS=true", "GITHUB_STEP_SUMMARY=" + summary, "GITHUB_WORKSPACE=" + dir}, "validate")
 	if code != 1 {
 		t.Fatalf("validate: exit %d, want 1:\n%s", code, out)
 	}

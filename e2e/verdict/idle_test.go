@@ -1,4 +1,4 @@
-package e2e
+package verdict
 
 import (
 	"os"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/contested/contested/e2e/internal/e2etest"
 	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/gate/ladder"
 	"github.com/contested/contested/gate/verdict"
@@ -43,7 +44,7 @@ func TestStockIdle(t *testing.T) {
 // test author as a contract to make decisive, never as GREEN.
 func TestAnIdleLegIsNotProvenThroughContestedAndTheLadder(t *testing.T) {
 	t.Parallel()
-	reg, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "adopter", "contested-surfaces.toml"))
+	reg, err := os.ReadFile(filepath.Join(e2etest.RepoRoot(t), "testdata", "adopter", "contested-surfaces.toml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,15 +54,15 @@ func TestAnIdleLegIsNotProvenThroughContestedAndTheLadder(t *testing.T) {
 	}
 	withIdle := strings.Replace(strings.Replace(string(reg), legs, `legs = ["burst", "reset", "disconnect"]`, 1),
 		tests, `tests = ["TestStockContract", "TestStockReport", "TestStockIdle"]`, 1)
-	dir := adopter(t, map[string]string{"contested-surfaces.toml": withIdle, "idle_test.go": idleLeg})
+	dir := e2etest.Adopter(t, map[string]string{"contested-surfaces.toml": withIdle, "idle_test.go": idleLeg})
 	env := []string{"CONTESTED_SEEDS=1"}
 
-	out, code := mage(t, dir, env, "contested", "adopter.stock")
+	out, code := e2etest.Mage(t, dir, env, "contested", "adopter.stock")
 	if code != 1 {
 		t.Fatalf("contested adopter.stock with an idle leg: exit %d, want 1:\n%s", code, out)
 	}
 	var res contract.Result
-	readJSON(t, filepath.Join(dir, "test-results", "contested", "adopter.stock.json"), &res)
+	e2etest.ReadJSON(t, filepath.Join(dir, "test-results", "contested", "adopter.stock.json"), &res)
 	idle, ok := res.Leg("disconnect")
 	if !ok || idle.Verdict != verdict.InconclusiveFaultNotProven || idle.Armed == 0 || idle.Fired != 0 {
 		t.Fatalf("contested: disconnect leg %+v; want INCONCLUSIVE-fault-not-proven, armed and never fired", idle)
@@ -78,12 +79,12 @@ func TestAnIdleLegIsNotProvenThroughContestedAndTheLadder(t *testing.T) {
 		t.Errorf("contested does not print the idle leg's verdict and the contract:\n%s", out)
 	}
 
-	out, code = mage(t, dir, env, "arbitrate", "TestStockIdle/disconnect")
+	out, code = e2etest.Mage(t, dir, env, "arbitrate", "TestStockIdle/disconnect")
 	if code != 1 {
 		t.Fatalf("arbitrate TestStockIdle/disconnect: exit %d, want 1:\n%s", code, out)
 	}
 	var o ladder.Outcome
-	readJSON(t, filepath.Join(dir, "test-results", "ladder", ladder.FileName("TestStockIdle/disconnect")+".json"), &o)
+	e2etest.ReadJSON(t, filepath.Join(dir, "test-results", "ladder", ladder.FileName("TestStockIdle/disconnect")+".json"), &o)
 	if o.Step != 3 || o.Contract != verdict.Inconclusive || o.Owner != ladder.TestAuthor || o.Verdict != string(verdict.Inconclusive) {
 		t.Fatalf("ladder: step %d, contract %s, owner %s, verdict %s; want step 3, INCONCLUSIVE, test author, INCONCLUSIVE\n%s",
 			o.Step, o.Contract, o.Owner, o.Verdict, out)
