@@ -1,0 +1,637 @@
+// Package digest computes the input digest of each package of a module's
+// battery: what its test binary is built from and what its tests read, so
+// that validate can tell a package whose outcome could have changed from
+// one whose inputs are exactly those of an earlier certified run.
+//
+// A package's digest covers, for its test binary and every package linked
+// into it: the content of every Go, cgo, assembly, syso and embedded file
+// of the module's own packages and of any module replaced by a local
+// directory; the path, version and checksum of every other module; the
+// module graph (go.mod and go.sum); the package's testdata directory; the
+// build environment (Go version, GOOS, GOARCH, GOEXPERIMENT, CGO_ENABLED,
+// GOFLAGS and its build tags); and the code that runs validate itself (the
+// packages the module's magefiles link). It does not see what a test reads
+// outside its own directory at run time (files elsewhere on disk, the
+// network, environment variables other than those above), nor the
+// standard library's sources beyond the Go version that names them.
+//
+// Listing a module's packages costs seconds, so the listing is cached,
+// keyed by the identity (size, modification and change time, inode) of
+// every file and directory it came from; and so are file hashes, keyed by
+// the same identity. Both live in the user's cache directory, outside the
+// module, so a warm digest of an unchanged module reads no file contents.
+package digest
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ErrList means go list could not list the module's packages.
+var ErrList = errors.New("list the module's packages")
+
+// Package is one package of the battery and its input digest.
+type Package struct {
+	ImportPath string `json:"import_path"`
+	Dir        string `json:"dir"`
+	// Digest is the hex SHA-256 of everything the package's test binary
+	// and its tests' own files are made of (see the package comment).
+	Digest string `json:"digest"`
+	// Tests are the top-level test functions its test files declare.
+	Tests []string `json:"tests,omitempty"`
+}
+
+// Module is the digest of every package of a module.
+type Module struct {
+	Path string
+	Root string
+	// Packages are the module's packages (./...), sorted by import path.
+	Packages []Package
+	// Env is the digest of the build environment alone.
+	Env string
+	// Tool is the digest of the code that runs validate: the packages the
+	// module's magefiles link (empty when it has none).
+	Tool string
+	// Relisted says the package listing was not in the cache (or was
+	// stale) and go list ran.
+	Relisted bool
+}
+
+// Package returns the package with the import path, if the module has it.
+func (m *Module) Package(importPath string) (Package, bool) {
+	i, ok := slices.BinarySearchFunc(m.Packages, importPath, func(p Package, s string) int { return strings.Compare(p.ImportPath, s) })
+	if !ok {
+		return Package{}, false
+	}
+	return m.Packages[i], true
+}
+
+// Option configures Load.
+type Option func(*config)
+
+type config struct {
+	cacheDir string
+	env      []string
+}
+
+// WithCacheDir keeps the caches in dir instead of the user's cache
+// directory (os.UserCacheDir()/contested/digest); "" keeps none.
+func WithCacheDir(dir string) Option { return func(c *config) { c.cacheDir = dir } }
+
+// WithEnv is the environment go list and go env run with (the battery's),
+// instead of this process's.
+func WithEnv(env []string) Option { return func(c *config) { c.env = env } }
+
+// DefaultCacheDir is where the caches live unless WithCacheDir says
+// otherwise: under the user's cache directory, never in the module.
+func DefaultCacheDir() string {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, "contested", "digest")
+}
+
+// Sum folds parts into one hex SHA-256, each part length-prefixed so that
+// no two different lists of parts fold alike.
+func Sum(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		fmt.Fprintf(h, "%d:%s\n", len(p), p)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// envVars are the variables of the build environment a digest covers.
+var envVars = []string{"GOVERSION", "GOOS", "GOARCH", "GOEXPERIMENT", "CGO_ENABLED", "GOFLAGS", "GOAMD64", "GOARM64", "GOARM", "GO386", "GOWORK", "GOTOOLCHAIN"}
+
+// Load computes the digest of every package of the module rooted at dir.
+func Load(ctx context.Context, dir string, opts ...Option) (*Module, error) {
+	c := config{cacheDir: DefaultCacheDir(), env: os.Environ()}
+	for _, o := range opts {
+		o(&c)
+	}
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	goEnv, err := goEnv(ctx, root, c.env)
+	if err != nil {
+		return nil, err
+	}
+	envSum := Sum(goEnv)
+	hashes := openHashes(c.cacheDir)
+	defer hashes.save()
+	m := &Module{Root: root, Env: envSum}
+
+	pkgs, relisted, err := cachedList(ctx, c, root, envSum, hashes, []string{"-test", "./..."})
+	if err != nil {
+		return nil, err
+	}
+	m.Relisted = relisted
+	if fi, err := os.Stat(filepath.Join(root, "magefiles")); err == nil && fi.IsDir() {
+		tool, relisted, err := cachedList(ctx, c, root, envSum, hashes, []string{"-tags=mage", "./magefiles"})
+		if err != nil {
+			return nil, err
+		}
+		m.Relisted = m.Relisted || relisted
+		var parts []string
+		for _, p := range tool.byPath {
+			parts = append(parts, p.ImportPath)
+		}
+		slices.Sort(parts)
+		var sums []string
+		for _, ip := range parts {
+			s, err := tool.inputs(tool.byPath[ip], hashes)
+			if err != nil {
+				return nil, err
+			}
+			sums = append(sums, ip, s)
+		}
+		m.Tool = Sum(sums...)
+	}
+
+	graph, err := hashes.files(root, []string{"go.mod", "go.sum", "go.work", "go.work.sum"})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pkgs.byPath {
+		if p.ForTest != "" || strings.HasSuffix(p.ImportPath, ".test") || p.Module == nil || !p.Module.Main {
+			continue
+		}
+		m.Path = p.Module.Path
+		d, tests, err := pkgs.packageDigest(p, hashes)
+		if err != nil {
+			return nil, err
+		}
+		m.Packages = append(m.Packages, Package{ImportPath: p.ImportPath, Dir: p.Dir, Tests: tests,
+			Digest: Sum("contested/digest@1", envSum, m.Tool, graph, d)})
+	}
+	slices.SortFunc(m.Packages, func(a, b Package) int { return strings.Compare(a.ImportPath, b.ImportPath) })
+	return m, nil
+}
+
+// goEnv is the build environment the digest covers, as one string.
+func goEnv(ctx context.Context, root string, env []string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", append([]string{"env", "-json"}, envVars...)...)
+	cmd.Dir, cmd.Env = root, env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%w: go env: %v: %s", ErrList, err, strings.TrimSpace(stderr.String()))
+	}
+	var vars map[string]string
+	if err := json.Unmarshal(out, &vars); err != nil {
+		return "", fmt.Errorf("%w: go env: %v", ErrList, err)
+	}
+	var b strings.Builder
+	for _, k := range envVars {
+		fmt.Fprintf(&b, "%s=%s\n", k, vars[k])
+	}
+	return b.String(), nil
+}
+
+// listed is one package as go list -json gives it.
+type listed struct {
+	ImportPath      string
+	Dir             string
+	Standard        bool
+	ForTest         string
+	Module          *listedModule
+	GoFiles         []string
+	CgoFiles        []string
+	CFiles          []string
+	CXXFiles        []string
+	HFiles          []string
+	SFiles          []string
+	SysoFiles       []string
+	EmbedFiles      []string
+	TestGoFiles     []string
+	XTestGoFiles    []string
+	TestEmbedFiles  []string
+	XTestEmbedFiles []string
+	Deps            []string
+	Error           *struct{ Err string }
+}
+
+type listedModule struct {
+	Path    string
+	Version string
+	Sum     string
+	Main    bool
+	Dir     string
+	GoMod   string
+	Replace *listedModule
+}
+
+// fields are the fields go list is asked for.
+const fields = "ImportPath,Dir,Standard,ForTest,Module,GoFiles,CgoFiles,CFiles,CXXFiles,HFiles,SFiles,SysoFiles,EmbedFiles,TestGoFiles,XTestGoFiles,TestEmbedFiles,XTestEmbedFiles,Deps,Error"
+
+// listing is a module's go list output, by import path.
+type listing struct {
+	byPath map[string]*listed
+}
+
+// local reports whether p's files are read from a directory that can
+// change under the same version: the main module, a module replaced by a
+// directory, or no module at all. Any other module is named by its
+// version and checksum.
+func (p *listed) local() bool {
+	if p.Standard {
+		return false
+	}
+	m := p.Module
+	if m == nil || m.Main {
+		return true
+	}
+	if m.Replace != nil {
+		return m.Replace.Version == ""
+	}
+	return m.Version == ""
+}
+
+// sourceFiles are every file of p a build or its tests read.
+func (p *listed) sourceFiles() []string {
+	var all []string
+	for _, l := range [][]string{p.GoFiles, p.CgoFiles, p.CFiles, p.CXXFiles, p.HFiles, p.SFiles, p.SysoFiles, p.EmbedFiles, p.TestGoFiles, p.XTestGoFiles, p.TestEmbedFiles, p.XTestEmbedFiles} {
+		all = append(all, l...)
+	}
+	slices.Sort(all)
+	return slices.Compact(all)
+}
+
+// inputs is the digest of one listed package's own inputs (not its deps).
+func (l *listing) inputs(p *listed, h *hashes) (string, error) {
+	if p.Standard {
+		return "std", nil
+	}
+	if p.Error != nil {
+		return Sum("error", p.Error.Err), nil
+	}
+	if !p.local() {
+		m := p.Module
+		if m.Replace != nil {
+			m = m.Replace
+		}
+		return Sum("module", m.Path, m.Version, m.Sum), nil
+	}
+	if strings.HasSuffix(p.ImportPath, ".test") && p.ForTest == "" {
+		return "testmain", nil // generated from its deps' test names, which are hashed
+	}
+	return h.files(p.Dir, p.sourceFiles())
+}
+
+// testFunc finds the top-level tests a test file declares.
+var testFunc = regexp.MustCompile(`(?m)^func (Test[A-Z_0-9]\w*|Test)\(\w+ \*testing\.T\)`)
+
+// packageDigest is the digest of p's test binary (or of p and its deps
+// when it has no tests) and its testdata, and the tests it declares.
+func (l *listing) packageDigest(p *listed, h *hashes) (string, []string, error) {
+	root := p
+	if t, ok := l.byPath[p.ImportPath+".test"]; ok {
+		root = t
+	}
+	deps := append(slices.Clone(root.Deps), root.ImportPath)
+	if root != p {
+		deps = append(deps, p.ImportPath)
+	}
+	slices.Sort(deps)
+	deps = slices.Compact(deps)
+	parts := make([]string, 0, 2*len(deps)+1)
+	for _, d := range deps {
+		dp, ok := l.byPath[d]
+		if !ok {
+			parts = append(parts, d, "unlisted")
+			continue
+		}
+		s, err := l.inputs(dp, h)
+		if err != nil {
+			return "", nil, err
+		}
+		parts = append(parts, d, s)
+	}
+	td, err := h.tree(filepath.Join(p.Dir, "testdata"))
+	if err != nil {
+		return "", nil, err
+	}
+	parts = append(parts, "testdata", td)
+	var tests []string
+	for _, f := range slices.Concat(p.TestGoFiles, p.XTestGoFiles) {
+		b, err := os.ReadFile(filepath.Join(p.Dir, f))
+		if err != nil {
+			return "", nil, err
+		}
+		for _, m := range testFunc.FindAllSubmatch(b, -1) {
+			tests = append(tests, string(m[1]))
+		}
+	}
+	slices.Sort(tests)
+	return Sum(parts...), slices.Compact(tests), nil
+}
+
+// runList runs go list over args in root.
+func runList(ctx context.Context, root string, env, args []string) (*listing, error) {
+	cmd := exec.CommandContext(ctx, "go", append([]string{"list", "-e", "-deps", "-json=" + fields}, args...)...)
+	cmd.Dir, cmd.Env = root, env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%w: go list %s: %v: %s", ErrList, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	l := &listing{byPath: map[string]*listed{}}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listed
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("%w: go list: %v", ErrList, err)
+		}
+		l.byPath[p.ImportPath] = &p
+	}
+	return l, nil
+}
+
+// identity is what says a file or directory is unchanged: its size, its
+// modification and change times and its inode. A file rewritten with the
+// same content still changes identity (it is hashed again); a file whose
+// identity is unchanged is trusted to hold what it held.
+type identity struct {
+	Size  int64  `json:"s"`
+	Mtime int64  `json:"m"`
+	Ctime int64  `json:"c,omitempty"`
+	Ino   uint64 `json:"i,omitempty"`
+	Mode  uint32 `json:"o"`
+}
+
+func identify(fi fs.FileInfo) identity {
+	id := identity{Size: fi.Size(), Mtime: fi.ModTime().UnixNano(), Mode: uint32(fi.Mode())}
+	id.Ctime, id.Ino = sysIdentity(fi)
+	if fi.IsDir() {
+		id.Size = 0 // a directory's size says nothing its times do not
+	}
+	return id
+}
+
+// cachedEntry is a listing in the cache with what it was listed from.
+type cachedEntry struct {
+	Packages []*listed           `json:"packages"`
+	Seen     map[string]identity `json:"seen"`
+}
+
+// cachedList is runList, answered from the cache when every file and
+// directory the listing came from is unchanged.
+func cachedList(ctx context.Context, c config, root, envSum string, h *hashes, args []string) (*listing, bool, error) {
+	var path string
+	if c.cacheDir != "" {
+		path = filepath.Join(c.cacheDir, "list-"+Sum(root, envSum, strings.Join(args, " "))[:32]+".json")
+		if b, err := os.ReadFile(path); err == nil {
+			var e cachedEntry
+			if json.Unmarshal(b, &e) == nil && e.Seen != nil && unchanged(e.Seen) {
+				l := &listing{byPath: map[string]*listed{}}
+				for _, p := range e.Packages {
+					l.byPath[p.ImportPath] = p
+				}
+				return l, false, nil
+			}
+		}
+	}
+	l, err := runList(ctx, root, c.env, args)
+	if err != nil {
+		return nil, true, err
+	}
+	if path != "" {
+		e := cachedEntry{Seen: seenBy(root, l)}
+		for _, p := range l.byPath {
+			e.Packages = append(e.Packages, p)
+		}
+		if b, err := json.Marshal(e); err == nil {
+			writeCache(path, b)
+		}
+	}
+	return l, true, nil
+}
+
+// seenBy is the identity of everything a listing depends on: every
+// directory of the module's tree (a new package or file changes one),
+// go.mod and go.sum, and every directory and source file of a local
+// package outside it.
+func seenBy(root string, l *listing) map[string]identity {
+	seen := map[string]identity{}
+	note := func(p string) {
+		if fi, err := os.Stat(p); err == nil {
+			seen[p] = identify(fi)
+		} else {
+			seen[p] = identity{Mode: 1 << 31} // absent: its appearance is a change
+		}
+	}
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if p != root {
+			if n := d.Name(); strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_") || n == "testdata" || n == "test-results" || n == "node_modules" {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
+				return filepath.SkipDir // another module
+			}
+		}
+		note(p)
+		return nil
+	})
+	for _, f := range []string{"go.mod", "go.sum", "go.work", "go.work.sum"} {
+		note(filepath.Join(root, f))
+	}
+	for _, p := range l.byPath {
+		if !p.local() || p.Dir == "" {
+			continue
+		}
+		note(p.Dir)
+		for _, f := range p.sourceFiles() {
+			note(filepath.Join(p.Dir, f))
+		}
+		if p.Module != nil && p.Module.GoMod != "" {
+			note(p.Module.GoMod)
+		}
+	}
+	return seen
+}
+
+func unchanged(seen map[string]identity) bool {
+	for p, want := range seen {
+		fi, err := os.Stat(p)
+		if err != nil {
+			if want.Mode == 1<<31 {
+				continue
+			}
+			return false
+		}
+		if identify(fi) != want {
+			return false
+		}
+	}
+	return true
+}
+
+// writeCache writes a cache file atomically; a cache that cannot be
+// written only costs the next run the work again.
+func writeCache(path string, b []byte) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return
+	}
+	tmp := path + ".tmp" + strconv.Itoa(os.Getpid())
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		os.Remove(tmp)
+		return
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+	}
+}
+
+// hashes is the file-hash cache: a file's identity to its SHA-256.
+type hashes struct {
+	path    string
+	mu      sync.Mutex
+	known   map[string]hashEntry
+	changed bool
+}
+
+type hashEntry struct {
+	ID  identity `json:"id"`
+	Sum string   `json:"sum"`
+}
+
+func openHashes(dir string) *hashes {
+	h := &hashes{known: map[string]hashEntry{}}
+	if dir == "" {
+		return h
+	}
+	h.path = filepath.Join(dir, "files.json")
+	if b, err := os.ReadFile(h.path); err == nil {
+		_ = json.Unmarshal(b, &h.known)
+	}
+	return h
+}
+
+func (h *hashes) save() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.path == "" || !h.changed {
+		return
+	}
+	if b, err := json.Marshal(h.known); err == nil {
+		writeCache(h.path, b)
+	}
+}
+
+// hash is the SHA-256 of the file at p, from the cache when its identity
+// is unchanged. A file that is not there hashes as absent.
+func (h *hashes) hash(p string) (string, error) {
+	fi, err := os.Stat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "absent", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "not a regular file: " + fi.Mode().Type().String(), nil
+	}
+	id := identify(fi)
+	h.mu.Lock()
+	e, ok := h.known[p]
+	h.mu.Unlock()
+	// A file changed within the last second may change again within the
+	// same tick of its clock: hash it, but do not remember it.
+	fresh := time.Since(fi.ModTime()) < time.Second
+	if ok && e.ID == id && !fresh {
+		return e.Sum, nil
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	s := sha256.New()
+	if _, err := io.Copy(s, f); err != nil {
+		return "", fmt.Errorf("hash %s: %w", p, err)
+	}
+	sum := hex.EncodeToString(s.Sum(nil))
+	if !fresh {
+		h.mu.Lock()
+		h.known[p], h.changed = hashEntry{ID: id, Sum: sum}, true
+		h.mu.Unlock()
+	}
+	return sum, nil
+}
+
+// files is the digest of the named files of dir.
+func (h *hashes) files(dir string, names []string) (string, error) {
+	parts := make([]string, 0, 2*len(names))
+	for _, n := range names {
+		s, err := h.hash(filepath.Join(dir, n))
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, n, s)
+	}
+	return Sum(parts...), nil
+}
+
+// tree is the digest of every regular file under dir (links are named by
+// their target, never followed); "" when dir does not exist.
+func (h *hashes) tree(dir string) (string, error) {
+	var parts []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && p == dir {
+			return fs.SkipAll
+		}
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		switch {
+		case d.IsDir():
+			return nil
+		case d.Type()&fs.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			parts = append(parts, rel, "link:"+target)
+		case d.Type().IsRegular():
+			s, err := h.hash(p)
+			if err != nil {
+				return err
+			}
+			parts = append(parts, rel, s)
+		default:
+			parts = append(parts, rel, "special:"+d.Type().String())
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if len(parts) == 0 {
+		return "", nil
+	}
+	return Sum(parts...), nil
+}

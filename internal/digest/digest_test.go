@@ -1,0 +1,169 @@
+package digest_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/contested/contested/internal/digest"
+)
+
+// module writes a module of two packages, a and b, b importing a, each
+// with a test, and returns its root.
+func module(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	files := map[string]string{
+		"go.mod":            "module example.com/m\n\ngo 1.26\n",
+		"a/a.go":            "package a\n\n// N is a number.\nfunc N() int { return 1 }\n",
+		"a/a_test.go":       "package a\n\nimport \"testing\"\n\nfunc TestN(t *testing.T) {}\n",
+		"b/b.go":            "package b\n\nimport \"example.com/m/a\"\n\n// M is a number.\nfunc M() int { return a.N() + 1 }\n",
+		"b/b_test.go":       "package b_test\n\nimport \"testing\"\n\nfunc TestM(t *testing.T) {}\n\nfunc TestOther(t *testing.T) {}\n",
+		"b/testdata/in.txt": "input\n",
+	}
+	for name, body := range files {
+		write(t, filepath.Join(root, name), body)
+	}
+	return root
+}
+
+func write(t *testing.T, p, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// An older modification time, as an edit a while ago: the hash cache
+	// does not remember a file changed within the last second.
+	old := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(p, old, old); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func load(t *testing.T, root, cache string, env ...string) map[string]digest.Package {
+	t.Helper()
+	m, err := digest.Load(context.Background(), root, digest.WithCacheDir(cache), digest.WithEnv(append(os.Environ(), env...)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]digest.Package{}
+	for _, p := range m.Packages {
+		out[p.ImportPath] = p
+	}
+	return out
+}
+
+// TestADigestChangesWithWhatItsTestBinaryIsMadeOf: each change changes the
+// digests of exactly the packages whose test binary or tests it reaches.
+func TestADigestChangesWithWhatItsTestBinaryIsMadeOf(t *testing.T) {
+	tests := []struct {
+		name    string
+		change  func(t *testing.T, root string)
+		env     []string
+		changed []string
+	}{
+		{"nothing", func(*testing.T, string) {}, nil, nil},
+		{"the library b links", func(t *testing.T, root string) {
+			write(t, filepath.Join(root, "a/a.go"), "package a\n\n// N is a number.\nfunc N() int { return 2 }\n")
+		}, nil, []string{"a", "b"}},
+		{"b's test", func(t *testing.T, root string) {
+			write(t, filepath.Join(root, "b/b_test.go"), "package b_test\n\nimport \"testing\"\n\nfunc TestM(t *testing.T) { t.Log() }\n")
+		}, nil, []string{"b"}},
+		{"b's testdata", func(t *testing.T, root string) {
+			write(t, filepath.Join(root, "b/testdata/in.txt"), "other input\n")
+		}, nil, []string{"b"}},
+		{"a new file in a", func(t *testing.T, root string) {
+			write(t, filepath.Join(root, "a/more.go"), "package a\n\nfunc more() {}\n")
+		}, nil, []string{"a", "b"}},
+		{"the module graph", func(t *testing.T, root string) {
+			write(t, filepath.Join(root, "go.mod"), "module example.com/m\n\ngo 1.26\n\n// a comment\n")
+		}, nil, []string{"a", "b"}},
+		{"build tags", func(*testing.T, string) {}, []string{"GOFLAGS=-tags=other"}, []string{"a", "b"}},
+		{"GOARCH", func(*testing.T, string) {}, []string{"GOARCH=386"}, []string{"a", "b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root, cache := module(t), t.TempDir()
+			before := load(t, root, cache)
+			if len(before) != 2 {
+				t.Fatalf("packages %v, want a and b", before)
+			}
+			tt.change(t, root)
+			after := load(t, root, cache, tt.env...)
+			for _, name := range []string{"a", "b"} {
+				ip := "example.com/m/" + name
+				want := false
+				for _, c := range tt.changed {
+					want = want || c == name
+				}
+				if got := before[ip].Digest != after[ip].Digest; got != want {
+					t.Errorf("%s: digest changed %v, want %v", name, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestTheTestsAPackageDeclaresAreListed(t *testing.T) {
+	got := load(t, module(t), t.TempDir())["example.com/m/b"].Tests
+	if len(got) != 2 || got[0] != "TestM" || got[1] != "TestOther" {
+		t.Errorf("b's tests %v, want [TestM TestOther]", got)
+	}
+}
+
+// TestAWarmDigestDoesNotList: nothing changed, the listing comes from the
+// cache; a cache nobody can use (none) still gives the same digests.
+func TestAWarmDigestDoesNotList(t *testing.T) {
+	root, cache := module(t), t.TempDir()
+	ctx := context.Background()
+	cold, err := digest.Load(ctx, root, digest.WithCacheDir(cache))
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm, err := digest.Load(ctx, root, digest.WithCacheDir(cache))
+	if err != nil {
+		t.Fatal(err)
+	}
+	none, err := digest.Load(ctx, root, digest.WithCacheDir(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cold.Relisted || warm.Relisted {
+		t.Errorf("relisted: cold %v, warm %v; want true, false", cold.Relisted, warm.Relisted)
+	}
+	for i := range cold.Packages {
+		if cold.Packages[i].Digest != warm.Packages[i].Digest || cold.Packages[i].Digest != none.Packages[i].Digest {
+			t.Errorf("%s: digests differ: cold %s, warm %s, uncached %s", cold.Packages[i].ImportPath, cold.Packages[i].Digest, warm.Packages[i].Digest, none.Packages[i].Digest)
+		}
+	}
+	if warm.Path != "example.com/m" {
+		t.Errorf("module path %q", warm.Path)
+	}
+}
+
+// BenchmarkDigestOfThisRepository is the warm digest of this repository:
+// its target is at most 3 s (reported as s/digest).
+func BenchmarkDigestOfThisRepository(b *testing.B) {
+	cache := b.TempDir()
+	ctx := context.Background()
+	if _, err := digest.Load(ctx, "../..", digest.WithCacheDir(cache)); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		m, err := digest.Load(ctx, "../..", digest.WithCacheDir(cache))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if m.Relisted {
+			b.Fatal("a warm digest listed the packages again")
+		}
+	}
+	b.ReportMetric(time.Since(start).Seconds()/float64(b.N), "s/digest")
+}
