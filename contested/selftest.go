@@ -9,11 +9,12 @@ import (
 
 	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultlayer/faulttest"
+	"github.com/contested/contested/internal/dbguard"
 )
 
 // builtinDatabases are the server's own databases, which no leg may ever
 // arm against whatever the registry says.
-var builtinDatabases = []string{"postgres", "template0", "template1"}
+var builtinDatabases = dbguard.Maintenance
 
 // GuardSelfTest proves, against the fault layer the legs use, that
 // PgFaultArmer's guard refuses every database a leg must never arm

@@ -10,7 +10,38 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/contested/contested/internal/dbguard"
 )
+
+// TestATestPlaneThatIsAMaintenanceDatabaseIsBadInput: CONTESTED_PG_DSN
+// naming postgres, template0 or template1 (by path, keyword, query or
+// PGDATABASE) or no database at all is a configuration error naming the
+// variable and what to do, found before any connection.
+func TestATestPlaneThatIsAMaintenanceDatabaseIsBadInput(t *testing.T) {
+	for _, tt := range []struct{ name, dsn, pgdatabase string }{
+		{"URL path template1", "postgres://u:pw@127.0.0.1:1/template1", ""},
+		{"URL path postgres", "postgres://u:pw@127.0.0.1:1/postgres", ""},
+		{"keyword dbname=postgres", "host=127.0.0.1 port=1 user=u dbname=postgres", ""},
+		{"query dbname=template1", "postgres://u@127.0.0.1:1/plane?dbname=template1", ""},
+		{"no database", "postgres://u@127.0.0.1:1", ""},
+		{"PGDATABASE=template1", "postgres://u@127.0.0.1:1/", "template1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("PGDATABASE", tt.pgdatabase)
+			cfg := Config{Kind: External, ToxiproxyURL: "http://127.0.0.1:1", PostgresDSN: tt.dsn, RunID: "guard-test"}
+			err := cfg.validate()
+			if !errors.Is(err, ErrConfig) || !errors.Is(err, dbguard.ErrCanonical) {
+				t.Fatalf("validate = %v, want a configuration error from the guard", err)
+			}
+			for _, want := range []string{"CONTESTED_PG_DSN", "CREATE DATABASE"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("validate = %q, want it to say %q", err, want)
+				}
+			}
+		})
+	}
+}
 
 // TestATestPlaneThatIsACanonicalDatabaseIsRefused: an external layer whose
 // CONTESTED_PG_DSN names a database [guard] canonical_databases lists (in
@@ -89,4 +120,94 @@ func TestATestPlaneThatIsACanonicalDatabaseIsRefused(t *testing.T) {
 	if err != nil || len(tables) != 0 {
 		t.Errorf("the refused canonical database holds tables %v (%v)", tables, err)
 	}
+}
+
+// TestNothingIsCreatedInTheServersOwnDatabases: an external layer whose
+// CONTESTED_PG_DSN reaches postgres or template1 (by path, keyword, query,
+// PGDATABASE, or by naming none as the user postgres) is refused before
+// the lease table is created there, where every database created
+// afterwards would inherit it; and a connection the server put in one of
+// them fails the server-side check.
+func TestNothingIsCreatedInTheServersOwnDatabases(t *testing.T) {
+	l := shared.get(t)
+	ctx := context.Background()
+	base, err := url.Parse(l.PostgresDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(path, query string) string {
+		u := *base
+		u.Path = path
+		q := u.Query()
+		for k, v := range mustQuery(t, query) {
+			q[k] = v
+		}
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	keyword := func(db string) string {
+		pw, _ := base.User.Password()
+		return fmt.Sprintf("host=%s port=%s user=%s password=%s sslmode=disable dbname=%s", base.Hostname(), base.Port(), base.User.Username(), pw, db)
+	}
+	leaseTable := func(db string) bool {
+		conn, err := pgx.Connect(ctx, at("/"+db, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var exists bool
+		if err := conn.QueryRow(ctx, `SELECT to_regclass('fault_port_leases') IS NOT NULL`).Scan(&exists); err != nil {
+			t.Fatal(err)
+		}
+		if exists {
+			// Leave the server as it was for the tests after this one.
+			conn.Exec(ctx, `DROP TABLE fault_port_leases`)
+		}
+		return exists
+	}
+	for _, tt := range []struct{ name, dsn, pgdatabase, db string }{
+		{"URL path template1", at("/template1", ""), "", "template1"},
+		{"URL path postgres", at("/postgres", ""), "", "postgres"},
+		{"keyword dbname=template1", keyword("template1"), "", "template1"},
+		{"query dbname=template1 over another path", at("/contested", "dbname=template1"), "", "template1"},
+		{"PGDATABASE=template1", at("", ""), "template1", "template1"},
+		{"no database and the user postgres", at("", ""), "", "postgres"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("PGDATABASE", tt.pgdatabase)
+			cfg := Config{Kind: External, ToxiproxyURL: l.ToxiproxyURL, PostgresDSN: tt.dsn, ProxyPorts: FormatProxyPorts(l.Ports),
+				ProxyListenHost: l.ProxyListenHost, PostgresUpstream: l.PostgresUpstream, PostgresDirect: l.PostgresDirect, RunID: "guard-test"}
+			up, err := Up(ctx, cfg)
+			if err == nil {
+				up.Close(ctx)
+			}
+			if created := leaseTable(tt.db); created {
+				t.Errorf("Up created %s in %s", "fault_port_leases", tt.db)
+			}
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "CONTESTED_PG_DSN") {
+				t.Errorf("Up = %v, want a configuration error naming CONTESTED_PG_DSN", err)
+			}
+		})
+	}
+	for _, db := range []string{"postgres", "template1"} {
+		t.Run("the server says it is "+db, func(t *testing.T) {
+			conn, err := pgx.Connect(ctx, at("/"+db, ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			if _, err := dbguard.CheckServer(ctx, conn, nil, "the test-plane Postgres"); !errors.Is(err, dbguard.ErrCanonical) {
+				t.Errorf("CheckServer on %s = %v, want ErrCanonical", db, err)
+			}
+		})
+	}
+}
+
+func mustQuery(t *testing.T, q string) url.Values {
+	t.Helper()
+	v, err := url.ParseQuery(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

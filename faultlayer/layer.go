@@ -167,7 +167,7 @@ func (c *Config) validate() error {
 }
 
 // guardFix says what to do about a test plane the database guard refused.
-const guardFix = "the test plane (its lease and harness tables, victim databases and roles) is never a service's real database: give the fault layer a database of its own"
+const guardFix = "the test plane (its lease and harness tables, victim databases and roles) needs a database of its own, never a service's real one nor postgres, template0 or template1: create one (CREATE DATABASE contested_plane) and name it in " + envvar.PostgresDSN
 
 // listenAddr parses a proxy listen host: an IP address, or "localhost".
 func listenAddr(host string) (netip.Addr, error) {

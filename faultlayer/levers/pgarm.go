@@ -39,7 +39,7 @@ const harnessTable = "contested_harness_databases"
 var victimName = regexp.MustCompile(`^cv_[0-9a-f]{10}$`)
 
 // builtinCanonical are never armed against, whatever the registry says.
-var builtinCanonical = []string{"postgres", "template0", "template1"}
+var builtinCanonical = dbguard.Maintenance
 
 // PgFaultArmer injects database faults (pool exhaustion) into victim
 // databases it created itself, and refuses every other database: anything

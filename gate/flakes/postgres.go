@@ -72,7 +72,7 @@ func OpenPostgres(ctx context.Context, dsn string, canonical []string) (*Postgre
 		return nil, fmt.Errorf("%w: it does not parse (%s); give a postgres:// URL or key=value DSN", ErrBadDSN, secret.ParseError(err))
 	}
 	if err := dbguard.CheckConfig(&cfg.ConnConfig.Config, canonical, envvar.HistoryDSN); err != nil {
-		return nil, fmt.Errorf("%w: %w: give the history a database of its own", ErrGuard, err)
+		return nil, fmt.Errorf("%w: %w: give the history a database of its own (CREATE DATABASE contested_history) and name it in "+envvar.HistoryDSN, ErrGuard, err)
 	}
 	cfg.MaxConns = 2
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -83,7 +83,7 @@ func OpenPostgres(ctx context.Context, dsn string, canonical []string) (*Postgre
 	if _, err := dbguard.CheckServer(ctx, pool, canonical, "the history database ("+envvar.HistoryDSN+")"); err != nil {
 		pool.Close()
 		if errors.Is(err, dbguard.ErrCanonical) {
-			return nil, fmt.Errorf("%w: %w: give the history a database of its own", ErrGuard, err)
+			return nil, fmt.Errorf("%w: %w: give the history a database of its own (CREATE DATABASE contested_history) and name it in "+envvar.HistoryDSN, ErrGuard, err)
 		}
 		return nil, fmt.Errorf("open the history database: %s", secret.ScrubString(err.Error()))
 	}

@@ -62,6 +62,22 @@ func TestPostgresGuardAndBadDSN(t *testing.T) {
 	if !errors.Is(err, ErrGuard) || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("a canonical database: %v; want ErrGuard without the password", err)
 	}
+	for _, tt := range []struct{ name, dsn, pgdatabase string }{
+		{"URL path template1", "postgres://u:hunter2@127.0.0.1:1/template1", ""},
+		{"URL path postgres", "postgres://u:hunter2@127.0.0.1:1/postgres", ""},
+		{"keyword dbname=template0", "host=127.0.0.1 port=1 user=u password=hunter2 dbname=template0", ""},
+		{"query dbname=template1", "postgres://u:hunter2@127.0.0.1:1/history?dbname=template1", ""},
+		{"no database", "postgres://u:hunter2@127.0.0.1:1", ""},
+		{"PGDATABASE=template1", "postgres://u:hunter2@127.0.0.1:1/", "template1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("PGDATABASE", tt.pgdatabase)
+			_, err := OpenPostgres(ctx, tt.dsn, nil)
+			if !errors.Is(err, ErrGuard) || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "CONTESTED_HISTORY_DSN") {
+				t.Errorf("OpenPostgres = %v; want ErrGuard naming CONTESTED_HISTORY_DSN, without the password", err)
+			}
+		})
+	}
 	_, err = OpenPostgres(ctx, "postgres://u:hunter2@127.0.0.1:notaport/db", nil)
 	if !errors.Is(err, ErrBadDSN) || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("a DSN that does not parse: %v; want ErrBadDSN without the password", err)

@@ -1,14 +1,22 @@
 // Package dbguard refuses the databases no contested connection may create
 // or write anything in: a service's real databases, which the registry
-// lists in [guard] canonical_databases.
+// lists in [guard] canonical_databases, the server's own maintenance and
+// template databases (postgres, template0, template1), and a database the
+// configuration does not name.
 //
 // Every connection the tool opens to create or write anything (the test
 // plane's lease and harness tables and victim databases, the flake
 // history) passes two checks before its first write: the database its
-// configuration names (the user name when it names none, as Postgres
-// reads it) and the database the server says it connected to
-// (current_database(), which an alias in a connection pooler can change).
-// Names are compared without regard to case: when unsure, refuse.
+// configuration names, as pgx's own parser reads it (URL path, keyword
+// dbname=, ?dbname= query, PGDATABASE and the other PG* variables), and
+// the database the server says it connected to (current_database(), which
+// an alias in a connection pooler can change). A table created in
+// template1 is copied into every database created after it, and one in
+// postgres lands where every tool connects by default, so those are never
+// written to whatever the registry says. A configuration that names no
+// database is refused too: Postgres would pick the user's name, which
+// nobody chose. Names are compared without regard to case: when unsure,
+// refuse.
 package dbguard
 
 import (
@@ -21,12 +29,18 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// ErrCanonical reports a database the registry's [guard]
-// canonical_databases lists.
+// ErrCanonical reports a database the guard refuses: one the registry's
+// [guard] canonical_databases lists, a maintenance database, or none.
 var ErrCanonical = errors.New("refused by the database guard")
+
+// Maintenance are the server's own databases: postgres, where every tool
+// connects by default, and the templates every new database is copied
+// from. Nothing is ever created in them.
+var Maintenance = []string{"postgres", "template0", "template1"}
 
 // Listed reports whether name is one of canonical, case folded.
 func Listed(name string, canonical []string) bool {
+	name = strings.TrimSpace(name)
 	for _, c := range canonical {
 		if strings.EqualFold(strings.TrimSpace(c), name) {
 			return true
@@ -44,11 +58,19 @@ func Named(cfg *pgconn.Config) string {
 	return cfg.User
 }
 
-// CheckConfig refuses a configuration whose database is canonical; what
-// names the connection in the message (an environment variable, a record).
+// CheckConfig refuses a configuration whose database is canonical, a
+// maintenance database, or unnamed; what names the connection in the
+// message (an environment variable, a record). cfg is what pgx's parser
+// made of the DSN, so the environment (PGDATABASE) is already applied.
 func CheckConfig(cfg *pgconn.Config, canonical []string, what string) error {
-	if db := Named(cfg); Listed(db, canonical) {
+	db := Named(cfg)
+	switch {
+	case Listed(db, canonical):
 		return fmt.Errorf("%w: %s names database %q, which [guard] canonical_databases lists", ErrCanonical, what, db)
+	case cfg.Database == "":
+		return fmt.Errorf("%w: %s names no database (nor does PGDATABASE), so Postgres would use the user's name %q; name a database of its own in it", ErrCanonical, what, db)
+	case Listed(db, Maintenance):
+		return fmt.Errorf("%w: %s names database %q, one of the server's own (postgres, template0, template1) that nothing is ever created in; name a database of its own in it", ErrCanonical, what, db)
 	}
 	return nil
 }
@@ -60,7 +82,8 @@ type Querier interface {
 }
 
 // CheckServer asks the server which database the connection reached
-// (current_database()) and refuses a canonical one; it returns the name.
+// (current_database()) and refuses a canonical or maintenance one; it
+// returns the name.
 func CheckServer(ctx context.Context, q Querier, canonical []string, what string) (string, error) {
 	var db string
 	if err := q.QueryRow(ctx, `SELECT current_database()`).Scan(&db); err != nil {
@@ -68,6 +91,9 @@ func CheckServer(ctx context.Context, q Querier, canonical []string, what string
 	}
 	if Listed(db, canonical) {
 		return db, fmt.Errorf("%w: %s is database %q, which [guard] canonical_databases lists", ErrCanonical, what, db)
+	}
+	if Listed(db, Maintenance) {
+		return db, fmt.Errorf("%w: %s is database %q, one of the server's own (postgres, template0, template1) that nothing is ever created in", ErrCanonical, what, db)
 	}
 	return db, nil
 }
