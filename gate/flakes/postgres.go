@@ -162,3 +162,8 @@ func (p *Postgres) Read(ctx context.Context) ([]Outcome, error) {
 	}
 	return out, nil
 }
+
+// Pool is the connection pool to the history database, for the other
+// stores that live beside the history (reuse certificates), opened through
+// the same guard.
+func (p *Postgres) Pool() *pgxpool.Pool { return p.pool }

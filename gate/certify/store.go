@@ -1,0 +1,214 @@
+package certify
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/secret"
+)
+
+// Store keeps certificates.
+type Store interface {
+	// Write stores certs, each replacing the one of its kind and key.
+	Write(ctx context.Context, certs []Certificate) error
+	// Read returns the module's valid certificates and a line for each
+	// it ignored.
+	Read(ctx context.Context, module string) (*Set, error)
+}
+
+// DirName is the local store's directory, relative to the results
+// directory, beside the flake history.
+const DirName = "history/certificates"
+
+// maxFile caps a certificate file: a real one is a few kilobytes.
+const maxFile = 1 << 20
+
+// File is the local store: one file per kind and key under the results
+// directory, written atomically, read without following a link and
+// without waiting on a FIFO.
+type File struct {
+	root string
+}
+
+var _ Store = (*File)(nil)
+
+// NewFile is the local store of the results directory root.
+func NewFile(root string) *File { return &File{root: root} }
+
+// fileName is the file of a certificate: its kind and a hash of its key,
+// so that no key names a path.
+func fileName(kind, k string) string {
+	h := sha256.Sum256([]byte(k))
+	return kind + "-" + hex.EncodeToString(h[:12]) + ".json"
+}
+
+// Write stores each certificate in its own file, atomically.
+func (f *File) Write(ctx context.Context, certs []Certificate) error {
+	if len(certs) == 0 {
+		return nil
+	}
+	r, err := atomicfile.MakeRoot(f.root)
+	if err != nil {
+		return fmt.Errorf("write the certificates: %w", err)
+	}
+	for _, c := range certs {
+		if err := r.WriteJSON(path.Join(DirName, fileName(c.Kind, c.Key)), c); err != nil {
+			return fmt.Errorf("write the certificates: %w", err)
+		}
+	}
+	return nil
+}
+
+// Read reads every certificate file; one that cannot be read or does not
+// verify is ignored with a line naming it and why.
+func (f *File) Read(ctx context.Context, module string) (*Set, error) {
+	s := &Set{}
+	r, err := atomicfile.OpenRoot(f.root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return s, fmt.Errorf("read the certificates: %w", err)
+	}
+	d, err := r.OpenDir(DirName)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return s, fmt.Errorf("read the certificates: %w", err)
+	}
+	defer d.Close()
+	entries, err := d.ReadDir(-1)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return s, fmt.Errorf("read the certificates: %w", err)
+	}
+	var buf []byte
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		where := path.Join(DirName, name)
+		b, _, err := d.ReadFile(name, buf, maxFile)
+		if err != nil {
+			s.Ignored = append(s.Ignored, fmt.Sprintf("certificate %s ignored: %v; what it certified runs", where, err))
+			continue
+		}
+		buf = b[:0]
+		c, err := Open(b, module)
+		if err != nil {
+			s.Ignored = append(s.Ignored, fmt.Sprintf("certificate %s ignored: %v; what it certified runs", where, err))
+			continue
+		}
+		if name != fileName(c.Kind, c.Key) {
+			s.Ignored = append(s.Ignored, fmt.Sprintf("certificate %s ignored: it certifies %s %s, whose file is another; what it certified runs", where, c.Kind, c.Key))
+			continue
+		}
+		s.add(c)
+	}
+	return s, nil
+}
+
+// Postgres is the team's store: a table in the history database.
+type Postgres struct {
+	pool *pgxpool.Pool
+}
+
+var _ Store = (*Postgres)(nil)
+
+// table is the certificates' table.
+const table = "contested_certificates"
+
+const migration = `
+CREATE TABLE IF NOT EXISTS ` + table + ` (
+	module  text NOT NULL,
+	kind    text NOT NULL,
+	key     text NOT NULL,
+	body    text NOT NULL,
+	written timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (module, kind, key)
+);`
+
+// migrationLock is the advisory lock key of the migration.
+const migrationLock = 0x636f6e7465737467
+
+// NewPostgres is the store in the database pool reaches (opened through
+// the history's guard, flakes.OpenPostgres), its table created if missing.
+func NewPostgres(ctx context.Context, pool *pgxpool.Pool) (*Postgres, error) {
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrationLock)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, migration)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("migrate the certificates' table: %s", secret.ScrubString(err.Error()))
+	}
+	return &Postgres{pool: pool}, nil
+}
+
+// Write upserts certs in one transaction.
+func (p *Postgres) Write(ctx context.Context, certs []Certificate) error {
+	if len(certs) == 0 {
+		return nil
+	}
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		for _, c := range certs {
+			b, err := marshal(c)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO `+table+` (module, kind, key, body) VALUES ($1, $2, $3, $4)
+ON CONFLICT (module, kind, key) DO UPDATE SET body = EXCLUDED.body, written = now()`, c.Module, c.Kind, c.Key, string(b)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("write the certificates: %s", secret.ScrubString(err.Error()))
+	}
+	return nil
+}
+
+// Read returns the module's certificates; a row that does not verify is
+// ignored with a line that says why.
+func (p *Postgres) Read(ctx context.Context, module string) (*Set, error) {
+	s := &Set{}
+	rows, err := p.pool.Query(ctx, `SELECT kind, key, body FROM `+table+` WHERE module = $1 ORDER BY kind, key`, module)
+	if err != nil {
+		return s, fmt.Errorf("read the certificates: %s", secret.ScrubString(err.Error()))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var kind, k, body string
+		if err := rows.Scan(&kind, &k, &body); err != nil {
+			return s, fmt.Errorf("read the certificates: %w", err)
+		}
+		c, err := Open([]byte(body), module)
+		if err == nil && (c.Kind != kind || c.Key != k) {
+			err = fmt.Errorf("%w: its row is %s %s, it certifies %s %s", ErrSeal, kind, k, c.Kind, c.Key)
+		}
+		if err != nil {
+			s.Ignored = append(s.Ignored, fmt.Sprintf("certificate %s %q in the history database ignored: %v; what it certified runs", kind, k, err))
+			continue
+		}
+		s.add(c)
+	}
+	if err := rows.Err(); err != nil {
+		return s, fmt.Errorf("read the certificates: %s", secret.ScrubString(err.Error()))
+	}
+	return s, nil
+}
