@@ -46,10 +46,12 @@ import (
 // CI uploads, downloads and restores from caches: nothing there is ever
 // executed. A binary kept for the next command is run again only when it
 // is the very file this tool recorded after building it (its device,
-// inode, size and time, in a record beside it that only this user can
-// write): anything else found in its place (a file a cache restored, a
-// foreign binary with a forged build ID, a script) is removed and said,
-// and the package is built again.
+// inode, size, time and the SHA-256 of its content, in a record beside it
+// that only this user can write): anything else found in its place (a
+// file a cache restored, a foreign binary with a forged build ID, a
+// script, the same file rewritten in place) is removed and said, and the
+// package is built again. Every run checks the content once more just
+// before it starts, through the descriptor it then executes.
 //
 // Invariant: the module's sources do not change while the command runs (a
 // package is built once per Binaries). A run whose flags this path does not
@@ -71,11 +73,13 @@ type Binaries struct {
 	tools *toolchain
 }
 
-// binary is one package's test binary, built once.
+// binary is one package's test binary, built once, and the SHA-256 of
+// the content built: each run checks it just before the binary starts.
 type binary struct {
-	once sync.Once
-	path string
-	err  error
+	once   sync.Once
+	path   string
+	digest string
+	err    error
 }
 
 // toolchain is what running a test binary as go test does needs from the
@@ -467,10 +471,11 @@ func list(ctx context.Context, dir string, env, build, patterns []string) ([]lis
 	return pkgs, len(pkgs) > 0, nil
 }
 
-// binaryFor returns the test binary of pkg built with build in env, building
-// it on first use; an error means it could not be built, and the package
-// goes through go test, which reports why.
-func (b *Binaries) binaryFor(ctx context.Context, dir string, env []string, build []string, pkg string, out io.Writer) (string, error) {
+// binaryFor returns the test binary of pkg built with build in env, and
+// the SHA-256 of its content, building it on first use; an error means it
+// could not be built, and the package goes through go test, which reports
+// why.
+func (b *Binaries) binaryFor(ctx context.Context, dir string, env []string, build []string, pkg string, out io.Writer) (string, string, error) {
 	key := buildKey(dir, env, build, pkg)
 	b.mu.Lock()
 	bin, ok := b.built[key]
@@ -480,10 +485,8 @@ func (b *Binaries) binaryFor(ctx context.Context, dir string, env []string, buil
 	}
 	b.mu.Unlock()
 	bin.once.Do(func() {
-		sum := sha256.Sum256([]byte(key))
-		name := strings.NewReplacer("/", "_", ".", "_").Replace(pkg) + "-" + hex.EncodeToString(sum[:6]) + ".test"
-		bin.path = filepath.Join(b.Dir(), name)
-		bin.err = b.build(ctx, dir, env, build, pkg, name, out)
+		bin.path = filepath.Join(b.Dir(), binaryName(key, pkg))
+		bin.digest, bin.err = b.build(ctx, dir, env, build, pkg, filepath.Base(bin.path), out)
 	})
 	if bin.err != nil && ctx.Err() != nil {
 		// A cancelled build says nothing of the package: the next run tries again.
@@ -491,67 +494,121 @@ func (b *Binaries) binaryFor(ctx context.Context, dir string, env []string, buil
 		delete(b.built, key)
 		b.mu.Unlock()
 	}
-	return bin.path, bin.err
+	return bin.path, bin.digest, bin.err
 }
 
-// build makes the command's binary name of pkg. It builds into the kept
-// copy (keptDir/name) under that copy's lock, so that go test -c, which
-// leaves a binary whose build ID still matches its sources and flags as it
-// is, links only what changed since any earlier command; then it links the
-// kept copy into the command's directory. The command runs that link: a
-// later build replaces the kept copy (go removes a file before it writes
-// one), never the file a command runs. A kept copy is built upon only when
-// it is the file this tool recorded there (checkKept); anything else in its
+// binaryName is the file name of pkg's test binary built under key.
+func binaryName(key, pkg string) string {
+	sum := sha256.Sum256([]byte(key))
+	return strings.NewReplacer("/", "_", ".", "_").Replace(pkg) + "-" + hex.EncodeToString(sum[:6]) + ".test"
+}
+
+// discard forgets pkg's test binary, whose content was found not to be
+// what was built: it removes the command's copy and the kept one with its
+// record, so the next binaryFor builds it afresh.
+func (b *Binaries) discard(ctx context.Context, dir string, env, build []string, pkg string) {
+	key := buildKey(dir, env, build, pkg)
+	name := binaryName(key, pkg)
+	b.mu.Lock()
+	delete(b.built, key)
+	b.mu.Unlock()
+	_ = b.root.Remove(filepath.Join(b.rel, name))
+	if !b.keep {
+		return
+	}
+	kept := filepath.Join(keptDir, name)
+	if unlock, err := flock.Lock(ctx, b.root.Join(kept)+".lock", 0o600, 20*time.Millisecond); err == nil {
+		_ = b.root.Remove(kept)
+		_ = b.root.Remove(kept + recordSuffix)
+		unlock()
+	}
+}
+
+// build makes the command's binary name of pkg and returns the SHA-256 of
+// its content. It builds into the kept copy (keptDir/name) under that
+// copy's lock, so that go test -c, which leaves a binary whose build ID
+// still matches its sources and flags as it is, links only what changed
+// since any earlier command; then it links the kept copy into the
+// command's directory. The command runs that link: a later build replaces
+// the kept copy (go removes a file before it writes one), never the file a
+// command runs. A kept copy is built upon only when it is the file this
+// tool recorded there, content included (checkKept); anything else in its
 // place is removed first and said, so go never takes a foreign file whose
 // build ID matches for its own. Where the kept copy cannot be made, it
 // builds into the command's directory alone, and says why.
-func (b *Binaries) build(ctx context.Context, dir string, env, build []string, pkg, name string, out io.Writer) error {
+func (b *Binaries) build(ctx context.Context, dir string, env, build []string, pkg, name string, out io.Writer) (string, error) {
 	path := filepath.Join(b.Dir(), name)
+	alone := func(out io.Writer, how string) (string, error) {
+		if err := goTestC(ctx, dir, env, build, pkg, path, out, how); err != nil {
+			return "", err
+		}
+		_ = os.Chmod(path, 0o700)
+		return digestPath(path)
+	}
 	if !b.keep {
-		return goTestC(ctx, dir, env, build, pkg, path, out, "once for this command")
+		return alone(out, "once for this command")
 	}
 	kept := filepath.Join(keptDir, name)
 	unlock, err := flock.Lock(ctx, b.root.Join(kept)+".lock", 0o600, 20*time.Millisecond)
 	if err != nil {
-		return goTestC(ctx, dir, env, build, pkg, path, out, "once for this command")
+		return alone(out, "once for this command")
 	}
 	defer unlock()
 	reuse := "once for this command, kept for the next"
-	switch why := b.checkKept(kept); {
+	checked, why := b.checkKept(kept)
+	switch {
 	case why == nil:
 		reuse = "once for this command (go relinks the kept one only if its sources changed)"
 	case errors.Is(why, fs.ErrNotExist):
 	default:
-		rmErr := b.root.RemoveAll(kept)
-		_ = b.root.Remove(kept + recordSuffix)
-		if rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
-			fmt.Fprintf(out, "battery: %s: %v, and it cannot be removed (%v): never run; %s's test binary is built for this command alone\n", b.root.Join(kept), why, rmErr, short(pkg))
-			return goTestC(ctx, dir, env, build, pkg, path, out, "once for this command")
+		if !b.removeKept(kept, why, pkg, out) {
+			return alone(out, "once for this command")
 		}
-		fmt.Fprintf(out, "battery: removed %s: %v; it is never run, and %s's test binary is built again\n", b.root.Join(kept), why, short(pkg))
 	}
 	if err := goTestC(ctx, dir, env, build, pkg, b.root.Join(kept), out, reuse); err != nil {
 		if ctx.Err() != nil {
-			return err
+			return "", err
 		}
 		// The package may build where its kept copy could not be written:
 		// the prebuilt run goes on, and says why nothing is kept.
-		if alone := goTestC(ctx, dir, env, build, pkg, path, io.Discard, ""); alone == nil {
+		if sum, aerr := alone(io.Discard, ""); aerr == nil {
 			fmt.Fprintf(out, "battery: %s's test binary is built for this command alone: its kept copy could not be made (%s)\n", short(pkg), firstLine(err.Error()))
-			return nil
+			return sum, nil
 		}
-		return err
+		return "", err
 	}
 	now := time.Now()
+	_ = os.Chmod(b.root.Join(kept), 0o700)       // whatever the umask: this user's alone
 	_ = os.Chtimes(b.root.Join(kept), now, now) // last used, for the sweep
-	if err := os.Link(b.root.Join(kept), path); err != nil {
-		return goTestC(ctx, dir, env, build, pkg, path, io.Discard, "")
+	id, err := b.recordKept(kept)
+	if err == nil && why == nil && id.sameInode(checked) && id.SHA256 != checked.SHA256 {
+		// go left the file in place, so its content is the one checked
+		// unless something rewrote it while go looked at it.
+		err = fmt.Errorf("%w (rewritten in place while go checked it)", errNotAsBuilt)
 	}
-	if err := b.recordKept(kept); err != nil {
+	if err != nil {
 		_ = b.root.Remove(kept)
+		_ = b.root.Remove(kept + recordSuffix)
 		fmt.Fprintf(out, "battery: %s's test binary is not kept for the next command: %v\n", short(pkg), err)
+		return alone(io.Discard, "")
 	}
-	return nil
+	if err := os.Link(b.root.Join(kept), path); err != nil {
+		return alone(io.Discard, "")
+	}
+	return id.SHA256, nil
+}
+
+// removeKept removes the kept copy rel that checkKept refused for why,
+// with its record, and says so; false when it could not be removed.
+func (b *Binaries) removeKept(rel string, why error, pkg string, out io.Writer) bool {
+	rmErr := b.root.RemoveAll(rel)
+	_ = b.root.Remove(rel + recordSuffix)
+	if rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
+		fmt.Fprintf(out, "battery: %s: %v, and it cannot be removed (%v): never run; %s's test binary is built for this command alone\n", b.root.Join(rel), why, rmErr, short(pkg))
+		return false
+	}
+	fmt.Fprintf(out, "battery: removed %s: %v; it is never run, and %s's test binary is built again\n", b.root.Join(rel), why, short(pkg))
+	return true
 }
 
 // goTestC builds pkg's test binary at path with go test -c, saying so on

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/contested/contested/internal/interrupt"
@@ -80,19 +81,34 @@ func runPrebuilt(ctx context.Context, opts Options, env, flags []string) (*Resul
 				return
 			}
 			defer slots.release()
-			path, err := opts.Binaries.binaryFor(ctx, opts.Dir, env, inv.build, p.ImportPath, opts.Out)
-			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
+			viaGoTest := func() {
 				// go test builds it again and reports the failure its way.
 				one := append(append([]string{"test"}, flags...), p.ImportPath)
 				run, err := streamGoTest(ctx, opts.Dir, env, one, func() error { return nil }, line)
 				note(err == nil && run.exitCode == 0, err)
-				return
 			}
-			passed, err := runBinary(ctx, p, path, inv.test, env, tools, line)
-			note(passed, err)
+			for attempt := 0; ; attempt++ {
+				path, digest, err := opts.Binaries.binaryFor(ctx, opts.Dir, env, inv.build, p.ImportPath, opts.Out)
+				if err != nil {
+					if ctx.Err() == nil {
+						viaGoTest()
+					}
+					return
+				}
+				passed, err := runBinary(ctx, p, path, digest, inv.test, env, tools, line)
+				if !errors.Is(err, errNotAsBuilt) {
+					note(passed, err)
+					return
+				}
+				// Never run: built again once, else go test runs it.
+				opts.Binaries.discard(ctx, opts.Dir, env, inv.build, p.ImportPath)
+				if attempt > 0 {
+					fmt.Fprintf(opts.Out, "battery: %s: %v; it is never run, and %s runs through go test\n", path, err, short(p.ImportPath))
+					viaGoTest()
+					return
+				}
+				fmt.Fprintf(opts.Out, "battery: %s: %v; it is never run, and %s's test binary is built again\n", path, err, short(p.ImportPath))
+			}
 		}()
 	}
 	wg.Wait()
@@ -197,7 +213,24 @@ var noTestsToRun = []byte("\ntesting: warning: no tests to run\n")
 // printed nothing or was killed). Like go test, it kills a binary that
 // outlives its own -test.timeout by a minute. It reports whether the
 // package passed.
-func runBinary(ctx context.Context, p listed, path string, testArgs, env []string, tools *toolchain, line func([]byte)) (bool, error) {
+//
+// It runs only the content that was built: just before it starts, it
+// opens path, hashes it through that descriptor and compares with digest,
+// then executes the descriptor itself (/proc/self/fd/N), so a file renamed
+// into path meanwhile is never run. A content that differs is
+// errNotAsBuilt, before anything runs. Once the binary runs, the kernel
+// refuses every write to it (ETXTBSY), so a second hash then is the
+// content that runs: one rewritten in the moment between the check and
+// the start is stopped at once and the package fails, saying why.
+func runBinary(ctx context.Context, p listed, path, digest string, testArgs, env []string, tools *toolchain, line func([]byte)) (bool, error) {
+	exe, sum, err := openDigest(path)
+	if err != nil {
+		return false, fmt.Errorf("%w: %v", errNotAsBuilt, err)
+	}
+	defer exe.Close()
+	if sum != digest {
+		return false, fmt.Errorf("%w (SHA-256 %.12s…, built %.12s…: rewritten since it was built)", errNotAsBuilt, sum, digest)
+	}
 	conv := exec.Command(tools.test2json, "-t", "-p", p.ImportPath)
 	in, err := conv.StdinPipe()
 	if err != nil {
@@ -231,7 +264,8 @@ func runBinary(ctx context.Context, p listed, path string, testArgs, env []strin
 		defer cancel()
 	}
 	args := append(append([]string{"-test.paniconexit0"}, testArgs...), "-test.v=test2json")
-	cmd := interrupt.Command(runCtx, StopAfter, path, args...)
+	cmd := interrupt.Command(runCtx, StopAfter, execPath(exe), args...)
+	cmd.Args[0] = path // what the test sees as its name, and re-executes
 	cmd.Dir = p.Dir
 	cmd.Env = append(append(env[:len(env):len(env)], "PATH="+tools.gorootBin+string(os.PathListSeparator)+lastValue(env, "PATH")), "PWD="+p.Dir)
 	w := &tail{w: in}
@@ -239,6 +273,10 @@ func runBinary(ctx context.Context, p listed, path string, testArgs, env []strin
 	start := time.Now()
 	untrack, err := interrupt.Start(cmd)
 	if err == nil {
+		if ran, herr := digestOf(exe); herr != nil || ran != digest {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			fmt.Fprintf(in, "battery: %s was rewritten between its check and its start (SHA-256 %.12s…, built %.12s…): stopped\n", path, ran, digest)
+		}
 		err = cmd.Wait()
 		untrack()
 	}

@@ -141,7 +141,7 @@ func benchName(name string) string {
 // nondeterministic one classified).
 var benchPackages = []string{
 	"./faultrecord", "./contested/history", "./examples/ledger/oracle",
-	"./faultlayer", "./contested", "./internal/images", "./examples/ledger", "./internal/secret",
+	"./faultlayer", "./contested", "./internal/images", "./examples/ledger", "./internal/secret", "./internal/battery",
 }
 
 // Bench runs the project's benchmarks and writes a table and
