@@ -72,8 +72,9 @@ func TestTheNeighbourFiresWithEvidenceFromBothSides(t *testing.T) {
 	}
 	e := n.Stop()
 	t.Logf("%s; %s", e.Injector(), e.VictimSide())
-	if e.Taken < MinTaken || e.Slowdown < MinSlowdown || e.IOBytes == 0 || !e.Fired() {
-		t.Fatalf("the neighbour did not fire: took %.2f cores, slowdown %.2f, %d bytes written", e.Taken, e.Slowdown, e.IOBytes)
+	if e.Taken < e.TakenNeeded() || e.Slowdown < MinSlowdown || e.IOBytes == 0 || !e.Fired() {
+		t.Fatalf("the neighbour did not fire: took %.2f cores (needed %.2f: a quarter of the %.2f of a core a thread got in its quiet windows), slowdown %.2f, %d bytes written",
+			e.Taken, e.TakenNeeded(), e.QuietShare, e.Slowdown, e.IOBytes)
 	}
 	if math.Abs(e.Duty*float64(spec.CPU)-e.Taken) > 1e-9 {
 		t.Errorf("duty %.3f per thread of %d threads is not the %.3f cores taken", e.Duty, spec.CPU, e.Taken)
@@ -97,11 +98,19 @@ func TestTheNeighbourFiresWithEvidenceFromBothSides(t *testing.T) {
 
 // TestAQuietNeighbourDoesNotFire: evidence that shows no slowdown, or hogs
 // that got no CPU, is not a fired fault, and the record says what to do.
+// The CPU the hogs must take is relative to what a thread of the machine
+// gets in their quiet windows, yet hogs that took next to nothing of it
+// still do not fire, however saturated the machine.
 func TestAQuietNeighbourDoesNotFire(t *testing.T) {
 	for _, e := range []Evidence{
 		{Spec: Spec{CPU: 2}, Duty: 0.97, Slowdown: 1.05, Baseline: time.Millisecond, Loaded: 1050 * time.Microsecond},
 		{Spec: Spec{CPU: 2}, Duty: 0.1, Slowdown: 3},
 		{Spec: Spec{IO: 1}, IOBytes: 0, Slowdown: 2},
+		// On an idle machine (a thread gets a whole core), a fifth of a core is too little.
+		{Spec: Spec{CPU: 2}, Taken: 0.2, Duty: 0.1, Slowdown: 3, QuietShare: 1},
+		// On a saturated one (a thread gets a fifth of a core), hogs that took a
+		// hundredth of a core did not land, whatever slowed the probe.
+		{Spec: Spec{CPU: 2}, Taken: 0.01, Duty: 0.005, Slowdown: 4, QuietShare: 0.2},
 	} {
 		r := e.Record("battery", "")
 		if r.Fired || e.Fired() {
@@ -113,6 +122,24 @@ func TestAQuietNeighbourDoesNotFire(t *testing.T) {
 		if _, err := faultrecord.ParseRecord(mustJSON(t, r)); err != nil {
 			t.Errorf("the record does not parse: %v", err)
 		}
+	}
+}
+
+// TestASaturatedMachinesNeighbourFires: beside load 20 on two cores, a
+// probe thread gets a fraction of a core even while the hogs pause; hogs
+// that took 0.21 cores then took most of what the machine gives a thread,
+// and with the probe slowed 4.28 times the neighbour fired (the figures of
+// a run a fixed quarter-core threshold refused).
+func TestASaturatedMachinesNeighbourFires(t *testing.T) {
+	e := Evidence{Spec: Spec{CPU: 2, IO: 1}, Taken: 0.21, Duty: 0.105, IOBytes: 1 << 20, Slowdown: 4.28, QuietShare: 0.3, Cores: 2, Load: 20}
+	if !e.Fired() {
+		t.Fatalf("%+v did not fire (needed %.3f cores)", e, e.TakenNeeded())
+	}
+	if got, want := e.TakenNeeded(), MinTaken*0.3; math.Abs(got-want) > 1e-9 {
+		t.Errorf("TakenNeeded = %.3f, want %.3f", got, want)
+	}
+	if idle := (Evidence{QuietShare: 1}).TakenNeeded(); idle != MinTaken {
+		t.Errorf("on an idle machine TakenNeeded = %.3f, want the quarter core %.2f", idle, MinTaken)
 	}
 }
 
