@@ -485,7 +485,10 @@ func (l *Leg) Note(what string) {
 // Committed checks from the server side, bypassing the proxy, that a write
 // the client saw time out was in fact committed: query must return one
 // boolean. For confirm-timeout this is the injector-side half of the
-// proof (the other half is the client's timeout, through Observe).
+// proof (the other half is the client's timeout, through Observe). A write
+// the server received commits on the server's time, which a busy machine
+// stretches past the client's timeout and past the heal: Committed asks
+// again until the query says true, for at most five seconds (levers.MaxHold).
 func (l *Leg) Committed(ctx context.Context, query string, args ...any) bool {
 	l.t.Helper()
 	conn, err := pgx.Connect(ctx, l.DirectDSN())
@@ -493,9 +496,19 @@ func (l *Leg) Committed(ctx context.Context, query string, args ...any) bool {
 		l.t.Fatalf("contested: connect directly: %v", err)
 	}
 	defer conn.Close(ctx)
+	start := time.Now()
 	var ok bool
-	if err := conn.QueryRow(ctx, query, args...).Scan(&ok); err != nil {
-		l.t.Fatalf("contested: check the commit: %v", err)
+	for {
+		if err := conn.QueryRow(ctx, query, args...).Scan(&ok); err != nil {
+			l.t.Fatalf("contested: check the commit: %v", err)
+		}
+		if ok || time.Since(start) >= commitWait || !sleep(ctx, 20*time.Millisecond) {
+			break
+		}
+	}
+	waited := ""
+	if d := time.Since(start); d >= 20*time.Millisecond {
+		waited = fmt.Sprintf(" (asked for %s)", d.Round(time.Millisecond))
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -505,10 +518,15 @@ func (l *Leg) Committed(ctx context.Context, query string, args ...any) bool {
 	}
 	if f != nil {
 		f.confirmed = f.confirmed || ok
-		f.Injector(fmt.Sprintf("server side, bypassing the proxy: %s → %v", query, ok), false)
+		f.Injector(fmt.Sprintf("server side, bypassing the proxy: %s → %v%s", query, ok, waited), false)
 	}
 	return ok
 }
+
+// commitWait bounds how long Committed waits for a write the server
+// received to be committed: the longest a window is held for its victim
+// (levers.MaxHold).
+const commitWait = levers.MaxHold
 
 // ErrInconclusive marks an oracle error that means the oracle could not
 // decide (a linearizability check that timed out, a history too weak to

@@ -305,6 +305,11 @@ type storeLoad struct {
 	// needs writes in flight to prove a commit whose answer was lost).
 	transfersOnly atomic.Bool
 	observe       func(error) bool
+	// reading counts the clients' reads in flight during the run (see onlyTransfers).
+	reading atomic.Int32
+	// lost, when set, hears each transfer whose outcome was lost (ambiguous), before the
+	// leg observes its error.
+	lost func(ledger.Transfer)
 	// leg's schedule arms and heals the fault on the clients' steps, and paces their retries.
 	leg *contested.Leg
 }
@@ -357,7 +362,7 @@ func (l *storeLoad) client(ctx context.Context, c int) {
 		case only || r.IntN(4) > 0:
 			t := src.Next()
 			if !only && r.IntN(8) == 0 {
-				if b, err := l.read(proc, t.From); err == nil && b > 0 {
+				if b, ok, err := l.runRead(proc, t.From); ok && err == nil && b > 0 {
 					t.Amount = b
 				}
 			}
@@ -365,7 +370,7 @@ func (l *storeLoad) client(ctx context.Context, c int) {
 				pending = &t
 			}
 		default:
-			l.read(proc, src.Account())
+			l.runRead(proc, src.Account())
 		}
 		time.Sleep(time.Duration(1+r.IntN(3)) * time.Millisecond)
 	}
@@ -378,6 +383,35 @@ func (l *storeLoad) closingReads() {
 	for _, a := range l.mix.Accounts {
 		l.read("closer", a)
 	}
+}
+
+// runRead makes one recorded read unless the clients issue only transfers now: ok is false
+// when it did not read. A read counts as in flight from before that check, so onlyTransfers
+// sees every read that could still start.
+func (l *storeLoad) runRead(proc, account string) (b int64, ok bool, err error) {
+	l.reading.Add(1)
+	defer l.reading.Add(-1)
+	if l.transfersOnly.Load() {
+		return 0, false, nil
+	}
+	b, err = l.read(proc, account)
+	return b, true, err
+}
+
+// onlyTransfers makes the clients issue only transfers and waits, up to bound, until no read
+// is in flight: a window armed then strikes transfers, the writes whose answers it can lose,
+// and no read of the run can be its first evidence, however long a busy machine keeps a read
+// in flight. It reports whether the reads in flight were done within bound.
+func (l *storeLoad) onlyTransfers(bound time.Duration) bool {
+	l.transfersOnly.Store(true)
+	deadline := time.Now().Add(bound)
+	for l.reading.Load() > 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return true
 }
 
 // read makes one recorded read of account's balance.
@@ -400,6 +434,9 @@ func (l *storeLoad) transfer(proc string, t ledger.Transfer) error {
 		defer cancel()
 		return l.store.Transfer(ctx, t)
 	})
+	if err != nil && l.lost != nil && !ledger.Definite(err) {
+		l.lost(t)
+	}
 	if err != nil {
 		l.observe(err)
 	}
