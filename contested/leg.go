@@ -156,9 +156,12 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 		t.Fatalf("contested: record the start of leg %s/%s: %v", t.Name(), lever, err)
 	}
 
+	// The layer comes up under its own bounds (the first leg of a package
+	// may build its images and start its containers on a busy machine):
+	// the leg's own two minutes start once it is up.
+	l.layer = faulttest.Layer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	l.layer = faulttest.Layer(t)
 	if l.armer, err = armerFor(ctx, l.layer, reg); err != nil {
 		t.Fatalf("contested: %v", err)
 	}

@@ -444,6 +444,61 @@ func TestAnUnconfirmedAmbiguousWriteDidNotFire(t *testing.T) {
 	}
 }
 
+// TestCommittedWaitsForALateCommitButNotForever: a write the server
+// commits after the heal (here a second late, as a busy server may) is
+// confirmed, because Committed asks again; a write that never commits is
+// not, however long Committed waits, and the leg is armed but not fired.
+func TestCommittedWaitsForALateCommitButNotForever(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		late  bool // the write commits a second after the heal
+		fired bool
+	}{
+		{"a late commit is confirmed", true, true},
+		{"a commit that never comes is not", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var took time.Duration
+			p := runProbe(t, func(tb *probe) {
+				leg := Start(tb, "test.store", ConfirmTimeout)
+				direct := leg.DirectDSN()
+				mustExecDSN(tb, ctx, direct, "CREATE TABLE t (id int PRIMARY KEY)")
+				pool := leg.Pool(ctx)
+				mustExec(tb, ctx, pool, "SELECT 1")
+				leg.Arm(ctx)
+				qctx, cancel := context.WithTimeout(ctx, time.Second)
+				// The proxied write is a no-op: what commits is the late one, or none.
+				_, err := pool.Exec(qctx, "SELECT 1")
+				cancel()
+				if !leg.Observe(err) {
+					tb.Fatalf("the client's timeout was not observed: %v", err)
+				}
+				leg.Heal(ctx)
+				if tc.late {
+					go func() {
+						time.Sleep(time.Second)
+						if conn, err := pgx.Connect(ctx, direct); err == nil {
+							_, _ = conn.Exec(ctx, "INSERT INTO t VALUES (1)") // a failure shows as a leg not fired
+							conn.Close(ctx)
+						}
+					}()
+				}
+				start := time.Now()
+				leg.Committed(ctx, "SELECT EXISTS (SELECT 1 FROM t WHERE id = 1)")
+				took = time.Since(start)
+			})
+			recs := records(t, p.name)
+			if len(recs) != 1 || recs[0].Fired != tc.fired {
+				t.Fatalf("records = %+v, want one, fired %v (the leg said: %s)", recs, tc.fired, p.errors())
+			}
+			if !tc.fired && took < commitWait {
+				t.Errorf("Committed gave up after %s, before its %s", took, commitWait)
+			}
+		})
+	}
+}
+
 // TestALegRecordsItsSeedWhenItStarts: the seed is recorded the moment a
 // leg starts, so a leg that fails before its first fault arms (and so
 // writes no fault record) still leaves the seed it ran with.
