@@ -132,25 +132,26 @@ type Evidence struct {
 	// the hogs than in their quiet windows: the median share of its wall
 	// time it ran in the quiet, over the same while they ran.
 	Slowdown float64 `json:"slowdown"`
-	// QuietShare is the median share of its wall time the probe's thread
-	// got the CPU in the neighbour's quiet windows: what this machine gives
-	// one thread now, the busy threads aside (1 on a machine with cores to
-	// spare, a fraction of it on one other work saturates).
-	QuietShare float64 `json:"quiet_share,omitempty"`
+	// ThreadShare is the median share of its wall time the probe's thread
+	// got the CPU beside the busy threads: what one thread of this machine
+	// got while they ran (most of a core on a machine with cores to spare,
+	// a sliver of one on a machine other work saturates).
+	ThreadShare float64 `json:"thread_share,omitempty"`
 	// Victim, when set, is the battery's own measure of its slowdown,
 	// which the caller adds (for example its packages against their last
 	// recorded times).
 	Victim string `json:"victim,omitempty"`
 }
 
-// The thresholds of Fired: the busy threads took at least a quarter of
-// what one thread of this machine gets while they pause (the probe's
-// QuietShare: a whole core when the machine has cores to spare, much less
+// The thresholds of Fired: each busy thread got at least a quarter of
+// what a thread of this machine got beside them (the probe's ThreadShare:
+// most of a core when the machine has cores to spare, a sliver of one
 // when other work saturates it), and a probe thread got at least a tenth
-// less of the CPU beside them than in their quiet windows. (A thread's fair
-// share is no threshold: the kernel shares the CPU between control groups,
-// containers and sessions before threads, so the share a busy thread gets
-// says little about what it took. What a thread of the same run gets is.)
+// less of the CPU beside them than in their quiet windows. (A thread's
+// fair share is no threshold: the kernel shares the CPU between control
+// groups, containers and sessions before threads, so the share a busy
+// thread gets says little about what it took. What a thread of the same
+// run got at the same time does.)
 const (
 	MinTaken    = 0.25
 	MinSlowdown = 1.1
@@ -167,15 +168,15 @@ func (e Evidence) Fired() bool {
 	return cpu && io && e.Slowdown >= MinSlowdown
 }
 
-// TakenNeeded is the CPU, in cores, the busy threads must have taken for
-// the neighbour to fire: MinTaken of what one thread of this machine got in
-// their quiet windows (QuietShare), and MinTaken of a core when the probe
-// measured no quiet window.
+// TakenNeeded is the CPU, in cores, the busy threads must have taken
+// together for the neighbour to fire: MinTaken of the probe's ThreadShare
+// for each of them, and MinTaken of a core in all when the probe measured
+// nothing beside them.
 func (e Evidence) TakenNeeded() float64 {
-	if e.QuietShare <= 0 {
+	if e.ThreadShare <= 0 {
 		return MinTaken
 	}
-	return MinTaken * min(1, e.QuietShare)
+	return MinTaken * min(1, e.ThreadShare) * float64(max(e.Spec.CPU, 1))
 }
 
 // Injector is the neighbour's own side, in words.
@@ -471,7 +472,7 @@ func (n *Neighbour) Stop() Evidence {
 	e.Samples = len(loud) + len(quiet)
 	e.Loaded, e.Baseline = medianWall(loud), medianWall(quiet)
 	if l, q := medianShare(loud), medianShare(quiet); l > 0 && q > 0 {
-		e.Slowdown, e.QuietShare = q/l, q
+		e.Slowdown, e.ThreadShare = q/l, l
 	}
 	return e
 }

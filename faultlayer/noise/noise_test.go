@@ -73,8 +73,8 @@ func TestTheNeighbourFiresWithEvidenceFromBothSides(t *testing.T) {
 	e := n.Stop()
 	t.Logf("%s; %s", e.Injector(), e.VictimSide())
 	if e.Taken < e.TakenNeeded() || e.Slowdown < MinSlowdown || e.IOBytes == 0 || !e.Fired() {
-		t.Fatalf("the neighbour did not fire: took %.2f cores (needed %.2f: a quarter of the %.2f of a core a thread got in its quiet windows), slowdown %.2f, %d bytes written",
-			e.Taken, e.TakenNeeded(), e.QuietShare, e.Slowdown, e.IOBytes)
+		t.Fatalf("the neighbour did not fire: took %.2f cores (needed %.2f: a quarter of the %.2f of a core a thread got beside them, for each), slowdown %.2f, %d bytes written",
+			e.Taken, e.TakenNeeded(), e.ThreadShare, e.Slowdown, e.IOBytes)
 	}
 	if math.Abs(e.Duty*float64(spec.CPU)-e.Taken) > 1e-9 {
 		t.Errorf("duty %.3f per thread of %d threads is not the %.3f cores taken", e.Duty, spec.CPU, e.Taken)
@@ -106,11 +106,12 @@ func TestAQuietNeighbourDoesNotFire(t *testing.T) {
 		{Spec: Spec{CPU: 2}, Duty: 0.97, Slowdown: 1.05, Baseline: time.Millisecond, Loaded: 1050 * time.Microsecond},
 		{Spec: Spec{CPU: 2}, Duty: 0.1, Slowdown: 3},
 		{Spec: Spec{IO: 1}, IOBytes: 0, Slowdown: 2},
-		// On an idle machine (a thread gets a whole core), a fifth of a core is too little.
-		{Spec: Spec{CPU: 2}, Taken: 0.2, Duty: 0.1, Slowdown: 3, QuietShare: 1},
-		// On a saturated one (a thread gets a fifth of a core), hogs that took a
-		// hundredth of a core did not land, whatever slowed the probe.
-		{Spec: Spec{CPU: 2}, Taken: 0.01, Duty: 0.005, Slowdown: 4, QuietShare: 0.2},
+		// On an idle machine (a thread beside them gets two thirds of a core), two
+		// threads that took a fifth of a core did not take their share.
+		{Spec: Spec{CPU: 2}, Taken: 0.2, Duty: 0.1, Slowdown: 3, ThreadShare: 0.67},
+		// On a saturated one (a thread beside them gets a tenth of a core), hogs that
+		// took a hundredth of a core did not land, whatever slowed the probe.
+		{Spec: Spec{CPU: 2}, Taken: 0.01, Duty: 0.005, Slowdown: 4, ThreadShare: 0.1},
 	} {
 		r := e.Record("battery", "")
 		if r.Fired || e.Fired() {
@@ -126,20 +127,20 @@ func TestAQuietNeighbourDoesNotFire(t *testing.T) {
 }
 
 // TestASaturatedMachinesNeighbourFires: beside load 20 on two cores, a
-// probe thread gets a fraction of a core even while the hogs pause; hogs
-// that took 0.21 cores then took most of what the machine gives a thread,
-// and with the probe slowed 4.28 times the neighbour fired (the figures of
-// a run a fixed quarter-core threshold refused).
+// thread gets a sliver of a core; two hogs that took 0.21 cores then took
+// as much as any thread got, and with the probe slowed 4.28 times the
+// neighbour fired (the figures of a run a fixed quarter-core threshold
+// refused).
 func TestASaturatedMachinesNeighbourFires(t *testing.T) {
-	e := Evidence{Spec: Spec{CPU: 2, IO: 1}, Taken: 0.21, Duty: 0.105, IOBytes: 1 << 20, Slowdown: 4.28, QuietShare: 0.3, Cores: 2, Load: 20}
+	e := Evidence{Spec: Spec{CPU: 2, IO: 1}, Taken: 0.21, Duty: 0.105, IOBytes: 1 << 20, Slowdown: 4.28, ThreadShare: 0.1, Cores: 2, Load: 20}
 	if !e.Fired() {
 		t.Fatalf("%+v did not fire (needed %.3f cores)", e, e.TakenNeeded())
 	}
-	if got, want := e.TakenNeeded(), MinTaken*0.3; math.Abs(got-want) > 1e-9 {
+	if got, want := e.TakenNeeded(), MinTaken*0.1*2; math.Abs(got-want) > 1e-9 {
 		t.Errorf("TakenNeeded = %.3f, want %.3f", got, want)
 	}
-	if idle := (Evidence{QuietShare: 1}).TakenNeeded(); idle != MinTaken {
-		t.Errorf("on an idle machine TakenNeeded = %.3f, want the quarter core %.2f", idle, MinTaken)
+	if one := (Evidence{Spec: Spec{CPU: 1}, ThreadShare: 1}).TakenNeeded(); one != MinTaken {
+		t.Errorf("one thread beside a probe that got a whole core: TakenNeeded = %.3f, want the quarter core %.2f", one, MinTaken)
 	}
 }
 
