@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/contested/contested/contested"
+	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/battery"
@@ -63,6 +64,10 @@ func decidePlain(o *Outcome, pkg string, seen battery.Test) {
 		if o.Reruns.allBusy() {
 			o.Action += fmt.Sprintf(" (every rerun ran while other work saturated the machine, run queue up to %.1f per core: should it pass on a quiet machine, it depends on one)", o.Reruns.BusyRunQueue)
 		}
+	case o.Violation != "":
+		o.Verdict = "oracle violation"
+		o.Action = fmt.Sprintf("an oracle named a violation (%s), which a busy machine does not cause (it makes a test late, not wrong); it failed %d of %d reruns alone: a defect in the test or in the code it tests: reproduce with %s -count=20 and fix it",
+			o.Violation, o.Reruns.Failures, o.Reruns.Runs, cmd)
 	case o.Capacity.Fragile:
 		capacityFragile(o, cmd)
 	case o.Reruns.Class == Flaky:
@@ -70,7 +75,7 @@ func decidePlain(o *Outcome, pkg string, seen battery.Test) {
 		o.Action = fmt.Sprintf("it failed %d of %d reruns alone%s: it is nondeterministic on its own (a race, an order it assumes, a bound of time): reproduce with %s -count=20 and remove the nondeterminism without loosening the test (no added sleeps, no wider bounds, no weaker assertions)",
 			o.Reruns.Failures, o.Reruns.Runs, because(o), cmd)
 		o.Evidence = append(o.Evidence, "capacity: "+o.Capacity.Say())
-	case o.Capacity.Saturated:
+	case o.Capacity.Saturated && timingText(o):
 		o.Owner, o.Verdict, o.Contended = Capacity, "saturated run", o.Capacity.Contended
 		o.Action = fmt.Sprintf("it failed while the machine was saturated (%s)%s, and passed %d reruns alone%s: record the capacity attribution and still fix it: own the test's resources, or run this battery out of band",
 			strings.Join(o.Capacity.Contended, "; "), because(o), o.Reruns.Runs, besideSaid(o))
@@ -78,6 +83,9 @@ func decidePlain(o *Outcome, pkg string, seen battery.Test) {
 		o.Verdict = "fails only in the battery"
 		o.Action = fmt.Sprintf("it passed %d reruns alone%s and failed in the battery%s: it depends on what else the battery runs (state, a port, a file or a database another test also uses, an order it assumes): give it a fixture of its own; %s reproduces it alone if it ever does",
 			o.Reruns.Runs, besideSaid(o), because(o), cmd)
+		if o.Capacity.Saturated {
+			o.Action += fmt.Sprintf(" (the machine was saturated while it failed, %s, but its failure says nothing of time, so load does not explain it)", strings.Join(o.Capacity.Contended, "; "))
+		}
 	}
 }
 
@@ -132,7 +140,15 @@ func decideLegAlone(o *Outcome, s registry.Surface, lever string, opts Options) 
 		capacityFragile(o, alone(o, s.Package))
 		return
 	}
-	runs := make([]contract.SeedRun, 0, len(o.Runs))
+	runs := make([]contract.SeedRun, 0, len(o.Runs)+1)
+	if b, ok := batteryRun(o, opts); ok {
+		// The battery's failing run is evidence too, judged as the
+		// surfaces table judges it: failed, and reproduced only when
+		// every rerun alone failed as well.
+		again := o.Reruns.Runs > 0 && o.Reruns.Failures == o.Reruns.Runs
+		b.Rerun = &again
+		runs = append(runs, b)
+	}
 	for _, r := range o.Runs {
 		again := !r.Passed
 		for _, other := range o.Runs {
@@ -149,6 +165,22 @@ func decideLegAlone(o *Outcome, s registry.Surface, lever string, opts Options) 
 	res := &contract.Result{Surface: s.ID, Class: s.Class, Owner: s.Owner, Behavior: s.Behavior, Oracle: s.Oracle, Level: max(opts.Env.Level, 1), Contract: c, Legs: legs, Seeds: runs}
 	o.Contract, o.Legs = res.Contract, res.Legs
 	decide(o, s, res, opts)
+}
+
+// batteryRun is the failing test's run in the battery it was reported
+// from, with its records, as one seed's run of its leg.
+func batteryRun(o *Outcome, opts Options) (contract.SeedRun, bool) {
+	t, ok := failedTest(opts, o.Package, o.Test)
+	if !ok {
+		return contract.SeedRun{}, false
+	}
+	var recs []faultrecord.Record
+	for _, r := range opts.Records {
+		if r.Test == o.Test {
+			recs = append(recs, r)
+		}
+	}
+	return contract.NewSeedRun(o.Seed, "", &battery.Result{Tests: []battery.Test{t}}, recs), true
 }
 
 // isolated runs the contract in isolation for a test that passed alone:
@@ -219,7 +251,12 @@ func decide(o *Outcome, s registry.Surface, res *contract.Result, opts Options) 
 		o.Evidence = append(o.Evidence, "leg "+l.Lever+": "+l.Reason, "injector: "+l.Injector, "victim: "+l.Victim)
 	case verdict.Green:
 		flake := o.Reruns.Say()
-		if c := o.Capacity; c != nil && c.Saturated || c == nil && opts.Capacity != nil && opts.Capacity.Saturated {
+		// Capacity owns it only when the failure disappeared on a quiet
+		// machine and its text is consistent with timing: a test that
+		// fails alone every time, or whose oracle named a violation, is
+		// not re-attributed by the machine's load.
+		loadExplains := quietPass(o.Reruns) && o.Violation == "" && timingText(o)
+		if c := o.Capacity; loadExplains && (c != nil && c.Saturated || c == nil && opts.Capacity != nil && opts.Capacity.Saturated) {
 			contended := opts.Capacity.Contended
 			if c != nil {
 				contended = c.Contended

@@ -118,8 +118,8 @@ func TestDecide(t *testing.T) {
 			Reruns{Runs: 3, Failures: 1, Class: "flaky"}, nil, TestAuthor, "GREEN contract, flaky battery", []string{"without loosening it", "failed 1 of 3 reruns"}, nil},
 		{"green and consistent is the test author's", contract.Result{Contract: verdict.Green, Legs: []contract.LegResult{leg("burst", verdict.PassSmoke)}},
 			Reruns{Runs: 3, Failures: 3, Class: "consistent"}, nil, TestAuthor, "GREEN contract, consistent battery failure", []string{"holds its contract in isolation"}, nil},
-		{"green in a saturated run is capacity, still a fix", contract.Result{Contract: verdict.Green, Legs: []contract.LegResult{leg("burst", verdict.PassSmoke)}},
-			Reruns{Runs: 3, Failures: 1, Class: "flaky"}, saturated, Capacity, "GREEN contract, saturated run", []string{"load: 5.5 per CPU", "still fix it"}, nil},
+		{"green in a saturated run, passing alone, failing in time, is capacity, still a fix", contract.Result{Contract: verdict.Green, Legs: []contract.LegResult{leg("burst", verdict.PassSmoke)}},
+			Reruns{Runs: 3, Class: "passes", Reason: "no reply within 2s"}, saturated, Capacity, "GREEN contract, saturated run", []string{"load: 5.5 per CPU", "still fix it"}, nil},
 		{"green in an unsaturated run is not capacity", contract.Result{Contract: verdict.Green, Legs: []contract.LegResult{leg("burst", verdict.PassSmoke)}},
 			Reruns{Runs: 3, Failures: 1, Class: "flaky"}, &capacity.Report{Saturated: false, Contended: []string{"load: 0.4 per CPU"}}, TestAuthor, "GREEN contract, flaky battery", nil, []string{"capacity"}},
 	}

@@ -189,8 +189,15 @@ type Outcome struct {
 	Replay string `json:"replay,omitempty"`
 	// Reason is the failure as the test reported it in the battery (its
 	// t.Error or t.Fatal message, the oracle's violation, the panic).
-	Reason   string            `json:"reason,omitempty"`
-	Capacity *CapacityEvidence `json:"capacity,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Violation is the violation an oracle named in this failure (a
+	// record of the battery or of a rerun, or the failure's text): it
+	// outranks every load figure.
+	Violation string `json:"violation,omitempty"`
+	// Interference is what another run on this Docker host did to this
+	// run's resources while the test ran.
+	Interference []string          `json:"interference,omitempty"`
+	Capacity     *CapacityEvidence `json:"capacity,omitempty"`
 	History  *History          `json:"history,omitempty"`
 	// PackageFailure is what kept the test from running in its reruns.
 	PackageFailure *Plain `json:"package_failure,omitempty"`
@@ -238,6 +245,12 @@ type Options struct {
 	// Starts are the legs' start records of that battery: the seed a
 	// failing leg ran with, for its reruns and its replay.
 	Starts []faultrecord.LegStart
+	// Records are that battery's fault records: an oracle's violation in
+	// them outranks the machine's load.
+	Records []faultrecord.Record
+	// Interference is what other runs on this Docker host did to this
+	// run's containers during the battery (hostevents).
+	Interference []Interference
 	// Noise is the neighbour the battery ran beside, when one was armed.
 	Noise *noise.Evidence
 	// Beside, when set, is the neighbour a test that did not fail every
@@ -344,15 +357,27 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 		noFailure(o, opts)
 		return o, nil
 	}
+	// The failure's own evidence ranks above load (see rank.go): a
+	// consistent failure or a named violation needs no neighbour run,
+	// since none could change who owns it.
+	o.Violation = violation(o, opts)
+	if o.Violation != "" {
+		o.Evidence = append(o.Evidence, "violation: "+o.Violation)
+	}
+	o.Interference = interferenceDuring(opts, o.Package, name)
 	if o.Reruns.Class != Consistent {
-		o.Capacity = capacityOf(ctx, o, runPkg, opts)
+		o.Capacity = capacityOf(ctx, o, runPkg, opts, o.Violation == "" && len(o.Interference) == 0)
+	}
+	if len(o.Interference) > 0 && o.Violation == "" && quietPass(o.Reruns) {
+		interfered(o, alone(o, runPkg))
+		return o, nil
 	}
 	if !contractTest {
 		seen, _ := failedTest(opts, o.Package, name)
 		decidePlain(o, runPkg, seen)
 		return o, nil
 	}
-	if lever, ok := legOf(s, name); ok && (o.Reruns.Class != Passes || o.Capacity.Fragile) {
+	if lever, ok := legOf(s, name); ok && (o.Reruns.Class != Passes || o.Capacity.Fragile || o.Violation != "") {
 		decideLegAlone(o, s, lever, opts)
 		return o, nil
 	}

@@ -59,7 +59,10 @@ func rerunAlone(ctx context.Context, name, pkg string, seed int64, opts Options)
 			r.Failures++
 			if t, ok := find(res, name); ok {
 				r.Reason = contract.Reason(t.Failure, t.Output)
-				if perCore := busy(queue, t); perCore > 0 {
+				// A violation an oracle named is no busy failure: load
+				// makes a test late, not wrong.
+				violated := strings.Contains(r.Reason, "VIOLATED") || violatedIn(recs, name) != ""
+				if perCore := busy(queue, t); perCore > 0 && !violated {
 					r.Busy++
 					r.BusyRunQueue = max(r.BusyRunQueue, perCore)
 				}
@@ -203,8 +206,10 @@ const besideReruns = 3
 // rerun alone: the capacity samples taken while it failed in the battery,
 // the neighbour the battery ran beside, and, when either says the machine
 // was busy, reruns beside a neighbour (the battery's, else one busy thread
-// per core) to see whether it fails only when the machine is.
-func capacityOf(ctx context.Context, o *Outcome, pkg string, opts Options) *CapacityEvidence {
+// per core) to see whether it fails only when the machine is. Without
+// beside it reads the samples and reruns nothing: the failure's own
+// evidence (a named violation, interference) already decides its owner.
+func capacityOf(ctx context.Context, o *Outcome, pkg string, opts Options, beside bool) *CapacityEvidence {
 	c := &CapacityEvidence{}
 	if t, ok := failedTest(opts, o.Package, o.Test); ok && opts.Capacity != nil && !t.Started.IsZero() {
 		w := opts.Capacity.Window(t.Started, t.Started.Add(t.Elapsed))
@@ -219,6 +224,9 @@ func capacityOf(ctx context.Context, o *Outcome, pkg string, opts Options) *Capa
 	if opts.Noise != nil {
 		c.Neighbour = opts.Noise.Injector() + "; " + opts.Noise.VictimSide()
 		spec.CPU, spec.IO = max(spec.CPU, opts.Noise.Spec.CPU), opts.Noise.Spec.IO
+	}
+	if !beside {
+		return c
 	}
 	if opts.Beside != nil {
 		spec = *opts.Beside

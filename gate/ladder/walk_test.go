@@ -104,8 +104,8 @@ func TestAGreenContractInASaturatedRunIsCapacityWithEvidence(t *testing.T) {
 	rep := capacity.Analyze(samples)
 	opts.Capacity = &rep
 	opts.Contracts = map[string]*contract.Result{"adopter.stock": {Surface: "adopter.stock", Contract: verdict.Green}}
-	// It failed in that run (and passes its reruns).
-	opts.Seen = &battery.Result{Tests: []battery.Test{{Package: "example.com/adopter", Name: "TestStockReport", Action: "fail"}}}
+	// It failed in that run, in words of time (and passes its reruns).
+	opts.Seen = &battery.Result{Tests: []battery.Test{{Package: "example.com/adopter", Name: "TestStockReport", Action: "fail", Failure: "stock_test.go:40: the report took 3.1s, over its 2s bound"}}}
 	o, err := Walk(context.Background(), "TestStockReport", opts)
 	if err != nil {
 		t.Fatal(err)
