@@ -32,7 +32,27 @@ type LegVerdict struct {
 	// Missing are the capabilities the leg could not run without, when it
 	// is NOT-RUN for lack of them; Reason names each and what provides it.
 	Missing []string `json:"missing_capabilities,omitempty"`
+	// Decision is the arbitration ladder's decision on the leg's failing
+	// test, when the ladder walked it: the one owner every writer shows.
+	Decision *Decision `json:"decision,omitempty"`
 }
+
+// Decision is who owns one failure and why, as the arbitration ladder
+// decided it. Every writer (terminal, validate.json, JUnit, step summary,
+// HTML, issue body) renders this one value, so a surface's leg and the
+// arbitration of its failing test cannot name two owners.
+type Decision struct {
+	Test string `json:"test"`
+	// Owner is the owner in words: "component (stock-team)", "test
+	// author", "capacity", "infrastructure", "fault layer", or "none".
+	Owner   string `json:"owner"`
+	Verdict string `json:"verdict"`
+	Action  string `json:"action,omitempty"`
+}
+
+// Say is the decision in a few words: "owner component (stock-team):
+// FAIL-reproducible".
+func (d Decision) Say() string { return "owner " + d.Owner + ": " + d.Verdict }
 
 // Save writes the report again to fault-report.json in r.Dir, atomically:
 // for a caller that added [Report.Surfaces] after Verify.

@@ -79,7 +79,11 @@ func writeSurfaces(p func(string, ...any), run Run) {
 		}
 		var legs []string
 		for _, l := range s.Legs {
-			legs = append(legs, markdown.Text(l.Leg)+": "+markdown.Text(l.Verdict))
+			leg := markdown.Text(l.Leg) + ": " + markdown.Text(l.Verdict)
+			if d := l.Decision; d != nil {
+				leg += " (arbitrated: " + markdown.Text(d.Say()) + ")"
+			}
+			legs = append(legs, leg)
 		}
 		p("| %s | %s | %s |\n", markdown.Text(s.ID), markdown.Text(s.Verdict), strings.Join(legs, "<br>"))
 	}

@@ -225,7 +225,7 @@ func (r *Result) Verdict() gate.SurfaceVerdict {
 			oracles = []faultrecord.OracleRun{}
 		}
 		sv.Legs = append(sv.Legs, gate.LegVerdict{Leg: l.Lever, Verdict: string(l.Verdict), Reason: l.Reason,
-			Armed: l.Armed, Fired: l.Fired, Oracles: oracles, Levels: l.Levels, Tests: l.Tests, Replay: l.Replay, Missing: l.Missing})
+			Armed: l.Armed, Fired: l.Fired, Oracles: oracles, Levels: l.Levels, Tests: l.Tests, Replay: l.Replay, Missing: l.Missing, Decision: l.Decision})
 	}
 	return sv
 }

@@ -118,6 +118,9 @@ type LegResult struct {
 	// Missing are the capabilities the leg could not run without, when it
 	// did not run for lack of them (capability.Names).
 	Missing []string `json:"missing_capabilities,omitempty"`
+	// Decision is the arbitration ladder's decision on the leg's failing
+	// test, when validate walked it.
+	Decision *gate.Decision `json:"decision,omitempty"`
 }
 
 // Result is one surface's contract verdict.

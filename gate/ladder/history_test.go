@@ -47,7 +47,7 @@ func TestTheHistoryIsContextNeverAVote(t *testing.T) {
 		}(), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := fromHistory(tc.history, "m", "TestC")
+			got := fromHistory(tc.history, "m", "TestC", "", false)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("history (-want +got):\n%s", diff)
 			}
@@ -55,7 +55,7 @@ func TestTheHistoryIsContextNeverAVote(t *testing.T) {
 	}
 	dirty := history(3, 1)
 	dirty[1].Dirty, dirty[1].Diff = true, "9f2e41c0ab12"
-	h := fromHistory(dirty, "m", "TestC")
+	h := fromHistory(dirty, "m", "TestC", "", false)
 	if !h.Dirty || !strings.Contains(h.Say(), "commit c1 with uncommitted changes (diff 9f2e41c0ab12)") {
 		t.Errorf("a failing run from a dirty tree reads %q", h.Say())
 	}
@@ -77,6 +77,34 @@ func TestSayNamesTheFirstFailingRun(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.h.Say(); got != tc.want {
 				t.Errorf("Say() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestTheHistoryCountsTheRunBeingArbitrated: the run whose failure is
+// arbitrated is one of the test's runs, and the history says so, whether
+// the history read holds it yet (validate reads it before appending) or
+// already does (arbitrate after validate): never "failed in 0 of its last
+// 2 runs" for a failing run.
+func TestTheHistoryCountsTheRunBeingArbitrated(t *testing.T) {
+	appended := history(3, 2)
+	appended[2].RunID = "now"
+	for _, tc := range []struct {
+		name    string
+		history []flakes.Outcome
+		failed  bool
+		want    string
+	}{
+		{"not yet in the history", history(2), true, "failed in 1 of its last 3 runs, this one included"},
+		{"already in the history", appended, true, "failed in 1 of its last 3 runs, this one included"},
+		{"no history before it", nil, true, "failed in 1 of its last 1 runs, this one included"},
+		{"a passing run", history(2, 0), false, "failed in 1 of its last 3 runs, this one included"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := fromHistory(tc.history, "m", "TestC", "now", tc.failed)
+			if h == nil || !strings.HasPrefix(h.Say(), tc.want) {
+				t.Fatalf("history %+v says %q; want %q", h, h.Say(), tc.want)
 			}
 		})
 	}

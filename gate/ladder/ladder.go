@@ -141,6 +141,8 @@ type History struct {
 	Diff               string `json:"diff,omitempty"`
 	// LastFailingCommit is the commit of the newest failing run.
 	LastFailingCommit string `json:"last_failing_commit,omitempty"`
+	// Current says the runs counted include the run being arbitrated.
+	Current bool `json:"this_run_included,omitempty"`
 }
 
 // CapacityEvidence is what the machine gave the test: the capacity samples
@@ -198,7 +200,7 @@ type Outcome struct {
 	// run's resources while the test ran.
 	Interference []string          `json:"interference,omitempty"`
 	Capacity     *CapacityEvidence `json:"capacity,omitempty"`
-	History  *History          `json:"history,omitempty"`
+	History      *History          `json:"history,omitempty"`
 	// PackageFailure is what kept the test from running in its reruns.
 	PackageFailure *Plain `json:"package_failure,omitempty"`
 	// Incomplete says what the walk did not reach (the budget ended, the
@@ -239,6 +241,9 @@ type Options struct {
 	// test that did not fail there and passes every rerun has no failure
 	// to arbitrate (NoFailure).
 	Seen *battery.Result
+	// SeenRunID is the run id of the battery Seen: that run counts in the
+	// test's history, whether or not the history holds it yet.
+	SeenRunID string
 	// Stale, when set, says why Seen is nil though a validate ran: it ran
 	// other code (another commit, other changes, other build flags).
 	Stale string
@@ -337,7 +342,11 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 	}
 	o.Reruns, o.PackageFailure, o.Runs = rerunAlone(ctx, name, runPkg, o.Seed, opts)
 	fmt.Fprintf(opts.Out, "ladder: %s: %s\n", name, o.Reruns.Say())
-	o.History = fromHistory(opts.History, pkg, name)
+	current := ""
+	if opts.Seen != nil {
+		current = opts.SeenRunID
+	}
+	o.History = fromHistory(opts.History, pkg, name, current, failedIn(opts.Seen, opts, pkg, name))
 	if o.History != nil {
 		o.Evidence = append(o.Evidence, "history: "+o.History.Say())
 	}

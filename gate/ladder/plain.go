@@ -58,13 +58,8 @@ func (p Plain) With(o *Outcome) Plain {
 		return p
 	}
 	p.Arbitrated, p.Incomplete = true, o.Incomplete
-	p.Owner, p.Action, p.Verdict = string(o.Owner), o.Action, o.Verdict
-	if o.OwnerName != "" {
-		p.Owner += " (" + o.OwnerName + ")"
-	}
-	if o.NoFailure() {
-		p.Owner = "none"
-	}
+	d := o.Decision()
+	p.Owner, p.Action, p.Verdict = d.Owner, d.Action, d.Verdict
 	if o.Reruns.Runs > 0 {
 		p.Reruns = &Count{Ran: o.Reruns.Runs, Failed: o.Reruns.Failures}
 	}

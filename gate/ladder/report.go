@@ -4,7 +4,22 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/contested/contested/gate"
 )
+
+// Decision is the outcome's one decision: every writer renders it, so no
+// two places name two owners for one failure.
+func (o *Outcome) Decision() gate.Decision {
+	owner := string(o.Owner)
+	if o.OwnerName != "" {
+		owner += " (" + o.OwnerName + ")"
+	}
+	if owner == "" || o.NoFailure() {
+		owner = "none"
+	}
+	return gate.Decision{Test: o.qualified(), Owner: owner, Verdict: o.Verdict, Action: o.Action}
+}
 
 // Write prints a readable summary of the outcome.
 func (o *Outcome) Write(w io.Writer) {
@@ -31,14 +46,8 @@ func (o *Outcome) Write(w io.Writer) {
 			fmt.Fprintf(w, "          %-17s %s  %s\n", l.Lever, l.Verdict, l.Reason)
 		}
 	}
-	owner := string(o.Owner)
-	if o.OwnerName != "" {
-		owner += " (" + o.OwnerName + ")"
-	}
-	if owner == "" {
-		owner = "none"
-	}
-	fmt.Fprintf(w, "  owner   %s\n  verdict %s\n  action  %s\n", owner, o.Verdict, o.Action)
+	d := o.Decision()
+	fmt.Fprintf(w, "  owner   %s\n  verdict %s\n  action  %s\n", d.Owner, d.Verdict, d.Action)
 	for _, e := range o.Evidence {
 		fmt.Fprintf(w, "          %s\n", e)
 	}
@@ -62,18 +71,15 @@ func (o *Outcome) Issue() string {
 		subject = o.Surface.ID
 	}
 	fmt.Fprintf(&b, "fix: %s: %s\n\n", subject, headline(o))
-	owner := string(o.Owner)
-	if o.OwnerName != "" {
-		owner += " (" + o.OwnerName + ")"
-	}
+	d := o.Decision()
 	fmt.Fprintf(&b, "| | |\n| --- | --- |\n")
-	fmt.Fprintf(&b, "| owner | %s |\n", owner)
+	fmt.Fprintf(&b, "| owner | %s |\n", d.Owner)
 	fmt.Fprintf(&b, "| failing test | `%s` |\n", o.qualified())
 	if o.Surface != nil {
 		fmt.Fprintf(&b, "| surface | `%s` (%s), class `%s` |\n", o.Surface.ID, o.Surface.Where, o.Surface.Class)
 		fmt.Fprintf(&b, "| behaviour | %s |\n| oracle | %s |\n", o.Surface.Behavior, o.Surface.Oracle)
 	}
-	fmt.Fprintf(&b, "| ladder | step %d: %s |\n", o.Step, o.Verdict)
+	fmt.Fprintf(&b, "| ladder | step %d: %s |\n", o.Step, d.Verdict)
 	if o.Step >= 3 {
 		fmt.Fprintf(&b, "| the test alone | failed %d of %d reruns (%s) |\n", o.Reruns.Failures, o.Reruns.Runs, o.Reruns.Class)
 	}
@@ -82,7 +88,7 @@ func (o *Outcome) Issue() string {
 			fmt.Fprintf(&b, "| leg | `%s`: %s |\n| seed | `%d` |\n| replay | `%s` |\n", l.Lever, l.Verdict, l.FailedRun, l.Replay)
 		}
 	}
-	fmt.Fprintf(&b, "\n**Action:** %s\n", o.Action)
+	fmt.Fprintf(&b, "\n**Action:** %s\n", d.Action)
 	if len(o.Evidence) > 0 || len(o.Contended) > 0 {
 		b.WriteString("\n**Evidence**\n\n")
 		for _, e := range append(append([]string(nil), o.Evidence...), o.Contended...) {
@@ -111,6 +117,8 @@ func headline(o *Outcome) string {
 		return "the fault layer cannot run"
 	case Capacity:
 		return "failed in a saturated run (capacity attribution)"
+	case Infrastructure:
+		return "interference from another run on this Docker host"
 	}
 	if o.Surface == nil {
 		return "the test is not in the registry"

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -276,8 +277,24 @@ func (c *CapacityEvidence) Say() string {
 	return s
 }
 
-// fromHistory is what the flake history holds of the test: context.
-func fromHistory(outs []flakes.Outcome, pkg, name string) *History {
+// fromHistory is what the flake history holds of the test: context. The
+// run being arbitrated (current, its run id; "" when unknown) counts as
+// one of its runs, failed when failedNow: the history read before that
+// run was appended would leave it out, and a failing run would read
+// "failed in 0 of its last 2 runs".
+func fromHistory(outs []flakes.Outcome, pkg, name, current string, failedNow bool) *History {
+	included := false
+	for _, o := range outs {
+		included = included || (current != "" && o.RunID == current)
+	}
+	if current != "" && !included {
+		v := "pass"
+		if failedNow {
+			v = "fail"
+		}
+		outs = append(slices.Clone(outs), flakes.Outcome{Schema: flakes.Schema, RunID: current, Package: pkg, Test: name, Verdict: v})
+		included = true
+	}
 	if len(outs) == 0 {
 		return nil
 	}
@@ -289,7 +306,7 @@ func fromHistory(outs []flakes.Outcome, pkg, name string) *History {
 	if len(s.Runs) == 0 {
 		return nil
 	}
-	h := &History{Runs: len(s.Runs), Failures: s.Failed}
+	h := &History{Runs: len(s.Runs), Failures: s.Failed, Current: included}
 	if f := s.FirstFailure; f != nil {
 		h.FirstFailingRun, h.FirstFailingCommit, h.Dirty, h.Diff = f.RunID, f.Commit, f.Dirty, f.Diff
 	}
@@ -305,10 +322,13 @@ func fromHistory(outs []flakes.Outcome, pkg, name string) *History {
 // historyRuns is how many of a test's last runs the ladder reads.
 const historyRuns = 20
 
-// Say is the history in words: "failed in 3 of its last 20 runs (first
-// failing run R on commit C, uncommitted changes D)".
+// Say is the history in words: "failed in 3 of its last 20 runs, this one
+// included (first failing run R on commit C, uncommitted changes D)".
 func (h *History) Say() string {
 	s := fmt.Sprintf("failed in %d of its last %d runs", h.Failures, h.Runs)
+	if h.Current {
+		s += ", this one included"
+	}
 	if h.FirstFailingRun != "" {
 		s += fmt.Sprintf(" (first failing run %s", h.FirstFailingRun)
 		if h.FirstFailingCommit != "" {

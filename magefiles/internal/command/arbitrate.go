@@ -96,7 +96,7 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	}
 	rev := flakes.ReadRevision(ctx, dir)
 	last := lastValidate(root, out)
-	lo.Seen, lo.Noise = last.Battery, last.Noise
+	lo.Seen, lo.SeenRunID, lo.Noise = last.Battery, last.RunID, last.Noise
 	if last.Battery != nil && !last.Revision.Same(rev) {
 		// A failure of other code says nothing of this code's.
 		lo.Stale = fmt.Sprintf("the last validate ran other code (%s; this is %s), so its failures say nothing of this code's", last.Revision.Say(), rev.Say())
@@ -258,13 +258,14 @@ func ladderBudget() (time.Duration, error) {
 	return d, nil
 }
 
-func paintOwner(o ladder.Owner) string {
+// paintOwner paints an owner's words (the decision's) by who it is.
+func paintOwner(o ladder.Owner, words string) string {
 	switch o {
 	case ladder.Component:
-		return color.RedString(string(o))
+		return color.RedString(words)
 	case ladder.FaultLayer:
-		return color.MagentaString(string(o))
+		return color.MagentaString(words)
 	default:
-		return color.YellowString(string(o))
+		return color.YellowString(words)
 	}
 }

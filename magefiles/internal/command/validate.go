@@ -369,12 +369,34 @@ func (v *validation) judge(res *battery.Result, verified *gate.Report) []*contra
 		}
 	}
 	judged := contract.JudgeBattery(bat)
+	decideLegs(judged, v.rep.Ladder)
 	v.rep.Surfaces = contract.Verdicts(judged)
 	verified.Surfaces, verified.Capabilities = v.rep.Surfaces, v.caps
 	if err := verified.Save(); err != nil {
 		notSaved(v.out, "validate", filepath.Join(v.faultDir(), faultrecord.ReportName), err)
 	}
 	return judged
+}
+
+// decideLegs gives each failing leg the ladder's decision on its test, so
+// that the surfaces table and the arbitration show one owner.
+func decideLegs(judged []*contract.Result, walked []*ladder.Outcome) {
+	for _, o := range walked {
+		if o.Surface == nil || o.NoFailure() {
+			continue
+		}
+		for _, r := range judged {
+			if r.Surface != o.Surface.ID {
+				continue
+			}
+			for i, l := range r.Legs {
+				if slices.Contains(l.Tests, o.Test) {
+					d := o.Decision()
+					r.Legs[i].Decision = &d
+				}
+			}
+		}
+	}
 }
 
 // arbitrate walks the ladder for every failing test of the battery, the
@@ -388,10 +410,15 @@ func (v *validation) arbitrate(ctx context.Context, res *battery.Result, budget 
 		fmt.Fprintf(v.out, "validate: the legs' start records: %d skipped, %v\n", skipped, err)
 	}
 	v.starts = faultrecord.OfRun(starts, v.env.RunID)
+	var records []faultrecord.Record
+	if len(failures) > 0 {
+		// An oracle's violation in them outranks the machine's load.
+		records, _ = contract.ReadRecords(v.faultDir())
+	}
 	contracts := map[string]*contract.Result{}
 	v.rep.Ladder, v.rep.NotArbitrated = arbitrateAll(ctx, failures, budget, ladder.Options{
-		Env: v.env, Registry: v.reg, Preflight: &v.preflight, Capacity: &v.capacity, Contracts: contracts, Seen: res, Out: v.out, Binaries: v.binaries,
-		Starts: starts, Noise: v.noise,
+		Env: v.env, Registry: v.reg, Preflight: &v.preflight, Capacity: &v.capacity, Contracts: contracts, Seen: res, SeenRunID: v.env.RunID, Out: v.out, Binaries: v.binaries,
+		Starts: starts, Noise: v.noise, Records: records,
 		History: readHistoryIf(ctx, v.env.ResultsDir, v.reg.Guard.CanonicalDatabases, len(failures) > 0, v.out),
 	}, v.out)
 	walked := map[string]*ladder.Outcome{}
@@ -749,6 +776,9 @@ func writeSurfaceSummary(out io.Writer, judged []*contract.Result, level int, no
 		fmt.Fprintf(out, "  %-22s %s\n", r.Surface, paintContract(r.Contract))
 		for _, l := range r.Legs {
 			fmt.Fprintf(out, "      %-17s %-30s %s\n", l.Lever, paintVerdict(l.Verdict), terminal.Escape(l.Reason))
+			if d := l.Decision; d != nil {
+				fmt.Fprintf(out, "      %-17s arbitrated: %s\n", "", terminal.Escape(d.Say()))
+			}
 			if l.Replay != "" && !l.Verdict.Pass() {
 				fmt.Fprintf(out, "      %-17s replay: %s\n", "", terminal.Escape(l.Replay))
 			}
@@ -962,14 +992,12 @@ func writeLadderSummary(out io.Writer, rep *ValidateReport) {
 	}
 	fmt.Fprintf(out, "\n%s\n", bold("arbitration"))
 	for _, o := range rep.Ladder {
-		owner := paintOwner(o.Owner)
-		if o.OwnerName != "" {
-			owner += " (" + o.OwnerName + ")"
-		}
+		d := o.Decision()
+		owner := paintOwner(o.Owner, d.Owner)
 		if o.NoFailure() {
-			owner = color.GreenString("none")
+			owner = color.GreenString(d.Owner)
 		}
-		fmt.Fprintf(out, "  %s %s\n      owner %s; %s\n      action: %s\n", o.Package, o.Test, owner, o.Verdict, o.Action)
+		fmt.Fprintf(out, "  %s %s\n      owner %s; %s\n      action: %s\n", o.Package, o.Test, owner, d.Verdict, d.Action)
 		if o.Replay != "" && !o.NoFailure() {
 			fmt.Fprintf(out, "      replay: %s\n", o.Replay)
 		}
