@@ -163,3 +163,39 @@ func TestInterferenceFromAnotherRunIsNamedAsSuch(t *testing.T) {
 		})
 	}
 }
+
+// TestAPassInTheLastValidateIsAnsweredFromIt: a test the last validate
+// run on this code saw pass is NO FAILURE from that evidence alone (no
+// rerun, no layer), and the answer says how to rerun it; one it saw fail,
+// a parent whose subtest failed, or one it never ran must be walked.
+func TestAPassInTheLastValidateIsAnsweredFromIt(t *testing.T) {
+	seen := &battery.Result{Tests: []battery.Test{
+		{Package: "example.com/m/p", Name: "TestPContract/reset", Action: "pass", Elapsed: 2 * time.Second},
+		{Package: "example.com/m/p", Name: "TestPContract/burst", Action: "fail"},
+		{Package: "example.com/m/p", Name: "TestPContract", Action: "fail"},
+	}}
+	tests := []struct {
+		id       string
+		answered bool
+	}{
+		{"TestPContract/reset", true},
+		{"example.com/m/p.TestPContract/reset", true},
+		{"TestPContract/burst", false},
+		{"TestPContract", false},
+		{"TestOther", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			o, ok := FromSeen(tt.id, Options{Seen: seen, SeenRunID: "r7"})
+			if ok != tt.answered {
+				t.Fatalf("answered %v, want %v", ok, tt.answered)
+			}
+			if ok && (!o.NoFailure() || !strings.Contains(o.Action, "run r7") || !strings.Contains(o.Action, "-rerun")) {
+				t.Errorf("verdict %s, action %q; want NO FAILURE naming the run and -rerun", o.Verdict, o.Action)
+			}
+		})
+	}
+	if _, ok := FromSeen("TestPContract/reset", Options{}); ok {
+		t.Error("answered without a battery")
+	}
+}

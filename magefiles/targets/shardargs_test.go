@@ -23,6 +23,8 @@ func TestFoldShardArgs(t *testing.T) {
 		{"history of a test", []string{"mage", "history", "TestC"}, []string{"mage", "history", "-test=TestC"}},
 		{"history of every test", []string{"mage", "history"}, []string{"mage", "history"}},
 		{"history with flags", []string{"mage", "history", "-last=5"}, []string{"mage", "history", "-last=5"}},
+		{"arbitrate -rerun before its test", []string{"mage", "arbitrate", "-rerun", "TestX/reset"}, []string{"mage", "arbitrate", "TestX/reset", "-rerun"}},
+		{"arbitrate -rerun after its test", []string{"mage", "arbitrate", "TestX/reset", "-rerun"}, []string{"mage", "arbitrate", "TestX/reset", "-rerun"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := foldShardArgs(tt.argv); !slices.Equal(got, tt.want) {

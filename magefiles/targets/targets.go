@@ -72,8 +72,9 @@ var workers = map[string]command.Target{
 		})
 	},
 	"arbitrate": func(ctx context.Context, args []string) error {
+		rerun := len(args) > 1 && flagBool(args[1:], "rerun")
 		return run(func(out io.Writer) error {
-			return command.Arbitrate(ctx, command.ArbitrateOptions{Test: arg(args, 0), Out: out})
+			return command.Arbitrate(ctx, command.ArbitrateOptions{Test: arg(args, 0), Rerun: rerun, Out: out})
 		})
 	},
 	"cluster-tests": func(ctx context.Context, args []string) error {
@@ -319,6 +320,13 @@ func foldShardArgs(argv []string) []string {
 				out = append(out, "-test="+next)
 				i++
 			}
+		case strings.EqualFold(a, "arbitrate"):
+			// Mage reads a target's flags after its arguments: "arbitrate
+			// -rerun TestX" is "arbitrate TestX -rerun".
+			if next := argv[i+1]; (next == "-rerun" || next == "--rerun") && i+2 < len(argv) {
+				out = append(out, argv[i+2], "-rerun")
+				i += 2
+			}
 		case strings.EqualFold(a, "validate"):
 			if next := argv[i+1]; (next == "-shard" || next == "--shard") && i+2 < len(argv) {
 				out = append(out, "-shard="+argv[i+2])
@@ -365,11 +373,19 @@ func Contested(ctx context.Context, surface string) error {
 // TestMain exits) is the test author's, exit 1. Saves ladder/<test>.json
 // and ladder/<test>.md, a ready-to-paste fix: issue. A test that did not
 // fail (passed every rerun, and did not fail in the last validate run) has
-// nothing to arbitrate: exit 0, nothing saved; an unknown test exits 2.
+// nothing to arbitrate: exit 0, nothing saved; an unknown test exits 2. A
+// test the last validate run on this code saw pass is answered from that
+// run in seconds (NO FAILURE), with no layer and no rerun, unless -rerun
+// is given.
 //
 //	go tool mage arbitrate TestConsumerContract/burst
-func Arbitrate(ctx context.Context, test string) error {
-	return command.Supervise(ctx, "arbitrate", test)
+//	go tool mage arbitrate TestConsumerContract/burst -rerun
+func Arbitrate(ctx context.Context, test string, rerun *bool) error {
+	args := []string{test}
+	if rerun != nil && *rerun {
+		args = append(args, "-rerun")
+	}
+	return command.Supervise(ctx, "arbitrate", args...)
 }
 
 // ClusterTests (cluster-tests) runs the module's service as several

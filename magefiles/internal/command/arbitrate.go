@@ -35,7 +35,11 @@ import (
 type ArbitrateOptions struct {
 	Dir  string
 	Test string // a test id: TestX, TestX/sub, or import/path.TestX/sub
-	Out  io.Writer
+	// Rerun walks the ladder even for a test the last validate run on
+	// this code saw pass; without it that run's evidence answers (NO
+	// FAILURE) in the time it takes to read it.
+	Rerun bool
+	Out   io.Writer
 }
 
 // Arbitrate walks the arbitration ladder for one failing test, contract
@@ -43,6 +47,8 @@ type ArbitrateOptions struct {
 // and ladder/<test>.md (a ready-to-paste "fix:" issue body) under the
 // results directory. It uses the capacity samples, the legs' seeds, the
 // neighbour and the battery of the last validate run, when there are any.
+// A test that battery saw pass, on this code, is answered from it (NO
+// FAILURE, exit 0, no layer, no rerun) unless Rerun is set.
 // Exit: 3 when the fault layer cannot run or the module's tests cannot be
 // listed; 2 for an unknown test id; 0 for a test that did not fail (not in
 // the last validate run, nor in any rerun: nothing is saved, whatever its
@@ -82,6 +88,24 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	hintIgnore(ctx, dir, root, out)
 	history := readHistory(ctx, root, ws.reg.Guard.CanonicalDatabases, out)
 	showHistory(history, opts.Test, out)
+	lo.History = history
+	rev := flakes.ReadRevision(ctx, dir)
+	last := lastValidate(root, out)
+	lo.Seen, lo.SeenRunID, lo.Noise = last.Battery, last.RunID, last.Noise
+	if last.Battery != nil && !last.Revision.Same(rev) {
+		// A failure of other code says nothing of this code's.
+		lo.Stale = fmt.Sprintf("the last validate ran other code (%s; this is %s), so its failures say nothing of this code's", last.Revision.Say(), rev.Say())
+		fmt.Fprintf(out, "ladder: %s\n", lo.Stale)
+		lo.Seen = nil
+	}
+	if o, ok := ladder.FromSeen(opts.Test, lo); ok && !opts.Rerun {
+		// The last validate on this code saw it pass: that is the answer,
+		// without a layer or a rerun.
+		fmt.Fprintln(out)
+		o.Write(out)
+		fmt.Fprintf(out, "\nladder: %s: no failure to arbitrate; no outcome saved, no issue body\n", color.GreenString(ladder.NoFailure))
+		return nil
+	}
 	if l, err := faultlayer.Up(ctx, cfg); err != nil {
 		reportUpError(out, err)
 		lo.LayerErr = err
@@ -94,19 +118,9 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 		lo.Capacity = c
 		fmt.Fprintf(out, "ladder: using the capacity samples of the last validate run (%d samples)\n", len(c.Samples))
 	}
-	rev := flakes.ReadRevision(ctx, dir)
-	last := lastValidate(root, out)
-	lo.Seen, lo.SeenRunID, lo.Noise = last.Battery, last.RunID, last.Noise
-	if last.Battery != nil && !last.Revision.Same(rev) {
-		// A failure of other code says nothing of this code's.
-		lo.Stale = fmt.Sprintf("the last validate ran other code (%s; this is %s), so its failures say nothing of this code's", last.Revision.Say(), rev.Say())
-		fmt.Fprintf(out, "ladder: %s\n", lo.Stale)
-		lo.Seen = nil
-	}
 	if starts, _, err := faultrecord.ReadStarts(root); err == nil {
 		lo.Starts = faultrecord.OfRun(starts, last.RunID)
 	}
-	lo.History = history
 	if spec, set, _ := runenv.Noise(); set && !spec.Zero() {
 		lo.Beside = &spec
 		fmt.Fprintf(out, "ladder: a test that does not fail every rerun alone is rerun beside a noisy neighbour, %s (%s)\n", spec, envvar.Noise)
