@@ -265,6 +265,9 @@ type Options struct {
 	// only when the evidence says the machine was busy.
 	Beside *noise.Spec
 	Out    io.Writer
+	// Quiet is the run's budget of waiting for a quiet machine before a
+	// rerun alone, shared by every walk of the run (nil: a walk's own).
+	Quiet *Quiet
 	// Binaries, when set, are the command's test binaries: the reruns and
 	// the contract's seeds build each package once (battery.Binaries).
 	Binaries *battery.Binaries
@@ -281,6 +284,9 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 	}
 	if opts.Out == nil {
 		opts.Out = io.Discard
+	}
+	if opts.Quiet == nil {
+		opts.Quiet = NewQuiet()
 	}
 	pkg, name := SplitID(testID)
 	o := &Outcome{Test: name, Package: pkg}

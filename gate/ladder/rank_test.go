@@ -2,6 +2,7 @@ package ladder
 
 import (
 	"context"
+	"io"
 	"runtime"
 	"strings"
 	"testing"
@@ -197,5 +198,43 @@ func TestAPassInTheLastValidateIsAnsweredFromIt(t *testing.T) {
 	}
 	if _, ok := FromSeen("TestPContract/reset", Options{}); ok {
 		t.Error("answered without a battery")
+	}
+}
+
+// busyQueue is a run queue that stays at n.
+type busyQueue float64
+
+func (q busyQueue) Avg() (float64, bool) { return float64(q), true }
+
+// TestTheWaitForAQuietMachineIsBoundedOverTheRun: a machine that does not
+// quieten is waited for once, for no longer than the patience the queue
+// is given to fall, and not again in the same run: a RED run with two
+// failing legs does not wait thirty seconds twice for each.
+func TestTheWaitForAQuietMachineIsBoundedOverTheRun(t *testing.T) {
+	defer func(p time.Duration) { quietPatience = p }(quietPatience)
+	quietPatience = 300 * time.Millisecond
+	busy := busyQueue(10 * float64(runtime.NumCPU()))
+	quiet := NewQuiet()
+	var out strings.Builder
+	start := time.Now()
+	waitQuiet(context.Background(), busy, quiet, "TestA/reset", &out)
+	first := time.Since(start)
+	if first > 5*time.Second || first < quietPatience {
+		t.Errorf("the first wait took %s; want about the patience, %s", first, quietPatience)
+	}
+	if !strings.Contains(out.String(), "did not quieten") {
+		t.Errorf("the wait does not say it gave up:\n%s", out.String())
+	}
+	start = time.Now()
+	for range 3 {
+		waitQuiet(context.Background(), busy, quiet, "TestB/isolate", io.Discard)
+	}
+	if again := time.Since(start); again > time.Second {
+		t.Errorf("three more waits in the same run took %s: a machine that did not quieten was waited for again", again)
+	}
+	start = time.Now()
+	waitQuiet(context.Background(), busyQueue(0), NewQuiet(), "TestC", io.Discard)
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("a quiet machine was waited for, %s", d)
 	}
 }

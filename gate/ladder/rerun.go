@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/contested/contested/contested"
@@ -30,8 +31,8 @@ import (
 // failure is returned.
 //
 // Alone means with the machine to itself as far as the ladder can make it
-// so: each rerun waits (up to quietWait) for the run queue to fall under
-// quietPerCore per core, and a rerun that failed while the queue averaged
+// so: each rerun waits (out of the run's quietWait in all, Quiet) for the
+// run queue to fall under quietPerCore per core, and a rerun that failed while the queue averaged
 // busyPerCore or more anyway (a shared runner's other jobs) is counted
 // Busy: its failure alone does not make the test flaky on its own.
 func rerunAlone(ctx context.Context, name, pkg string, seed int64, opts Options) (Reruns, *Plain, []contract.SeedRun) {
@@ -45,7 +46,10 @@ func rerunAlone(ctx context.Context, name, pkg string, seed int64, opts Options)
 		if ctx.Err() != nil || (r.Failures > r.Busy && r.Failures < r.Runs) {
 			break
 		}
-		waitQuiet(ctx, queue, name, opts.Out)
+		if opts.Quiet == nil {
+			opts.Quiet = NewQuiet()
+		}
+		waitQuiet(ctx, queue, opts.Quiet, name, opts.Out)
 		res, dir, _, err := runOnce(ctx, name, pkg, seed, fmt.Sprintf("run-%d", i+1), opts, nil)
 		if err != nil {
 			if opts.Out != nil && ctx.Err() == nil {
@@ -95,20 +99,74 @@ const (
 
 var busyPerCore = capacity.LoadPerCPU
 
-// waitQuiet waits, up to quietWait, for the run queue to fall under
-// quietPerCore per core, saying so when it waits.
-func waitQuiet(ctx context.Context, q *capacity.RunQueue, name string, out io.Writer) {
+// quietPatience is how long a wait for a quiet machine goes on while the
+// run queue does not fall (by a quarter of what it was when the wait
+// began): a machine that is not quietening will not be quiet in time.
+var quietPatience = 10 * time.Second
+
+// Quiet is the time the ladder may spend waiting for a quiet machine over
+// every walk of one run: quietWait in all, not per rerun. A machine that
+// did not quieten within one wait seldom does within the next, so the
+// waits of a run draw on one budget, and a RED run does not wait thirty
+// seconds twice per failing leg for a quiet machine that will not come.
+// It is safe for concurrent use.
+type Quiet struct {
+	mu   sync.Mutex
+	left time.Duration
+}
+
+// NewQuiet is a run's budget of waiting for a quiet machine.
+func NewQuiet() *Quiet { return &Quiet{left: quietWait} }
+
+func (w *Quiet) remaining() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.left
+}
+
+func (w *Quiet) spend(d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.left = max(w.left-d, 0)
+}
+
+// averager is what waitQuiet reads of the run queue.
+type averager interface{ Avg() (float64, bool) }
+
+// waitQuiet waits for the run queue to fall under quietPerCore per core,
+// while the run's budget lasts and the queue keeps falling, saying so
+// when it waits and when it gives up.
+func waitQuiet(ctx context.Context, q averager, budget *Quiet, name string, out io.Writer) {
 	limit := quietPerCore * float64(runtime.NumCPU())
-	deadline := time.Now().Add(quietWait)
+	start := time.Now()
+	left := budget.remaining()
+	defer func() { budget.spend(time.Since(start)) }()
+	deadline := start.Add(left)
+	first, _ := q.Avg()
+	checkpoint, mark := start.Add(quietPatience), first
 	said := false
 	for {
 		avg, ok := q.Avg()
-		if !ok || avg < limit || time.Now().After(deadline) || ctx.Err() != nil {
+		if !ok || avg < limit || ctx.Err() != nil {
 			return
+		}
+		now := time.Now()
+		if now.After(deadline) || now.After(checkpoint) && avg > 0.75*mark {
+			if out != nil && said {
+				fmt.Fprintf(out, "ladder: %s: the machine did not quieten (run queue %.1f per core after %s); rerunning it now, and its failures on a busy machine are counted as such\n",
+					name, avg/float64(runtime.NumCPU()), now.Sub(start).Round(time.Second))
+			}
+			if now.After(checkpoint) {
+				budget.spend(left) // it is not quietening: wait no more in this run
+			}
+			return
+		}
+		if now.After(checkpoint) {
+			checkpoint, mark = now.Add(quietPatience), avg
 		}
 		if !said && out != nil {
 			fmt.Fprintf(out, "ladder: %s: waiting up to %s for the machine to quieten before rerunning it alone (run queue %.1f per core)\n",
-				name, quietWait, avg/float64(runtime.NumCPU()))
+				name, left.Round(time.Second), avg/float64(runtime.NumCPU()))
 			said = true
 		}
 		select {
