@@ -25,7 +25,7 @@ func TestTheSummaryAndTheIssueSayWhereTheLadderEnded(t *testing.T) {
 		{"a test no surface lists", Outcome{Test: "TestX", Step: 1},
 			[]string{"ladder for TestX\n", "step 1  no surface in the registry lists this test", "owner   none\n"},
 			[]string{"step 2", "step 3"},
-			[]string{"fix: TestX: the test is not in the registry\n", "| owner |  |", "| failing test | `TestX` |", "| ladder | step 1: "},
+			[]string{"fix: TestX: the test is not in the registry\n", "| owner | none |", "| failing test | `TestX` |", "| ladder | step 1: "},
 			[]string{"| surface |", "the test alone", "**Evidence**", "**Leg verdicts"}},
 		{"a fault layer that failed preflight", Outcome{Test: "TestStockContract/reset", Package: "example.com/adopter", Surface: stock, Step: 2,
 			Owner: FaultLayer, Verdict: string(verdict.CannotRun), Contract: verdict.CannotRun, Action: "repair the fault layer"},
