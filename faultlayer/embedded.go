@@ -1,13 +1,13 @@
 package faultlayer
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	mathrand "math/rand/v2"
 	"net"
 	"net/http"
@@ -26,9 +26,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/internal/files"
 	"github.com/contested/contested/internal/images"
 	"github.com/contested/contested/internal/reap"
 	"github.com/contested/contested/internal/secret"
+	"github.com/contested/contested/internal/terminal"
 )
 
 // embeddedDirPrefix names the temporary directories of embedded layers; the
@@ -273,8 +275,17 @@ func unprivileged() (*syscall.Credential, error) {
 	return nil, errors.New("running as root and there is no postgres or nobody user to run Postgres as")
 }
 
+// maxOwnerFile caps an embedded layer's owner file and its postmaster.pid
+// as read back: a few lines.
+const maxOwnerFile = 4 << 10
+
 // sweepEmbedded stops and removes the data directories of embedded layers
-// whose owner process is gone.
+// whose owner process is gone. The temporary directory is shared: any
+// local user can make a directory of that name, with a FIFO, a link or a
+// file of gigabytes for its owner file. Such an entry costs one line and
+// is left alone: its owner file is read through files.Read (no link
+// followed, no FIFO waited on, a few kilobytes at most) and must be this
+// user's own.
 func sweepEmbedded(w io.Writer) error {
 	if w == nil {
 		w = io.Discard
@@ -282,17 +293,17 @@ func sweepEmbedded(w io.Writer) error {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), embeddedDirPrefix+"*"))
 	var errs []error
 	for _, dir := range dirs {
-		b, err := os.ReadFile(filepath.Join(dir, "owner"))
-		if err != nil {
-			continue // not ours, or still being created
+		owner, err := embeddedOwner(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // not a layer's, or its owner file is still being written
 		}
-		owner, err := reap.ParseOwner(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
 		if err != nil {
+			fmt.Fprintf(w, "left %s alone: %v\n", terminal.Escape(dir), terminal.Escape(err.Error()))
 			continue
 		}
 		if l, why := owner.Liveness(); l != reap.Gone {
 			if l == reap.Unknown {
-				fmt.Fprintf(w, "left embedded layer %s alone (owner %s): %s\n", dir, owner, why)
+				fmt.Fprintf(w, "left embedded layer %s alone (owner %s): %s\n", terminal.Escape(dir), owner, why)
 			}
 			continue
 		}
@@ -307,25 +318,42 @@ func sweepEmbedded(w io.Writer) error {
 			errs = append(errs, err)
 			continue
 		}
-		fmt.Fprintf(w, "swept embedded layer %s (owner %s)\n", dir, owner)
+		fmt.Fprintf(w, "swept embedded layer %s (owner %s)\n", terminal.Escape(dir), owner)
 	}
 	return errors.Join(errs...)
+}
+
+// embeddedOwner reads the owner of the embedded layer in dir: a real
+// directory (not a link) whose owner file is a regular file this user
+// wrote, of a few lines. An error wrapping fs.ErrNotExist means there is no
+// owner file (yet); any other says why the entry is not one to touch.
+func embeddedOwner(dir string) (reap.Owner, error) {
+	if fi, err := os.Lstat(dir); err != nil {
+		return reap.Owner{}, err
+	} else if !fi.IsDir() {
+		return reap.Owner{}, fmt.Errorf("not a directory (%s)", fi.Mode().Type())
+	}
+	b, fi, err := files.Read(filepath.Join(dir, "owner"), maxOwnerFile)
+	if err != nil {
+		return reap.Owner{}, err
+	}
+	if uid, ok := files.OwnedBy(fi); ok && uid != os.Geteuid() {
+		return reap.Owner{}, fmt.Errorf("its owner file belongs to uid %d, not this user (uid %d)", uid, os.Geteuid())
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	return reap.ParseOwner(strings.TrimSpace(line))
 }
 
 // postmasterPID reads the postmaster's PID from its lock file and checks the
 // process is still that postmaster (same data directory on its command
 // line), so a reused PID is never signalled.
 func postmasterPID(data string) int {
-	f, err := os.Open(filepath.Join(data, "postmaster.pid"))
+	b, _, err := files.Read(filepath.Join(data, "postmaster.pid"), maxOwnerFile)
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	if !sc.Scan() {
-		return 0
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(sc.Text()))
+	first, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
 	if err != nil || pid <= 0 {
 		return 0
 	}

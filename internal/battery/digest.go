@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"syscall"
 
+	"github.com/contested/contested/internal/files"
 	"github.com/contested/contested/internal/private"
 )
 
@@ -22,18 +22,11 @@ var errNotAsBuilt = errors.New("its content is not what this tool built")
 // that descriptor. Running the descriptor (execFile) runs those bytes
 // whatever is renamed into path meanwhile.
 func openDigest(path string) (*os.File, string, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	f, fi, err := files.Open(path)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, "", errors.New("a symbolic link (never followed)")
-		}
 		return nil, "", err
 	}
-	fi, err := f.Stat()
-	if err == nil {
-		err = private.CheckFile(path, fi, 0o022)
-	}
-	if err != nil {
+	if err := private.CheckFile(path, fi, 0o022); err != nil {
 		f.Close()
 		return nil, "", err
 	}

@@ -13,11 +13,12 @@ package private
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/contested/contested/internal/files"
 )
 
 // ErrNotPrivate reports a file or directory that is not this user's own:
@@ -91,35 +92,25 @@ func ReadFile(path string, forbidden fs.FileMode, max int64) ([]byte, error) {
 	if err := CheckDir(filepath.Dir(path)); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	f, fi, err := files.Open(path)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: a symbolic link (never followed)", ErrNotPrivate)}
-		}
-		if errors.Is(err, syscall.ENXIO) {
-			return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: not a regular file", ErrNotPrivate)}
-		}
-		return nil, err
+		return nil, notPrivate(err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	if err := CheckFile(path, fi, forbidden); err != nil {
 		return nil, err
 	}
-	if fi.Size() > max {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: %d bytes, over the cap of %d", ErrNotPrivate, fi.Size(), max)}
+	b, err := files.ReadOpen(f, fi, max)
+	return b, notPrivate(err)
+}
+
+// notPrivate says a file the loader refused is not this user's own.
+func notPrivate(err error) error {
+	var pe *fs.PathError
+	if errors.Is(err, files.ErrRefused) && errors.As(err, &pe) {
+		return &fs.PathError{Op: pe.Op, Path: pe.Path, Err: fmt.Errorf("%w: %w", ErrNotPrivate, pe.Err)}
 	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > max {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: grew past the cap of %d bytes while read", ErrNotPrivate, max)}
-	}
-	return b, nil
+	return err
 }
 
 // Owned reports whether fi belongs to this user (true where the platform

@@ -3,11 +3,11 @@ package reap
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"github.com/contested/contested/internal/files"
 )
 
 // maxWarmRecord caps the owner record read back.
@@ -31,17 +31,9 @@ func WarmHeld(path, run string) bool {
 		// cannot search answers EACCES, not ENOENT).
 		return false
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	b, _, err := files.Read(path, maxWarmRecord)
 	if err != nil {
 		return !errors.Is(err, fs.ErrNotExist)
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxWarmRecord {
-		return true
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxWarmRecord))
-	if err != nil {
-		return true
 	}
 	var rec struct {
 		RunID string `json:"run_id"`
