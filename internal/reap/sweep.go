@@ -168,6 +168,7 @@ func Sweep(ctx context.Context, d Docker, sel Selector, w io.Writer) (Swept, err
 		}
 		fmt.Fprintf(w, "swept container %s (run %s, owner %s)\n", r.name, r.run, r.owner)
 		out.Containers = append(out.Containers, r.name)
+		journal(Removal{At: time.Now(), Container: strings.TrimPrefix(r.name, "/"), Run: r.run, Owner: r.owner, SweeperRun: sweeperRun(), Sweeper: Self().String()})
 	}
 
 	ns, err := d.NetworkList(ctx, client.NetworkListOptions{Filters: managed})

@@ -37,6 +37,7 @@ import (
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/gotest"
+	"github.com/contested/contested/internal/hostevents"
 	"github.com/contested/contested/internal/terminal"
 	"github.com/contested/contested/registry"
 )
@@ -80,6 +81,10 @@ type ValidateReport struct {
 	BatteryFailures []ladder.Plain `json:"battery_failures,omitempty"`
 	// Ladder holds the arbitration of each failing contract test.
 	Ladder []*ladder.Outcome `json:"ladder,omitempty"`
+	// Interference is what other runs on this Docker host did to this
+	// run's containers during the battery: each container another run's
+	// sweep removed, with when and by whom.
+	Interference []string `json:"interference,omitempty"`
 	// NotArbitrated are failing tests the ladder's time budget did not reach.
 	NotArbitrated []string      `json:"not_arbitrated,omitempty"`
 	Green         bool          `json:"green"`
@@ -231,6 +236,9 @@ type validation struct {
 	noise *noise.Evidence
 	// starts are the legs' start records of the battery: their seeds.
 	starts []faultrecord.LegStart
+	// interference is what other runs on this Docker host did to this
+	// run's containers during the battery.
+	interference []ladder.Interference
 }
 
 // faultDir is the run's fault directory.
@@ -293,10 +301,12 @@ func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*
 		return nil, fmt.Errorf("create the battery's event log: %w", err)
 	}
 	sampler := startSampler(ctx, root)
+	host := watchHost(ctx, v.env.RunID)
 	neighbour, err := v.armNoise(ctx)
 	if err != nil {
 		events.Close()
 		sampler.Stop()
+		host.Stop()
 		return nil, err
 	}
 	bo := battery.Options{Dir: v.env.ModuleRoot, Patterns: patterns, Args: args,
@@ -315,6 +325,11 @@ func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*
 	}
 	v.capacity = sampler.Stop()
 	v.rep.Capacity = &v.capacity
+	for _, i := range host.Stop() {
+		v.interference = append(v.interference, ladder.Interference{At: i.At, What: i.Say()})
+		v.rep.Interference = append(v.rep.Interference, i.Say())
+		fmt.Fprintf(v.out, "validate: interference: %s\n", i.Say())
+	}
 	if path, err := saveJSON(root, capacityFile, v.capacity); err != nil {
 		notSaved(v.out, "validate", path, err)
 	}
@@ -418,7 +433,7 @@ func (v *validation) arbitrate(ctx context.Context, res *battery.Result, budget 
 	contracts := map[string]*contract.Result{}
 	v.rep.Ladder, v.rep.NotArbitrated = arbitrateAll(ctx, failures, budget, ladder.Options{
 		Env: v.env, Registry: v.reg, Preflight: &v.preflight, Capacity: &v.capacity, Contracts: contracts, Seen: res, SeenRunID: v.env.RunID, Out: v.out, Binaries: v.binaries,
-		Starts: starts, Noise: v.noise, Records: records, Quiet: ladder.NewQuiet(),
+		Starts: starts, Noise: v.noise, Records: records, Quiet: ladder.NewQuiet(), Interference: v.interference,
 		History: readHistoryIf(ctx, v.env.ResultsDir, v.reg.Guard.CanonicalDatabases, len(failures) > 0, v.out),
 	}, v.out)
 	walked := map[string]*ladder.Outcome{}
@@ -945,6 +960,17 @@ func startSampler(ctx context.Context, root string) *capacity.Sampler {
 		stats = cli
 	}
 	return capacity.Start(ctx, root, stats, 2*time.Second)
+}
+
+// watchHost follows the Docker engine's events for this run's containers
+// while the battery runs: another run's sweep of one of them is
+// interference, which the ladder names as such.
+func watchHost(ctx context.Context, run string) *hostevents.Watch {
+	var d hostevents.Eventer
+	if cli, err := dockerenv.Connect(ctx); err == nil {
+		d = cli
+	}
+	return hostevents.Follow(ctx, d, run)
 }
 
 // arbitrateAll walks the ladder for each failing test, the cheapest to
