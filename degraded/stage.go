@@ -290,9 +290,13 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		cr.Record, err = writeRecord(rec, surface, test, c, cr, plan, i+1)
-		if err != nil {
-			return res, err
+		// A cell whose precondition never held armed nothing: it fails,
+		// and writes no fault record.
+		if !cr.ArmedAt.IsZero() {
+			cr.Record, err = writeRecord(rec, surface, test, c, cr, plan, i+1)
+			if err != nil {
+				return res, err
+			}
 		}
 		res.Cells = append(res.Cells, cr)
 		mark := "PASS"
@@ -405,6 +409,9 @@ type runner struct {
 	results string
 	keep    bool
 	bound   time.Duration
+	// baseline is what the cell's healthy page took before its fault: how
+	// slowly this machine answers a page now, when nothing is wrong.
+	baseline time.Duration
 }
 
 // run runs one cell: amount is its transfer's amount, distinct per cell.
@@ -423,13 +430,18 @@ func (r *runner) run(ctx context.Context, c Cell, amount int64) CellResult {
 	var key string
 	var before int64
 
+	// The precondition: a healthy page, waited for (a busy machine may
+	// answer one slowly for a while); the fault is armed only once it holds,
+	// and how long that page took is the cell's baseline for the browser's
+	// share of the bound.
+	v, tries := r.healthy(tab)
+	cr.Views = append(cr.Views, v)
+	if !v.healthy() {
+		fail("the page was not healthy before the fault within %s (%d tries, the last %s, form key %q): the cell did not arm its fault", healthyWait, tries, v, v.FormKey)
+		return r.finish(tab, cr, problems, false)
+	}
+	r.baseline, r.bound = v.Elapsed, cellBound(r.cfg.Timeout, v.Elapsed)
 	if c.Flow != FlowLoad {
-		v := navigate(tab, r.front.url+"/")
-		cr.Views = append(cr.Views, v)
-		if v.Err != "" || v.Banner != "ok" || v.FormKey == "" {
-			fail("the page was not healthy before the fault (%s, form key %q): the cell cannot run", v, v.FormKey)
-			return r.finish(tab, cr, problems, false)
-		}
 		key = v.FormKey
 		if before, err = r.balance(ctx, from); err != nil {
 			fail("database: read the balance of %s before: %v", from, err)
@@ -519,6 +531,32 @@ func (r *runner) run(ctx context.Context, c Cell, amount int64) CellResult {
 	return r.finish(tab, cr, problems, fired)
 }
 
+// healthyWait bounds how long a cell waits for a healthy page before its
+// fault: well inside tabTimeout, so the cell still has its time after it.
+const healthyWait = 20 * time.Second
+
+// healthy loads the front's page until it is healthy (healthyWait at
+// most) and returns the last view and how many it took.
+func (r *runner) healthy(tab context.Context) (View, int) {
+	deadline := time.Now().Add(healthyWait)
+	for tries := 1; ; tries++ {
+		v := navigate(tab, r.front.url+"/")
+		if v.healthy() || time.Now().After(deadline) || tab.Err() != nil {
+			return v, tries
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// cellBound is a cell's bound on an answer: the front's promise (its
+// timeout and a second) and what the browser takes beyond it, at least
+// browserSlack and at least what a healthy page took just before the
+// fault (baseline): a busy machine slows the browser and the front alike,
+// but not the timeout the front promises to keep.
+func cellBound(timeout, baseline time.Duration) time.Duration {
+	return timeout + time.Second + max(browserSlack, baseline)
+}
+
 // finish records the verdict and keeps a screenshot of a failing cell (of
 // every cell with Keep).
 func (r *runner) finish(tab context.Context, cr CellResult, problems []string, fired bool) CellResult {
@@ -571,7 +609,8 @@ func (r *runner) answered(v View) []string {
 		p = append(p, fmt.Sprintf("HTTP %d: the user sees an error page (%.80s)", v.Status, v.Text))
 	}
 	if v.Elapsed > r.bound {
-		p = append(p, fmt.Sprintf("answered in %s, above the bound %s (timeout %s + 1s + %s for the browser)", v.Elapsed.Round(time.Millisecond), r.bound, r.cfg.Timeout, browserSlack))
+		p = append(p, fmt.Sprintf("answered in %s, above the bound %s (timeout %s + 1s + %s for the browser, what a healthy page took before the fault, at least %s)",
+			v.Elapsed.Round(time.Millisecond), r.bound.Round(time.Millisecond), r.cfg.Timeout, (r.bound-r.cfg.Timeout-time.Second).Round(time.Millisecond), browserSlack))
 	}
 	return p
 }
@@ -606,8 +645,10 @@ func (r *runner) outcome(v View, key string) []string {
 //
 // A front may settle a pending transfer in the background once the backend
 // is back: when the user saw pending, the check waits up to settleWait for
-// the key to be applied, then as long again as one backend call may take,
-// so that a stray apply under another key has landed before it reads.
+// the key to be applied, then as long again as one backend call may take
+// (the timeout, and what the cell's healthy page took, at least half a
+// second), so that a stray apply under another key has landed before it
+// reads.
 func (r *runner) exactlyOnce(ctx context.Context, key, from string, before, amount int64, told string, pending bool) (string, []string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleWait+time.Minute)
 	defer cancel()
@@ -622,7 +663,7 @@ func (r *runner) exactlyOnce(ctx context.Context, key, from string, before, amou
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	time.Sleep(r.cfg.Timeout + 500*time.Millisecond)
+	time.Sleep(r.cfg.Timeout + max(500*time.Millisecond, r.baseline))
 	if err := r.direct.QueryRow(ctx, r.cfg.Applied, key).Scan(&n); err != nil {
 		return "", []string{"database: count the applies of " + key + ": " + err.Error()}
 	}
@@ -657,3 +698,7 @@ func (r *runner) balance(ctx context.Context, account string) (int64, error) {
 	err := r.direct.QueryRow(ctx, r.cfg.Balance, account).Scan(&b)
 	return b, err
 }
+
+// healthy reports whether the view is a healthy page: read, its banner ok,
+// its transfer form there.
+func (v View) healthy() bool { return v.Err == "" && v.Banner == "ok" && v.FormKey != "" }

@@ -75,6 +75,9 @@ func TestDegradedStage(t *testing.T) {
 			if !c.Passed || !c.Fired {
 				t.Errorf("cell %s: passed %v fired %v: %s (screenshot %s)", c.Cell, c.Passed, c.Fired, strings.Join(c.Problems, "; "), c.Screenshot)
 			}
+			if c.Record == "" && c.ArmedAt.IsZero() {
+				continue // never armed, so no record: failed above
+			}
 			b, err := os.ReadFile(c.Record)
 			if err != nil {
 				t.Fatalf("cell %s's record: %v", c.Cell, err)
