@@ -38,6 +38,7 @@ import (
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/gotest"
 	"github.com/contested/contested/internal/hostevents"
+	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/terminal"
 	"github.com/contested/contested/registry"
 )
@@ -271,6 +272,11 @@ func (v *validation) stamp() error {
 		return fmt.Errorf("purge the legs' start records: %w", err)
 	}
 	fmt.Fprintf(v.out, "validate: purged old records and wrote %s\n", filepath.Join(v.faultDir(), faultrecord.StampName))
+	// The run before's pages and issue bodies go aside, so that this
+	// run's reports link, and its directory holds, its own evidence only.
+	if _, err := rundir.Rotate(v.env.ResultsDir, previousRunID(v.env.ResultsDir), v.out); err != nil {
+		return fmt.Errorf("move the previous run's pages aside: %w", err)
+	}
 	if v.shard != nil {
 		st, err := shard.ReadStamp(v.faultDir())
 		if err != nil {
@@ -338,6 +344,19 @@ func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*
 	}
 	v.rep.Battery = res
 	return res, nil
+}
+
+// previousRunID is the run id of the validate.json the run before left,
+// "" when there is none.
+func previousRunID(root string) string {
+	var last struct {
+		RunID string `json:"run_id"`
+	}
+	r, err := atomicfile.OpenRoot(root)
+	if err != nil || r.ReadJSON("validate.json", &last, atomicfile.MaxArtifact) != nil {
+		return ""
+	}
+	return last.RunID
 }
 
 // verify runs the six phases, paired (consuming the stamp only on
