@@ -19,6 +19,7 @@ import (
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/capability"
+	"github.com/contested/contested/internal/tier"
 )
 
 var (
@@ -32,6 +33,7 @@ var (
 // test under CI and skips it elsewhere, saying what to install.
 func Layer(tb testing.TB) *faultlayer.Layer {
 	tb.Helper()
+	tier.Full(tb, "a fault layer")
 	mu.Lock()
 	defer mu.Unlock()
 	if !tried {
@@ -89,6 +91,7 @@ const maxRegistry = 4 << 20
 // had, never after waiting for a bring-up that cannot happen.
 func Containers(tb testing.TB) faultlayer.Config {
 	tb.Helper()
+	tier.Full(tb, "docker")
 	cfg := faultlayer.ConfigFor(faultlayer.Containers)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

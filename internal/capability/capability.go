@@ -23,6 +23,7 @@ import (
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/images"
+	"github.com/contested/contested/internal/tier"
 )
 
 // Name is one capability a leg, a stage or a test can need.
@@ -319,6 +320,7 @@ func (m Matrix) MissingNeeded() []Capability {
 // name the capability beside every leg the test would have run.
 func Require(tb testing.TB, n Name) Capability {
 	tb.Helper()
+	tier.Full(tb, string(n))
 	dir, _ := os.Getwd()
 	c := Probe(context.Background(), n, dir)
 	if !c.Present {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contested/contested/internal/tier"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
@@ -92,6 +93,7 @@ func SkipOrFail(tb testing.TB, msg string) {
 // fails the test under CI and skips it elsewhere, saying what to install.
 func Require(tb testing.TB) *testcontainers.DockerClient {
 	tb.Helper()
+	tier.Full(tb, "docker")
 	cli, err := Connect(context.Background())
 	if err != nil {
 		// The words of package capability, which imports this one.
