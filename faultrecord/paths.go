@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Names inside the fault directory (DESIGN §4.3).
+// Names inside the fault directory (docs/reference/artifacts.md).
 const (
 	// FaultDirName is the base name of the fault directory under the results root.
 	FaultDirName = "fault"

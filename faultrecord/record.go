@@ -22,7 +22,7 @@ var (
 	ErrInvalidRecord = errors.New("invalid fault record")
 )
 
-// Record is one armed fault, schema contested/faultrecord@1 (DESIGN §4.4).
+// Record is one armed fault, schema contested/faultrecord@1 (docs/reference/records.md).
 //
 // A leg writes exactly one Record per fault it armed, after it has observed (or failed to
 // observe) the fault landing. Fired is true only on observed evidence, never because the
@@ -86,7 +86,7 @@ type OracleRun struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// Evidence says how firing was observed, from each side (DESIGN §3.3).
+// Evidence says how firing was observed, from each side (docs/concepts/gate.md).
 type Evidence struct {
 	// Injector is what the armer saw: proxy state, byte deltas, pg_stat_activity, exit status.
 	Injector string `json:"injector"`

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
-// validJSON is a complete record as DESIGN §4.4 shows it.
+// validJSON is a complete record as docs/reference/records.md shows it.
 const validJSON = `{
   "schema": "contested/faultrecord@1",
   "run_id": "20261129T101500Z-4f2a",

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Sides gathers the evidence that one armed fault fired, from both sides (DESIGN §3.3): the
+// Sides gathers the evidence that one armed fault fired, from both sides (docs/concepts/gate.md): the
 // injector's (what it did and read back, and whether that proves the fault in place) and the
 // victim's (what the code under test saw, each observation counted, whether it shows the fault
 // landed, and when it first did). A fault fired only when both sides saw it ([Sides.Both]); a

@@ -1,5 +1,5 @@
 // Package gate judges a run's fault records: the six phases of the program-verification gate
-// (DESIGN §4.5), the gate stamp that pairs a verification with its battery, and the human
+// (docs/concepts/gate.md), the gate stamp that pairs a verification with its battery, and the human
 // summary of the fault report.
 //
 // It gives:

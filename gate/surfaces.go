@@ -4,7 +4,7 @@ import "github.com/contested/contested/faultrecord"
 
 // SurfaceVerdict is one registered surface's contract verdict, judged from a
 // battery's records and test outcomes with the rules of `mage contested`
-// (DESIGN §4.7, "One verdict"). Verify does not compute it: the gate's six
+// (docs/concepts/verdicts.md). Verify does not compute it: the gate's six
 // phases stay what they are, and validate (or program-gate) fills
 // [Report.Surfaces] beside them and saves the report again.
 type SurfaceVerdict struct {

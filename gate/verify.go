@@ -205,7 +205,7 @@ type SelfTest struct {
 	Present bool   `json:"present"`
 }
 
-// The six phase names, DESIGN §4.5.
+// The six phase names (docs/concepts/gate.md).
 const (
 	phaseThisRun    = "records belong to this run"
 	phaseAllRead    = "every record file was read"
@@ -217,7 +217,7 @@ const (
 	maxDetailOutput = 4000 // bytes of inventory error kept in the phase 6 detail
 )
 
-// Verify runs the six verification phases of DESIGN §4.5 over the records in opts.Dir, writes
+// Verify runs the six verification phases (docs/concepts/gate.md) over the records in opts.Dir, writes
 // the report to fault-report.json in that directory and returns it.
 //
 // All six phases are evaluated and recorded even when an earlier one fails, so that one report

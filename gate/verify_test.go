@@ -19,7 +19,7 @@ import (
 	"github.com/contested/contested/faultrecord"
 )
 
-// The self-tests this repository pins (DESIGN §4.6); the inventories below are built around them.
+// The self-tests this repository pins (docs/reference/registry.md); the inventories below are built around them.
 var (
 	selfTests     = []string{"TestPanicMidFaultLeavesResidueThatTheReclaimPathReaps", "TestDSNGuardRefusesCanonicalDB"}
 	fullInventory = []string{"TestConsumerContract", "TestDSNGuardRefusesCanonicalDB",

@@ -47,7 +47,7 @@
 //	[battery]                        # optional: how validate runs go test
 //	packages_per_core = 2            # packages at once, per core (go test -p); 1-8
 //
-// The keys of DESIGN §4.6 are a contract; the others (guard, package,
+// The keys docs/reference/registry.md lists are a contract; the others (guard, package,
 // budget, levels, cluster, mutants, degraded, battery) are additions. Every other key, at any
 // level, is an error.
 //

@@ -3,7 +3,7 @@
 // the coordinates of the fault layer its test processes attach to.
 //
 // A command builds it once with [Load] (from its flags and the environment,
-// DESIGN §4.2), checks it there, and passes it down as one value; the layer's
+// docs/reference/environment.md), checks it there, and passes it down as one value; the layer's
 // coordinates join it with [Env.Attach] once the layer is up, and
 // [Env.Environ] turns it into a child process's environment: the one place
 // that writes those variables. A test process reads the same variables

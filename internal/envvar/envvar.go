@@ -1,5 +1,5 @@
 // Package envvar names the environment variables of a contested run
-// (DESIGN §4.2 and this project's additions): the one definition of each
+// (documented in docs/reference/environment.md): the one definition of each
 // name. Reading them, checking them and handing them to a child process is
 // contested/runenv's job (the fault layer's own coordinates are read by
 // faultlayer.ConfigFromEnv); lower packages only name them in messages.

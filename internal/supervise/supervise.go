@@ -3,7 +3,7 @@
 //
 // A Go program that crashes (an unrecovered panic in any goroutine, or a
 // fatal runtime error such as running out of memory) exits with status 2,
-// which contested's exit codes reserve for usage errors (DESIGN §4.1). Only
+// which contested's exit codes reserve for usage errors (docs/reference/targets.md). Only
 // another process can tell the two apart, so each target runs in a worker:
 // the same executable, started again with EnvWorker naming the target. The
 // worker sends the runtime's crash report to the supervisor through a pipe

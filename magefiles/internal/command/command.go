@@ -32,7 +32,7 @@ import (
 	"github.com/contested/contested/registry"
 )
 
-// Exit codes (a contract: DESIGN §4.1). There is no fifth code: a command
+// Exit codes (a contract: docs/reference/targets.md). There is no fifth code: a command
 // stopped by a signal, and an internal error (a crash, an out-of-memory
 // kill), exit 1 with a message that says which; 2 is only ever bad input.
 const (

@@ -73,7 +73,7 @@ type ValidateReport struct {
 	Level int `json:"level"`
 	// Surfaces are the contract verdicts of the registered surfaces that
 	// ran, judged from the battery's records and test outcomes by the
-	// judge mage contested uses (DESIGN §4.7, "One verdict").
+	// judge mage contested uses (docs/concepts/verdicts.md).
 	Surfaces []gate.SurfaceVerdict `json:"surfaces"`
 	// BatteryFailures lists every failing test (the most specific: a leg,
 	// not its parent), contract test or not, with the evidence of its
