@@ -25,6 +25,7 @@ import (
 	"github.com/contested/contested/internal/reap"
 	"github.com/contested/contested/internal/reexec"
 	"github.com/contested/contested/internal/testlog"
+	"github.com/contested/contested/internal/tier"
 )
 
 func TestMain(m *testing.M) {
@@ -64,6 +65,7 @@ func rigProcess() int {
 // service's surface, class cluster and the lever, the artifacts are
 // written, and nothing of the layer is left.
 func TestRigOnLocalProcesses(t *testing.T) {
+	tier.Full(t, "Postgres: a local rig")
 	results := t.TempDir()
 	const seed, ops = 5, 120
 	rep, err := Run(context.Background(), jobsService{}, Options{Dir: moduleRoot(t), ResultsRoot: results, Local: true, Ops: ops,
@@ -155,6 +157,7 @@ func (blindWorkload) DoneBy(context.Context, string, time.Time, time.Time) (int,
 // the levers' fired rule says they did not fire; the rig is red, each
 // leg says what was missing, and each record says not fired.
 func TestALegTheVictimsDidNotFeelDoesNotFire(t *testing.T) {
+	tier.Full(t, "Postgres: a local rig")
 	results := t.TempDir()
 	rep, err := Run(context.Background(), blindService{}, Options{Dir: moduleRoot(t), ResultsRoot: results, Local: true, Ops: 60,
 		TestName: t.Name(), Out: testlog.Writer(t)})
@@ -298,6 +301,7 @@ func (s specService) Spec() Spec { return s.spec }
 // never answers 200 on the health path keeps the rig from its legs; it
 // fails bring-up, naming the replica and what the endpoint said.
 func TestTheRigWaitsForEveryReplicasHealthEndpoint(t *testing.T) {
+	tier.Full(t, "Postgres: a local rig")
 	rep, err := Run(context.Background(), jobsService{healthPath: "/not-served"}, Options{Dir: moduleRoot(t), ResultsRoot: t.TempDir(),
 		Local: true, HealthWait: 3 * time.Second, Out: testlog.Writer(t)})
 	if !errors.Is(err, ErrCannotRun) || !strings.Contains(err.Error(), "replica-1 did not answer 200 on /not-served") || !strings.Contains(err.Error(), "404") {

@@ -20,6 +20,7 @@ import (
 	"github.com/contested/contested/internal/runid"
 	"github.com/contested/contested/internal/secret"
 	"github.com/contested/contested/internal/testlog"
+	"github.com/contested/contested/internal/tier"
 )
 
 // TestReplicasGetLeastPrivilegeAndNoPasswordOnTheirCommandLine brings a rig
@@ -82,6 +83,7 @@ func TestReplicasGetLeastPrivilegeAndNoPasswordOnTheirCommandLine(t *testing.T) 
 // service on it, torn down when the test ends.
 func upRig(t *testing.T, kind faultlayer.Kind) (*rig, *faultlayer.Layer) {
 	t.Helper()
+	tier.Full(t, "a fault layer")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
 	run := runid.New(time.Now())

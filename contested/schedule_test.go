@@ -12,6 +12,7 @@ import (
 	"github.com/contested/contested/faultlayer/levers"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/internal/tier"
 )
 
 // stepped is what a workload driven by Step saw of its schedule.
@@ -58,6 +59,7 @@ func runStepped(tb testing.TB, seed string, span int) (*Leg, *stepped) {
 // it, both recorded with the schedule's digest and their place in it; the
 // same seed runs the same schedule again, another seed another one.
 func TestStepRunsTheSchedule(t *testing.T) {
+	tier.Full(t, "a fault layer")
 	digests := map[string]string{}
 	for _, run := range []struct{ name, seed string }{{"seed 42", "42"}, {"seed 42 again", "42"}, {"seed 43", "43"}} {
 		t.Run(run.name, func(t *testing.T) {
@@ -141,6 +143,7 @@ func armedByTest(t *testing.T, lever Lever, seed string) (*faultrecord.Schedule,
 }
 
 func TestATestThatTimesItsFaultsRecordsWhatTheSeedChose(t *testing.T) {
+	tier.Full(t, "a fault layer")
 	digest := func(lever Lever, seed string) (sched *faultrecord.Schedule, first string) {
 		t.Run(fmt.Sprintf("%s seed %s", lever, seed), func(t *testing.T) {
 			sched, first = armedByTest(t, lever, seed)

@@ -31,6 +31,7 @@ import (
 	"github.com/contested/contested/internal/reap"
 	"github.com/contested/contested/internal/runid"
 	"github.com/contested/contested/internal/testlog"
+	"github.com/contested/contested/internal/tier"
 )
 
 // scratchDB creates a database of the test's own on l's Postgres and
@@ -309,6 +310,7 @@ func TestProxyListenHostIsCheckedWhereToxiproxyRuns(t *testing.T) {
 // its own, while a layer it attaches to (a battery child's) keeps it; a
 // bad id is refused before anything starts.
 func TestASharedRunIDIsMadeUniquePerLayer(t *testing.T) {
+	tier.Full(t, "a fault layer")
 	t.Setenv(envvar.RunID, "x")
 	t.Setenv(envvar.Layer, "")
 	cfg, err := ConfigFromEnv()

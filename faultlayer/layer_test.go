@@ -16,6 +16,7 @@ import (
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/reap"
 	"github.com/contested/contested/internal/testlog"
+	"github.com/contested/contested/internal/tier"
 )
 
 // proxiedQuery leases a port, puts a proxy to Postgres on it, runs a query
@@ -100,6 +101,7 @@ func dataOnTmpfs(t *testing.T, ctx context.Context, l *Layer) {
 }
 
 func TestProvidersBringUpAProxiedPostgres(t *testing.T) {
+	tier.Full(t, "a fault layer")
 	tests := []struct {
 		name string
 		kind Kind

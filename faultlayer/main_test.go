@@ -11,6 +11,7 @@ import (
 
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/reexec"
+	"github.com/contested/contested/internal/tier"
 )
 
 var helpers = reexec.Roles{}
@@ -39,6 +40,7 @@ var shared sharedLayer
 
 func (s *sharedLayer) get(t testing.TB) *Layer {
 	t.Helper()
+	tier.Full(t, "a fault layer")
 	s.once.Do(func() {
 		cfg, err := ConfigFromEnv()
 		if err != nil {
@@ -62,6 +64,7 @@ func (s *sharedLayer) get(t testing.TB) *Layer {
 // under CI) naming what is missing.
 func requireContainers(tb testing.TB) Config {
 	tb.Helper()
+	tier.Full(tb, "docker")
 	cfg := ConfigFor(Containers)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/contested/contested/internal/magetest"
+	"github.com/contested/contested/internal/tier"
 )
 
 // root is the module root, where go tool runs the pinned tools.
@@ -220,6 +221,7 @@ func readCI(t *testing.T, path string) ciFile {
 // flags each takes; the single-job files run validate, the shard files
 // validate -shard and program-gate -merge.
 func TestEveryCommandTheCIFilesRunExists(t *testing.T) {
+	tier.Full(t, "the magefile compiled")
 	targets := magetest.Compile(t, root).Targets()
 	for _, path := range append(slices.Clone(githubFiles), gitlabFiles...) {
 		t.Run(path, func(t *testing.T) {

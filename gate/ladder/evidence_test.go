@@ -16,6 +16,7 @@ import (
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/testlog"
 	"github.com/contested/contested/internal/testmodule"
+	"github.com/contested/contested/internal/tier"
 )
 
 // legModule is a module whose surface m.p has the legs reset and burst in
@@ -24,6 +25,7 @@ import (
 // leaves a mark when it runs, so a test can see which legs a rerun ran.
 func legModule(t *testing.T) (Options, string) {
 	t.Helper()
+	tier.Full(t, "go test of a planted module, rerun alone")
 	marks := t.TempDir()
 	opts := packageModule(t, map[string]string{"p/p_test.go": `package p
 

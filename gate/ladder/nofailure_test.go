@@ -13,6 +13,7 @@ import (
 	"github.com/contested/contested/internal/battery/batterytest"
 	"github.com/contested/contested/internal/testlog"
 	"github.com/contested/contested/internal/testmodule"
+	"github.com/contested/contested/internal/tier"
 	"github.com/contested/contested/registry"
 )
 
@@ -22,6 +23,7 @@ import (
 // passed (no layer is reached: the test never runs).
 func packageModule(t *testing.T, files map[string]string) Options {
 	t.Helper()
+	tier.Full(t, "go test of a planted module, rerun alone")
 	files["go.mod"] = "module example.com/m\n\ngo 1.26\n"
 	files["p/p.go"] = "package p\n\n// Half is half of n.\nfunc Half(n int) int { return n / 2 }\n"
 	files["contested-surfaces.toml"] = `schema = 1

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/contested/contested/internal/testmodule"
+	"github.com/contested/contested/internal/tier"
 )
 
 func TestRunReportsEachKindOfOutcome(t *testing.T) {
@@ -134,6 +135,7 @@ func keys2(m map[string]string) []string {
 // before them; a skipped test that lacks a capability names it. Both
 // through go test and through prebuilt binaries.
 func TestAFailureIsWhatTheTestReported(t *testing.T) {
+	tier.Full(t, "go test of a planted module")
 	t.Parallel()
 	dir := testmodule.Write(t, map[string]string{
 		"go.mod": "module example.com/why\n\ngo 1.24\n",

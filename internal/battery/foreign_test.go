@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/contested/contested/internal/testmodule"
+	"github.com/contested/contested/internal/tier"
 )
 
 // TestAForeignKeptBinaryIsRemovedNeverRun: whatever stands in a kept
@@ -18,6 +19,7 @@ import (
 // is built again, its own test runs, and the command after that starts
 // from the new kept binary again: nothing falls back to go test for good.
 func TestAForeignKeptBinaryIsRemovedNeverRun(t *testing.T) {
+	tier.Full(t, "go test of a planted module")
 	t.Parallel()
 	dir := testmodule.Write(t, map[string]string{
 		"go.mod":      "module example.com/foreign\n\ngo 1.24\n",
@@ -149,6 +151,7 @@ func replace(t *testing.T, kept, from string) {
 // just before the second run: it is never run, the output says so, and
 // the package is built again and runs its own test.
 func TestABinaryRewrittenInPlaceBetweenTwoRunsIsNeverRun(t *testing.T) {
+	tier.Full(t, "go test of a planted module")
 	t.Parallel()
 	dir := testmodule.Write(t, map[string]string{
 		"go.mod":      "module example.com/rewritten\n\ngo 1.24\n",

@@ -11,6 +11,7 @@ import (
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/flock"
 	"github.com/contested/contested/internal/testmodule"
+	"github.com/contested/contested/internal/tier"
 )
 
 // keptFiles stats the kept binaries of the store by package directory
@@ -35,6 +36,7 @@ func keptFiles(t *testing.T, store string) map[string]os.FileInfo {
 // sources changed, so the changed code is what runs, and a command still
 // running its binary keeps running the one it built.
 func TestTheNextCommandRelinksOnlyWhatChanged(t *testing.T) {
+	tier.Full(t, "go test of a planted module")
 	t.Parallel()
 	passing := "package a\nimport \"testing\"\nfunc TestA(t *testing.T) {}\n"
 	dir := testmodule.Write(t, map[string]string{

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/contested/contested/internal/testmodule"
+	"github.com/contested/contested/internal/tier"
 )
 
 // outcomes is a module with a package for each way a test binary can end
@@ -146,6 +147,7 @@ func TestPrebuiltRunsReportAsGoTestDoes(t *testing.T) {
 // binary whatever they select; another build flag is another binary; Close
 // removes the command's own and leaves the kept copies.
 func TestAPackageIsBuiltOnceForTheCommand(t *testing.T) {
+	tier.Full(t, "go test of a planted module")
 	t.Parallel()
 	dir := testmodule.Write(t, map[string]string{
 		"go.mod":        "module example.com/once\n\ngo 1.24\n",
@@ -296,6 +298,7 @@ func TestARunPrebuiltCannotCarryGoesThroughGoTest(t *testing.T) {
 // path, two directories, as the e2e tests make them) sharing Binaries each
 // run their own code.
 func TestTwoModulesOfOnePathGetABinaryEach(t *testing.T) {
+	tier.Full(t, "go test of a planted module")
 	t.Parallel()
 	bins, err := NewBinaries(t.TempDir(), InStore(t.TempDir()))
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/testmodule"
+	"github.com/contested/contested/internal/tier"
 )
 
 // unfinished is a module whose test binaries never let some tests finish:
@@ -64,6 +65,7 @@ func TestBoom(t *testing.T) {
 // panic outside a test's goroutine fails the test that was running. None
 // of it is a package "failed outside any test".
 func TestATimeoutOrAPanicIsTheRunningTestsFailure(t *testing.T) {
+	tier.Full(t, "go test of a planted module")
 	dir := testmodule.Write(t, unfinished)
 	var progress strings.Builder
 	res, err := Run(context.Background(), Options{Dir: dir, Out: &progress, Timeout: 3 * time.Second})

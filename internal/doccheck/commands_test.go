@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/contested/contested/internal/magetest"
+	"github.com/contested/contested/internal/tier"
 )
 
 // commands are the go tool mage command lines a page shows: each line of
@@ -34,6 +35,7 @@ func commands(p *page) []string {
 // and flags that target takes (magetest.ParseCall, as the CI files are
 // held). A misspelt target and an unknown flag are refused too.
 func TestEveryCommandShownExists(t *testing.T) {
+	tier.Full(t, "the magefile compiled")
 	targets := magetest.Compile(t, root(t)).Targets()
 	n := 0
 	for _, p := range manual(t) {

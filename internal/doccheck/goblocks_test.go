@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/contested/contested/internal/tier"
 )
 
 // maxFragments bounds the Go blocks marked <!-- fragment: why -->: a
@@ -160,6 +162,7 @@ func buildFiles(t testing.TB, files []goFile) []string {
 // compile), or is a whole file that this test builds with its package, or
 // is one of a few fragments marked with their reason.
 func TestEveryGoBlockCompiles(t *testing.T) {
+	tier.Full(t, "go build of every Go block of the docs")
 	sources := goSources(t)
 	var files []goFile
 	fragments, blocks := 0, 0

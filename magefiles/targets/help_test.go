@@ -7,6 +7,7 @@ import (
 	"unicode"
 
 	"github.com/contested/contested/internal/magetest"
+	"github.com/contested/contested/internal/tier"
 )
 
 // TestEveryTargetsOneLineIsItsHelpsFirstSentence holds each line of `go
@@ -18,6 +19,7 @@ import (
 // enough to read as one line, and the start of the target's help, so the
 // list says what the help goes on to explain.
 func TestEveryTargetsOneLineIsItsHelpsFirstSentence(t *testing.T) {
+	tier.Full(t, "the magefile compiled")
 	mage := magetest.Compile(t, filepath.Join("..", ".."))
 	lines := mage.List()
 	if len(lines) < 10 {

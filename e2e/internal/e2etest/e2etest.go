@@ -33,6 +33,7 @@ import (
 	"github.com/contested/contested/gate/contract"
 	"github.com/contested/contested/gate/ladder"
 	"github.com/contested/contested/internal/fixture"
+	"github.com/contested/contested/internal/tier"
 )
 
 // parallel is how many tests of a package run at once unless go test's
@@ -87,6 +88,7 @@ func RepoRoot(t testing.TB) string {
 // content; "" deletes the file).
 func Adopter(t *testing.T, edits map[string]string) string {
 	t.Helper()
+	tier.Full(t, "the targets compiled and run on the adopter fixture")
 	dst := filepath.Join(t.TempDir(), "adopter")
 	root := RepoRoot(t)
 	if err := fixture.Copy(filepath.Join(root, "testdata", "adopter"), dst, root); err != nil {
@@ -124,6 +126,7 @@ var compiled struct {
 // Targets returns the compiled targets, building them on first use.
 func Targets(t *testing.T) string {
 	t.Helper()
+	tier.Full(t, "the targets compiled and run on the adopter fixture")
 	root := RepoRoot(t)
 	compiled.once.Do(func() {
 		if compiled.dir, compiled.err = os.MkdirTemp("", "contested-e2e-targets-"); compiled.err != nil {
