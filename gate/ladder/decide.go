@@ -11,6 +11,7 @@ import (
 	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/internal/terminal"
 	"github.com/contested/contested/registry"
 )
 
@@ -201,7 +202,7 @@ func isolated(ctx context.Context, o *Outcome, s registry.Surface, name string, 
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(opts.Out, "ladder: running leg %s of %s in isolation over %d more seeds\n", lever, s.ID, len(seeds))
+		fmt.Fprintf(opts.Out, "ladder: running leg %s of %s in isolation over %d more seeds\n", lever, terminal.Escape(s.ID), len(seeds))
 		res, err := contract.Run(ctx, s, contract.Options{Env: opts.Env, Seeds: seeds, Out: opts.Out, Binaries: opts.Binaries, Tests: []string{name}})
 		if err != nil {
 			return nil, err
@@ -219,7 +220,7 @@ func isolated(ctx context.Context, o *Outcome, s registry.Surface, name string, 
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(opts.Out, "ladder: running %s's contract in isolation over %d seeds\n", s.ID, len(seeds))
+	fmt.Fprintf(opts.Out, "ladder: running %s's contract in isolation over %d seeds\n", terminal.Escape(s.ID), len(seeds))
 	res, err := contract.Run(ctx, s, contract.Options{Env: opts.Env, Seeds: seeds, Out: opts.Out, Binaries: opts.Binaries})
 	if err != nil {
 		return nil, err

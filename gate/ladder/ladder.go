@@ -30,6 +30,7 @@ import (
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/capacity"
 	"github.com/contested/contested/internal/gotest"
+	"github.com/contested/contested/internal/terminal"
 	"github.com/contested/contested/registry"
 )
 
@@ -300,9 +301,9 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 	}
 	if contractTest {
 		o.Surface = &Surface{ID: s.ID, Class: s.Class, Owner: s.Owner, Behavior: s.Behavior, Oracle: s.Oracle, Where: fmt.Sprintf("%s:%d", opts.Env.Registry, s.Line)}
-		fmt.Fprintf(opts.Out, "ladder: %s → surface %s (%s; oracle %s; owner %s)\n", name, s.ID, s.Behavior, s.Oracle, s.Owner)
+		fmt.Fprintf(opts.Out, "ladder: %s → surface %s (%s; oracle %s; owner %s)\n", terminal.Escape(name), terminal.Escape(s.ID), terminal.Escape(s.Behavior), terminal.Escape(s.Oracle), terminal.Escape(s.Owner))
 	} else {
-		fmt.Fprintf(opts.Out, "ladder: %s: no surface lists it; walking it as an ordinary test\n", name)
+		fmt.Fprintf(opts.Out, "ladder: %s: no surface lists it; walking it as an ordinary test\n", terminal.Escape(name))
 	}
 	if t, ok := failedTest(opts, pkg, name); ok {
 		o.Reason = contract.Reason(t.Failure, t.Output)
@@ -325,7 +326,7 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 			dir = "./..."
 		}
 		o.Replay = runenv.ReplayCommand(o.Seed, max(opts.Env.Level, 1), dir, name)
-		fmt.Fprintf(opts.Out, "ladder: %s: no record of the seed it failed with; rerunning it with seed %d\n", name, o.Seed)
+		fmt.Fprintf(opts.Out, "ladder: %s: no record of the seed it failed with; rerunning it with seed %d\n", terminal.Escape(name), o.Seed)
 	}
 
 	// Step 2: the fault layer must pass preflight. Any failed check ends
@@ -347,7 +348,7 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 		runPkg = s.Package
 	}
 	o.Reruns, o.PackageFailure, o.Runs = rerunAlone(ctx, name, runPkg, o.Seed, opts)
-	fmt.Fprintf(opts.Out, "ladder: %s: %s\n", name, o.Reruns.Say())
+	fmt.Fprintf(opts.Out, "ladder: %s: %s\n", terminal.Escape(name), terminal.Escape(o.Reruns.Say()))
 	current := ""
 	if opts.Seen != nil {
 		current = opts.SeenRunID

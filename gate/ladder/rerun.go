@@ -19,6 +19,7 @@ import (
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/capacity"
+	"github.com/contested/contested/internal/terminal"
 )
 
 // rerunAlone runs the failing test alone (its -run pattern selects it and
@@ -53,7 +54,7 @@ func rerunAlone(ctx context.Context, name, pkg string, seed int64, opts Options)
 		res, dir, _, err := runOnce(ctx, name, pkg, seed, fmt.Sprintf("run-%d", i+1), opts, nil)
 		if err != nil {
 			if opts.Out != nil && ctx.Err() == nil {
-				fmt.Fprintf(opts.Out, "ladder: not rerunning %s: %v\n", name, err)
+				fmt.Fprintf(opts.Out, "ladder: not rerunning %s: %s\n", terminal.Escape(name), terminal.Escape(err.Error()))
 			}
 			break
 		}
@@ -310,7 +311,7 @@ func capacityOf(ctx context.Context, o *Outcome, pkg string, opts Options, besid
 		}
 	}
 	c.Fragile = (o.Reruns.Class == Passes || o.Reruns.failsOnlyWhenBusy()) && c.Beside.Failed > 0
-	fmt.Fprintf(opts.Out, "ladder: %s: %s\n", o.Test, c.Say())
+	fmt.Fprintf(opts.Out, "ladder: %s: %s\n", terminal.Escape(o.Test), terminal.Escape(c.Say()))
 	return c
 }
 

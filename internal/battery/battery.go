@@ -22,6 +22,7 @@ import (
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/interrupt"
 	"github.com/contested/contested/internal/secret"
+	"github.com/contested/contested/internal/terminal"
 )
 
 // Event is one line of `go test -json` (cmd/test2json), plus the build
@@ -537,7 +538,7 @@ func (f *follower) event(ev Event) {
 				t.Output = out
 				t.Failure = failureText(f.failureBuf(key(pkg, ev.Test)).String(), out, &f.sources, f.dirs[pkg])
 				f.failures++
-				fmt.Fprintf(f.out, "battery:   FAIL %s %s (%s)\n", short(pkg), ev.Test, el.Round(10*time.Millisecond))
+				fmt.Fprintf(f.out, "battery:   FAIL %s %s (%s)\n", terminal.Escape(short(pkg)), terminal.Escape(ev.Test), el.Round(10*time.Millisecond))
 			}
 			delete(f.output, key(pkg, ev.Test))
 			delete(f.reported, key(pkg, ev.Test))
@@ -560,7 +561,7 @@ func (f *follower) event(ev Event) {
 		if p.Timeout != "" {
 			how = ": " + p.TimedOut() + " (go test -timeout; " + envvar.TestTimeout + " sets it)"
 		}
-		fmt.Fprintf(f.out, "battery: [%*d/%d] %s %s (%s)%s\n", len(fmt.Sprint(f.total)), f.done, f.total, word, short(pkg), el.Round(100*time.Millisecond), how)
+		fmt.Fprintf(f.out, "battery: [%*d/%d] %s %s (%s)%s\n", len(fmt.Sprint(f.total)), f.done, f.total, word, terminal.Escape(short(pkg)), el.Round(100*time.Millisecond), how)
 	}
 }
 
@@ -632,7 +633,7 @@ func (f *follower) blameUnfinished(p *Package, end time.Time) {
 		delete(f.output, k)
 		f.tests[k] = t
 		f.failures++
-		fmt.Fprintf(f.out, "battery:   FAIL %s %s (%s): %s\n", short(pkg), name, t.Elapsed.Round(10*time.Millisecond), t.Cause)
+		fmt.Fprintf(f.out, "battery:   FAIL %s %s (%s): %s\n", terminal.Escape(short(pkg)), terminal.Escape(name), t.Elapsed.Round(10*time.Millisecond), terminal.Escape(t.Cause))
 	}
 	if tp != nil {
 		p.Timeout = tp.after

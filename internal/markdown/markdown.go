@@ -40,7 +40,8 @@ func Text(s string) string {
 
 // Code renders s as a code span: fenced by one backtick more than the
 // longest run of backticks it holds, padded with a space on each side
-// (which CommonMark strips), on one line, clipped to MaxText. Never in a
+// (which CommonMark strips) when it starts or ends with a backtick or a
+// space, on one line, clipped to MaxText. Never in a
 // table cell: there a pipe would end the cell (Text is for cells).
 func Code(s string) string {
 	s = Clip(terminal.Escape(s), MaxText)
@@ -57,7 +58,19 @@ func Code(s string) string {
 		}
 	}
 	fence := strings.Repeat("`", longest+1)
-	return fence + " " + s + " " + fence
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") || strings.HasPrefix(s, " ") || strings.HasSuffix(s, " ") {
+		// A backtick beside the fence would lengthen it; CommonMark
+		// strips one space from each side.
+		return fence + " " + s + " " + fence
+	}
+	return fence + s + fence
+}
+
+// CellCode is Code for a table cell: the same code span, with each pipe
+// escaped so that it does not end the cell (GitHub's tables read "\|"
+// inside a code span as a pipe).
+func CellCode(s string) string {
+	return strings.ReplaceAll(Code(s), "|", "\\|")
 }
 
 // Block renders text of several lines (a test's output) as a fenced code

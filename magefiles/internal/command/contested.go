@@ -15,6 +15,7 @@ import (
 	"github.com/contested/contested/gate/flakes"
 	"github.com/contested/contested/gate/verdict"
 	"github.com/contested/contested/internal/gotest"
+	"github.com/contested/contested/internal/terminal"
 	"github.com/contested/contested/registry"
 )
 
@@ -103,7 +104,7 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 		}
 		o := copts
 		o.Seeds = seeds
-		fmt.Fprintf(out, "\n%s %s (%s, owner %s): %d seeds, level %d, legs %s\n", bold("contested:"), s.ID, s.Class, s.Owner, len(seeds), level, legsAt(s, level))
+		fmt.Fprintf(out, "\n%s %s (%s, owner %s): %d seeds, level %d, legs %s\n", bold("contested:"), terminal.Escape(s.ID), terminal.Escape(s.Class), terminal.Escape(s.Owner), len(seeds), level, legsAt(s, level))
 		if covers := contract.Covers(seeds, s.LegsAt(level), level); len(covers) > 0 {
 			fmt.Fprintf(out, "  the seeds' schedules cover %s\n", strings.Join(covers, ", "))
 		}
@@ -152,18 +153,18 @@ func layerKind(l *faultlayer.Layer) string {
 // reason, evidence and replay command; the contract verdict; a coverage
 // line per lever.
 func WriteContractSummary(out io.Writer, res *contract.Result) {
-	fmt.Fprintf(out, "%s %s — %s (oracle %s)\n", bold("surface"), res.Surface, res.Behavior, res.Oracle)
+	fmt.Fprintf(out, "%s %s — %s (oracle %s)\n", bold("surface"), terminal.Escape(res.Surface), terminal.Escape(res.Behavior), terminal.Escape(res.Oracle))
 	for _, l := range res.Legs {
-		fmt.Fprintf(out, "  %-17s %s\n", l.Lever, paintVerdict(l.Verdict))
-		fmt.Fprintf(out, "      %s\n", l.Reason)
+		fmt.Fprintf(out, "  %-17s %s\n", terminal.Escape(l.Lever), paintVerdict(l.Verdict))
+		fmt.Fprintf(out, "      %s\n", terminal.Escape(l.Reason))
 		if l.Verdict == verdict.NotAtLevel {
 			continue
 		}
 		if l.Injector != "" {
-			fmt.Fprintf(out, "      injector: %s\n      victim:   %s\n", l.Injector, l.Victim)
+			fmt.Fprintf(out, "      injector: %s\n      victim:   %s\n", terminal.Escape(l.Injector), terminal.Escape(l.Victim))
 		}
 		if l.Replay != "" {
-			fmt.Fprintf(out, "      replay:   %s\n", l.Replay)
+			fmt.Fprintf(out, "      replay:   %s\n", terminal.Escape(l.Replay))
 		}
 	}
 	fmt.Fprintf(out, "  contract: %s\n", paintContract(res.Contract))

@@ -498,7 +498,7 @@ func (v *validation) summarize(res *battery.Result, verified *gate.Report, judge
 	if len(v.rep.Registry) > 0 {
 		fmt.Fprintf(v.out, "\n%s\n", bold("registry"))
 		for _, line := range v.rep.Registry {
-			fmt.Fprintf(v.out, "  %s\n", line)
+			fmt.Fprintf(v.out, "  %s\n", terminal.Escape(line))
 		}
 	}
 }
@@ -527,7 +527,7 @@ func (v *validation) finish(res *battery.Result, verified *gate.Report, judged [
 		fmt.Fprintf(v.out, "\nvalidate: %s in %s\n", color.GreenString("GREEN"), rep.Took.Round(time.Second))
 		return nil
 	}
-	fmt.Fprintf(v.out, "\nvalidate: %s: %s\n", color.RedString("RED"), strings.Join(rep.Reasons, "; "))
+	fmt.Fprintf(v.out, "\nvalidate: %s: %s\n", color.RedString("RED"), terminal.Escape(strings.Join(rep.Reasons, "; ")))
 	return fmt.Errorf("%w: %s", ErrRed, strings.Join(rep.Reasons, "; "))
 }
 
@@ -791,9 +791,9 @@ func writeBatterySummary(out io.Writer, res *battery.Result, failures []ladder.P
 		case p.What != "":
 			what += ": " + p.What
 		}
-		fmt.Fprintf(out, "  %s %s\n      %s\n", color.RedString("FAIL"), what, p.FirstLine)
+		fmt.Fprintf(out, "  %s %s\n      %s\n", color.RedString("FAIL"), terminal.Escape(what), terminal.Escape(p.FirstLine))
 		if p.Test == "" {
-			fmt.Fprintf(out, "      owner %s; action: %s\n", p.Owner, p.Action)
+			fmt.Fprintf(out, "      owner %s; action: %s\n", terminal.Escape(p.Owner), terminal.Escape(p.Action))
 		}
 	}
 }
@@ -807,9 +807,9 @@ func writeSurfaceSummary(out io.Writer, judged []*contract.Result, level int, no
 		return
 	}
 	for _, r := range judged {
-		fmt.Fprintf(out, "  %-22s %s\n", r.Surface, paintContract(r.Contract))
+		fmt.Fprintf(out, "  %-22s %s\n", terminal.Escape(r.Surface), paintContract(r.Contract))
 		for _, l := range r.Legs {
-			fmt.Fprintf(out, "      %-17s %-30s %s\n", l.Lever, paintVerdict(l.Verdict), terminal.Escape(l.Reason))
+			fmt.Fprintf(out, "      %-17s %-30s %s\n", terminal.Escape(l.Lever), paintVerdict(l.Verdict), terminal.Escape(l.Reason))
 			if d := l.Decision; d != nil {
 				fmt.Fprintf(out, "      %-17s arbitrated: %s\n", "", terminal.Escape(d.Say()))
 			}
@@ -1012,12 +1012,12 @@ func arbitrateAll(ctx context.Context, tests []battery.Test, budget time.Duratio
 			left = append(left, t.ID())
 			continue
 		}
-		fmt.Fprintf(out, "ladder: [%d/%d] %s (%s in the battery)\n", i+1, len(tests), t.ID(), t.Elapsed.Round(10*time.Millisecond))
+		fmt.Fprintf(out, "ladder: [%d/%d] %s (%s in the battery)\n", i+1, len(tests), terminal.Escape(t.ID()), t.Elapsed.Round(10*time.Millisecond))
 		wctx, cancel := context.WithDeadline(ctx, deadline)
 		o, err := ladder.Walk(wctx, t.ID(), lo)
 		cancel()
 		if err != nil {
-			fmt.Fprintf(out, "ladder: %s: %v\n", t.ID(), err)
+			fmt.Fprintf(out, "ladder: %s: %s\n", terminal.Escape(t.ID()), terminal.Escape(err.Error()))
 			left = append(left, t.ID())
 			continue
 		}
@@ -1038,24 +1038,24 @@ func writeLadderSummary(out io.Writer, rep *ValidateReport) {
 	fmt.Fprintf(out, "\n%s\n", bold("arbitration"))
 	for _, o := range rep.Ladder {
 		d := o.Decision()
-		owner := paintOwner(o.Owner, d.Owner)
+		owner := paintOwner(o.Owner, terminal.Escape(d.Owner))
 		if o.NoFailure() {
-			owner = color.GreenString(d.Owner)
+			owner = color.GreenString(terminal.Escape(d.Owner))
 		}
-		fmt.Fprintf(out, "  %s %s\n      owner %s; %s\n      action: %s\n", o.Package, o.Test, owner, d.Verdict, d.Action)
+		fmt.Fprintf(out, "  %s %s\n      owner %s; %s\n      action: %s\n", terminal.Escape(o.Package), terminal.Escape(o.Test), owner, terminal.Escape(d.Verdict), terminal.Escape(d.Action))
 		if o.Replay != "" && !o.NoFailure() {
-			fmt.Fprintf(out, "      replay: %s\n", o.Replay)
+			fmt.Fprintf(out, "      replay: %s\n", terminal.Escape(o.Replay))
 		}
 		for _, e := range o.Evidence {
-			fmt.Fprintf(out, "      %s\n", e)
+			fmt.Fprintf(out, "      %s\n", terminal.Escape(e))
 		}
 		if o.Incomplete != "" {
-			fmt.Fprintf(out, "      incomplete: %s\n", o.Incomplete)
+			fmt.Fprintf(out, "      incomplete: %s\n", terminal.Escape(o.Incomplete))
 		}
 	}
 	for _, t := range rep.NotArbitrated {
 		_, name := ladder.SplitID(t)
-		fmt.Fprintf(out, "  %s\n      not arbitrated (the budget ended before it started; raise %s): go tool mage arbitrate %s\n", t, envvar.LadderBudget, name)
+		fmt.Fprintf(out, "  %s\n      not arbitrated (the budget ended before it started; raise %s): go tool mage arbitrate %s\n", terminal.Escape(t), envvar.LadderBudget, terminal.Escape(name))
 	}
 }
 

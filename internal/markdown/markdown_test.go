@@ -1,0 +1,64 @@
+package markdown
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestTextIsLiteral: whatever s holds, Text(s) is one line whose every
+// ASCII punctuation is escaped: no HTML, link, image, emphasis, table cell
+// or heading can open, and control characters show as Go escapes.
+func TestTextIsLiteral(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"plain words", "stock team", "stock team"},
+		{"a script", "<script>x</script>", `\<script\>x\<\/script\>`},
+		{"a javascript: link", "[x](javascript:y)", `\[x\]\(javascript\:y\)`},
+		{"a pipe that would end a cell", "a | b", `a \| b`},
+		{"a carriage return and a newline", "a\r\n# h", `a\\r\\n\# h`},
+		{"an escape sequence", "\x1b[2J", `\\x1b\[2J`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Text(tt.in); got != tt.want {
+				t.Errorf("Text(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCodeSpansHoldTheirText: a code span's fence outlasts any run of
+// backticks inside; it is padded only where CommonMark needs it; in a
+// cell its pipes are escaped; it is one line.
+func TestCodeSpansHoldTheirText(t *testing.T) {
+	tests := []struct{ name, in, code, cell string }{
+		{"a name", "TestX/reset", "`TestX/reset`", "`TestX/reset`"},
+		{"a backtick inside", "a`b", "``a`b``", "``a`b``"},
+		{"a backtick at the edge", "`a", "`` `a ``", "`` `a ``"},
+		{"a pipe", "a|b", "`a|b`", "`a\\|b`"},
+		{"a newline", "a\nb", "`a\\nb`", "`a\\nb`"},
+		{"nothing", "", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Code(tt.in); got != tt.code {
+				t.Errorf("Code(%q) = %q, want %q", tt.in, got, tt.code)
+			}
+			if got := CellCode(tt.in); got != tt.cell {
+				t.Errorf("CellCode(%q) = %q, want %q", tt.in, got, tt.cell)
+			}
+		})
+	}
+}
+
+// TestBlockIsNeverEndedByWhatItHolds: a fenced block's fence is longer
+// than any run of backticks in it, its lines stay lines, and a carriage
+// return shows as an escape.
+func TestBlockIsNeverEndedByWhatItHolds(t *testing.T) {
+	got := Block("line\r\n```\n<script>\n", 1000)
+	if !strings.HasPrefix(got, "````\n") || !strings.HasSuffix(got, "\n````\n") || !strings.Contains(got, "line\\r\n```\n<script>") {
+		t.Errorf("Block = %q", got)
+	}
+	if got := Clip("ab€", 3); got != "ab…" {
+		t.Errorf("Clip cut inside a rune: %q", got)
+	}
+}
