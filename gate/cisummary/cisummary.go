@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/contested/contested/gate"
@@ -83,6 +82,7 @@ func Publish(ctx context.Context, c CI, run Run, dir string, out io.Writer) erro
 	if !c.GitHub {
 		return nil
 	}
+	published.Store(true)
 	loc := Locate(ctx, dir, c.Workspace, run.Failures)
 	// Outside the stop-commands block what the command printed is in
 	// (terminal.Guard), so that the runner reads them.
@@ -103,31 +103,8 @@ func Publish(ctx context.Context, c CI, run Run, dir string, out io.Writer) erro
 	return appendSummary(c.StepSummary, run)
 }
 
-// appendSummary appends run's Markdown to the step summary file, which
-// the runner made: an existing regular file, never created, never
-// followed through a symbolic link, never truncated.
+// appendSummary appends run's Markdown to the step summary file
+// (appendTo).
 func appendSummary(path string, run Run) error {
-	info, err := os.Lstat(path)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrStepSummary, err)
-	}
-	if !info.Mode().IsRegular() {
-		return fmt.Errorf("%w: %s is not a regular file (%s)", ErrStepSummary, path, info.Mode().Type())
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrStepSummary, err)
-	}
-	w := secret.NewWriter(f)
-	err = WriteMarkdown(w, run)
-	if ferr := w.Flush(); err == nil {
-		err = ferr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrStepSummary, path, err)
-	}
-	return nil
+	return appendTo(path, func(w io.Writer) error { return WriteMarkdown(w, run) })
 }

@@ -50,7 +50,20 @@ var (
 	// hangup is set in a worker: SIGHUP is watched even when it was
 	// ignored at start.
 	hangup bool
+	// onForce are called, in order, before a forced exit.
+	onForce []func(why string)
 )
+
+// OnForce registers f to be called before a forced exit, with why the
+// process is forced (a second signal, a teardown past the grace period),
+// so that the process can still say how it ended (a worker reports its
+// exit code to its supervisor, a CI summary says it was stopped). f must
+// be quick: the process exits when it returns.
+func OnForce(f func(why string)) {
+	mu.Lock()
+	defer mu.Unlock()
+	onForce = append(onForce, f)
+}
 
 // Context returns a copy of parent that is cancelled on the first signal
 // (at once, if one was already received), and a function that releases
@@ -225,6 +238,12 @@ func force(why string) {
 		_ = syscall.Kill(-g, syscall.SIGKILL)
 	}
 	fmt.Fprintf(stderr, "contested: %s: exiting now (exit %d); what is left is reaped by the next run's sweep (go tool mage sweep)\n", why, ExitForced)
+	mu.Lock()
+	hooks := append([]func(string){}, onForce...)
+	mu.Unlock()
+	for _, f := range hooks {
+		f(why)
+	}
 	exitFunc(ExitForced)
 }
 

@@ -117,6 +117,11 @@ func Report(code int) {
 // the supervisor ends it. Outside a worker they do nothing.
 func BlockOpened(token string) { tell("open " + token) }
 
+// Summarized tells the supervisor that the worker wrote the CI's summary
+// of its end (a verdict, or why it gave none), so that the supervisor
+// writes none of its own.
+func Summarized() { tell("summary") }
+
 // BlockClosed: see BlockOpened.
 func BlockClosed(token string) { tell("close " + token) }
 
@@ -142,6 +147,11 @@ type Options struct {
 	// Stdout is the worker's standard output, where the supervisor ends a
 	// stop-commands block the worker left open; default os.Stdout.
 	Stdout io.Writer
+	// Ended, when set, is called once the worker is gone with the exit
+	// code Run returns, what the supervisor said about the worker's end
+	// ("" when the worker ended on its own and reported it), and whether
+	// the worker wrote the CI's summary itself (Summarized).
+	Ended func(code int, why string, summarized bool)
 	// ForceAfter is how long after relaying a second signal the
 	// supervisor waits before killing the worker's group; default 3s.
 	ForceAfter time.Duration
@@ -190,7 +200,11 @@ func Run(ctx context.Context, opts Options) int {
 		// the runner reads no command of this step again.
 		fmt.Fprintf(opts.Stdout, "\n::%s::\n", told.open)
 	}
-	return outcome(opts, w.err, <-w.crash, told.exit, killed)
+	code, why := outcome(opts, w.err, <-w.crash, told.exit, killed)
+	if opts.Ended != nil {
+		opts.Ended(code, why, told.summarized)
+	}
+	return code
 }
 
 // child is a started worker process: its pid, and what its crash and
@@ -290,12 +304,17 @@ func (w *child) relay(ctx context.Context, sigs <-chan os.Signal, forceAfter tim
 	}
 }
 
-// outcome maps the worker's end to an exit code.
-func outcome(opts Options, waitErr error, crash, reported []byte, killed bool) int {
+// outcome maps the worker's end to an exit code, and says why when the
+// worker did not end on its own terms (the message it printed).
+func outcome(opts Options, waitErr error, crash, reported []byte, killed bool) (int, string) {
+	say := func(format string, a ...any) (int, string) {
+		msg := fmt.Sprintf(format, a...)
+		fmt.Fprintf(opts.Stderr, "contested: %s\n", msg)
+		return ExitInternal, msg
+	}
 	if len(bytes.TrimSpace(crash)) > 0 {
-		fmt.Fprintf(opts.Stderr, "contested: internal error: the %s target crashed (%s); exit %d, not 2, which means bad input. This is a bug in contested: please report it with the output above.\n",
+		return say("internal error: the %s target crashed (%s); exit %d, not 2, which means bad input. This is a bug in contested: please report it with the output above.",
 			opts.Target, crashLine(crash), ExitInternal)
-		return ExitInternal
 	}
 	code := 0
 	var exit *exec.ExitError
@@ -304,22 +323,18 @@ func outcome(opts Options, waitErr error, crash, reported []byte, killed bool) i
 	case errors.As(waitErr, &exit):
 		code = exit.ExitCode()
 	default:
-		fmt.Fprintf(opts.Stderr, "contested: internal error: wait for the %s worker: %v\n", opts.Target, waitErr)
-		return ExitInternal
+		return say("internal error: wait for the %s worker: %v", opts.Target, waitErr)
 	}
 	if ws, ok := waitStatus(exit); ok && ws.Signaled() {
 		if killed {
-			fmt.Fprintf(opts.Stderr, "contested: the %s target did not stop after a second signal and was killed\n", opts.Target)
-			return ExitInternal
+			return say("the %s target did not stop after a second signal and was killed", opts.Target)
 		}
-		fmt.Fprintf(opts.Stderr, "contested: internal error: the %s target was killed by %s (the kernel's out-of-memory killer sends SIGKILL); exit %d\n", opts.Target, unix.SignalName(ws.Signal()), ExitInternal)
-		return ExitInternal
+		return say("internal error: the %s target was killed by %s (the kernel's out-of-memory killer sends SIGKILL); exit %d", opts.Target, unix.SignalName(ws.Signal()), ExitInternal)
 	}
 	if want := fmt.Sprintf("exit %d\n", code); string(reported) != want {
-		fmt.Fprintf(opts.Stderr, "contested: internal error: the %s worker exited %d without reporting that outcome (reported %q); exit %d\n", opts.Target, code, strings.TrimSpace(string(reported)), ExitInternal)
-		return ExitInternal
+		return say("internal error: the %s worker exited %d without reporting that outcome (reported %q); exit %d", opts.Target, code, strings.TrimSpace(string(reported)), ExitInternal)
 	}
-	return code
+	return code, ""
 }
 
 func waitStatus(exit *exec.ExitError) (syscall.WaitStatus, bool) {
@@ -347,8 +362,9 @@ func withoutTimeout(env []string) []string {
 // exit line it reported ("exit 1\n"), and the token of a stop-commands
 // block it opened and did not close.
 type told struct {
-	exit []byte
-	open string
+	exit       []byte
+	open       string
+	summarized bool
 }
 
 // readTold reads the outcome pipe to its end: lines "open TOKEN" and
@@ -365,6 +381,8 @@ func readTold(r io.Reader) told {
 			t.open = strings.TrimPrefix(line, "open ")
 		case strings.HasPrefix(line, "close ") && strings.TrimPrefix(line, "close ") == t.open:
 			t.open = ""
+		case line == "summary":
+			t.summarized = true
 		default:
 			t.exit = append([]byte(line), '\n')
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/contested/contested/internal/interrupt"
 	"github.com/contested/contested/internal/reexec"
+	"github.com/contested/contested/internal/workflowtest"
 )
 
 // envRole names the worker role the supervisor role starts.
@@ -26,8 +27,25 @@ func TestMain(m *testing.M) {
 			return Run(context.Background(), Options{Target: "test", Argv: []string{os.Args[0], "-test.run=^$"},
 				Env: []string{reexec.Env + "=" + os.Getenv(envRole)}})
 		},
-		"w-ok":    worker(func() int { return 0 }),
-		"w-usage": worker(func() int { fmt.Fprintln(os.Stderr, "Error: usage: no such surface"); return 2 }),
+		// supervisor-ended also prints what Ended was told.
+		"supervisor-ended": func() int {
+			return Run(context.Background(), Options{Target: "test", Argv: []string{os.Args[0], "-test.run=^$"},
+				Env: []string{reexec.Env + "=" + os.Getenv(envRole)},
+				Ended: func(code int, why string, summarized bool) {
+					fmt.Printf("ended %d summarized=%v: %s\n", code, summarized, why)
+				}})
+		},
+		// w-killed-in-block is killed inside a stop-commands block.
+		"w-killed-in-block": worker(func() int {
+			fmt.Println("::stop-commands::0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f")
+			BlockOpened("0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f")
+			fmt.Print("::error::from a test, and no newline")
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}),
+		"w-summarized": worker(func() int { Summarized(); return 1 }),
+		"w-ok":         worker(func() int { return 0 }),
+		"w-usage":      worker(func() int { fmt.Fprintln(os.Stderr, "Error: usage: no such surface"); return 2 }),
 		"w-panic": worker(func() int {
 			go func() { panic("boom in a goroutine") }()
 			select {}
@@ -247,4 +265,36 @@ func tail(s string) string {
 		lines = append(lines[:3], lines[len(lines)-3:]...)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestAKilledWorkersEndIsToldAndItsBlockEnded: a worker killed inside a
+// stop-commands block has it ended by the supervisor, so that the
+// runner reads the supervisor's own commands again; Ended hears why it
+// ended and that it wrote no summary; a worker that did write one says so.
+func TestAKilledWorkersEndIsToldAndItsBlockEnded(t *testing.T) {
+	tests := []struct {
+		role, want string
+	}{
+		{"w-killed-in-block", "ended 1 summarized=false: internal error: the test target was killed by SIGKILL"},
+		{"w-summarized", "ended 1 summarized=true: \n"},
+		{"w-ok", "ended 0 summarized=false: \n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.role, func(t *testing.T) {
+			cmd := reexec.Command(t, "supervisor-ended", envRole+"="+tt.role)
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			_ = cmd.Run()
+			out := stdout.String()
+			if !strings.Contains(out, tt.want) {
+				t.Errorf("stdout lacks %q:\n%s\nstderr:\n%s", tt.want, out, stderr.String())
+			}
+			if workflowtest.Stopped(out) {
+				t.Errorf("the worker's stop-commands block is still open:\n%q", out)
+			}
+			if c := workflowtest.Commands(out); len(c) > 0 {
+				t.Errorf("the runner acts on %+v", c)
+			}
+		})
+	}
 }

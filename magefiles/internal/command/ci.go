@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"github.com/contested/contested/gate/report"
 	"github.com/contested/contested/gate/shard"
 	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/supervise"
+	"github.com/contested/contested/internal/terminal"
 )
 
 // ciSystem is the CI system the command runs under, from its environment.
@@ -25,6 +28,44 @@ func publishCI(dir string, run cisummary.Run, out io.Writer) {
 	if err := cisummary.Publish(context.Background(), ciSystem(), run, dir, out); err != nil {
 		fmt.Fprintf(out, "contested: %v\n", err)
 	}
+	if ciSystem().GitHub {
+		supervise.Summarized()
+	}
+}
+
+// endCI shows, under GitHub Actions, how a command that gave no verdict
+// ended (cisummary.PublishEnd): what happened, why, the exit code and
+// what to do, in the job's summary and as an annotation. A command that
+// published its verdict already is left as it is.
+func endCI(target string, code int, err error) {
+	c := ciSystem()
+	if !c.GitHub || cisummary.Published() {
+		return
+	}
+	why := ""
+	if err != nil {
+		why = err.Error()
+	}
+	e := cisummary.End{Command: target, Code: code, Why: why}
+	switch {
+	case errors.Is(err, ErrInterrupted):
+		e.What = "STOPPED"
+		e.Repair = []string{"the run was stopped before it finished and gave no verdict: run it again",
+			"what it left is reaped by the next run, or by go tool mage sweep"}
+	case code == ExitCannotRun:
+		e.What = "CANNOT RUN"
+		e.Repair = append(cannotRunRepair(), "go tool mage fault-preflight -required names each failed check and how to repair it; docs/how-to/ci.md says what the job needs")
+	case code == ExitUsage:
+		e.What = "BAD INPUT"
+		e.Repair = []string{"fix the input the error names (a variable, a flag, the registry), then run it again"}
+	default:
+		e.What = "FAILED"
+		e.Repair = []string{"read the job's log above for what failed; test-results/ holds the evidence"}
+	}
+	if perr := cisummary.PublishEnd(c, e, currentOutput()); perr != nil {
+		fmt.Fprintf(os.Stderr, "contested: %s\n", terminal.Inert(perr.Error()))
+	}
+	supervise.Summarized()
 }
 
 // junitOwners makes the JUnit carry each failure's owner and action under

@@ -192,9 +192,18 @@ func Serve(targets map[string]Target) {
 		supervise.Report(supervise.ExitInternal)
 		os.Exit(supervise.ExitInternal)
 	}
+	// A forced exit (a second signal) still says how the run ended: to
+	// the CI, and its exit code to the supervisor.
+	interrupt.OnForce(func(why string) {
+		endCI(name, interrupt.ExitForced, fmt.Errorf("%w: %s: the run was forced to exit before it finished", ErrInterrupted, why))
+		supervise.Report(interrupt.ExitForced)
+	})
 	ctx, stop := interrupt.Context(context.Background())
 	err := interrupted(t(ctx, os.Args[1:]))
 	stop()
+	if code := ExitCode(err); code != ExitGreen {
+		endCI(name, code, err)
+	}
 	if err != nil {
 		// One line, outside any stop-commands block: it may carry a name
 		// from the registry or a test, so it is made inert.
@@ -218,7 +227,17 @@ func Supervise(ctx context.Context, target string, args ...string) error {
 			return fmt.Errorf("internal error: find this executable to start the %s worker: %w", target, err)
 		}
 	}
-	code := supervise.Run(ctx, supervise.Options{Target: target, Argv: append([]string{exe}, args...)})
+	code := supervise.Run(ctx, supervise.Options{Target: target, Argv: append([]string{exe}, args...),
+		Ended: func(code int, why string, summarized bool) {
+			// The worker was killed, crashed or left without a word: the
+			// CI hears it from here.
+			if !summarized && code != ExitGreen {
+				if why == "" {
+					why = fmt.Sprintf("the %s worker exited %d", target, code)
+				}
+				endCI(target, code, errors.New(why))
+			}
+		}})
 	if code == ExitGreen {
 		return nil
 	}

@@ -29,6 +29,7 @@ func layerUp(ctx context.Context, cfg faultlayer.Config, env runenv.Env, who, re
 	env = env.Attach(l.Env(), l.RunID)
 	p, err := Preflight(ctx, l, true, env.ResultsDir, out)
 	if err != nil {
+		noteCannotRun(p)
 		l.Close(context.WithoutCancel(ctx))
 		fmt.Fprintf(out, "%s: %s: fault-preflight failed; %s\n", who, color.RedString("CANNOT RUN"), refusal)
 		return nil, env, p, err
