@@ -13,6 +13,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -251,7 +252,10 @@ const (
 func (n *Neighbour) quietNow() bool { return n.window.Load()%2 == 1 }
 
 // Start starts spec's hogs, drawing their bursts and pauses from seed, and
-// a probe beside them; dir holds the I/O writers' files (removed by Stop).
+// a probe beside them; dir holds the I/O writers' files (removed by Stop,
+// or by the kernel or the next Start or Sweep when the process is killed:
+// see openScratch), and the files a killed neighbour left there are
+// removed first.
 // The hogs are threads of this process, so nothing outlives it; GOMAXPROCS
 // grows by the busy threads so that they compete with the machine's other
 // processes, not with this process's own goroutines.
@@ -265,13 +269,18 @@ func Start(ctx context.Context, spec Spec, seed int64, dir string) (*Neighbour, 
 		n.wg.Add(1)
 		go n.burn(ctx, rand.New(rand.NewPCG(uint64(seed), uint64(i))))
 	}
+	if spec.IO > 0 {
+		RemoveStale(dir, io.Discard)
+	}
 	for i := range spec.IO {
-		f, err := os.CreateTemp(dir, ".noise-*.tmp")
+		f, err := openScratch(dir)
 		if err != nil {
 			n.Stop()
 			return nil, fmt.Errorf("start the noise's writer %d: %w", i+1, err)
 		}
-		n.ioFiles = append(n.ioFiles, f.Name())
+		if _, err := os.Lstat(f.Name()); err == nil {
+			n.ioFiles = append(n.ioFiles, f.Name())
+		}
 		n.wg.Add(1)
 		go n.write(ctx, f, rand.New(rand.NewPCG(uint64(seed), uint64(1000+i))))
 	}

@@ -5,6 +5,7 @@
 package reap
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -133,6 +134,22 @@ func ParseOwner(s string) (Owner, error) {
 	}
 	o.Host = strings.Join(parts[:n-2], "/")
 	return o, nil
+}
+
+// Token is the owner as part of a file name: String in unpadded URL-safe
+// base64 (letters, digits, "-" and "_"), so a file a process leaves where
+// no label can go still names who made it. ParseToken reads it back.
+func (o Owner) Token() string {
+	return base64.RawURLEncoding.EncodeToString([]byte(o.String()))
+}
+
+// ParseToken parses the form written by Token.
+func ParseToken(s string) (Owner, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return Owner{}, fmt.Errorf("parse owner token %q: %w", s, ErrBadOwner)
+	}
+	return ParseOwner(string(b))
 }
 
 // Gone reports whether the owner has certainly exited (Liveness is Gone).

@@ -38,6 +38,9 @@ func armNeighbour(ctx context.Context, who string, reg noise.Spec, env runenv.En
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
+	if spec.IO > 0 {
+		noise.RemoveStale(env.ResultsDir, out)
+	}
 	n, err := noise.Start(ctx, spec, seed, env.ResultsDir)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"github.com/contested/contested/cluster"
 	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/faultlayer/noise"
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/images"
@@ -226,11 +227,17 @@ func Images(ctx context.Context, out io.Writer) error {
 
 // Sweep removes what killed runs of this project left behind on this host:
 // labelled containers, networks and volumes whose owner process is gone,
-// and embedded layers' data directories. Nothing without our label is
-// touched.
+// embedded layers' data directories, and the noise writers' files a
+// killed run left in the working module's results directory. Nothing
+// without our label is touched.
 func Sweep(ctx context.Context, out io.Writer) error {
 	if err := faultlayer.Sweep(ctx, out); err != nil {
 		return err
+	}
+	if mod, err := workingModule(); err == nil {
+		if dir, err := runenv.ResultsDir(mod); err == nil {
+			noise.Sweep(dir, out)
+		}
 	}
 	sweepWarmVictims(ctx, out)
 	fmt.Fprintln(out, "sweep: done")
