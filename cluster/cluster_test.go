@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -45,7 +47,11 @@ func moduleRoot(t testing.TB) string {
 }
 
 // rigProcess runs the rig of the test service on containers as a separate
-// process, for the tests that interrupt or kill it. RIG_KEEP keeps it up.
+// process, for the tests that interrupt or kill it. RIG_KEEP keeps it up;
+// RIG_HOLD then keeps the process (the owner its resources are labelled
+// with) running until its standard input closes, so that no sweep, this
+// run's or another's on the same Docker host, can take a kept rig before
+// the test looked at it.
 func rigProcess() int {
 	_, err := Run(context.Background(), jobsService{}, Options{
 		Dir: os.Getenv("RIG_DIR"), ResultsRoot: os.Getenv("RIG_RESULTS"),
@@ -55,8 +61,15 @@ func rigProcess() int {
 		fmt.Println("rig:", err)
 		return 1
 	}
+	if os.Getenv("RIG_HOLD") != "" {
+		fmt.Println(rigHolding)
+		_, _ = io.Copy(io.Discard, os.Stdin)
+	}
 	return 0
 }
+
+// rigHolding is what a held rig process says once its run is over.
+const rigHolding = "rig: holding its resources until standard input closes"
 
 // TestRigOnLocalProcesses is a green run of the rig over the test
 // service with its replicas as local processes, the way the rig runs
@@ -315,41 +328,106 @@ func TestTheRigWaitsForEveryReplicasHealthEndpoint(t *testing.T) {
 // startRig runs the rig on containers in a child process and returns
 // once its replicas are up. When the child exits before that (its
 // bring-up failed), it fails the test at once with the child's output.
-func startRig(t *testing.T, env ...string) (*exec.Cmd, *strings.Builder) {
+func startRig(t *testing.T, env ...string) (*exec.Cmd, *rigOutput) {
+	t.Helper()
+	return startRigIn(t, nil, env...)
+}
+
+// startRigIn is startRig with the child's standard input read from in.
+func startRigIn(t *testing.T, in io.Reader, env ...string) (*exec.Cmd, *rigOutput) {
 	t.Helper()
 	cmd := reexec.Command(t, "rig", append([]string{"RIG_DIR=" + moduleRoot(t), "RIG_RESULTS=" + t.TempDir()}, env...)...)
-	stdout, _ := cmd.StdoutPipe()
+	cmd.Stdin = in
 	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
+	// A pipe of our own, not StdoutPipe: Wait closes StdoutPipe's read end
+	// when the child exits, which loses the last lines a reader slowed by a
+	// busy machine had not read yet. This one is read to its end.
+	r, w, err := os.Pipe()
+	if err != nil {
 		t.Fatal(err)
 	}
-	var out strings.Builder
-	up := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		once := false
-		for sc.Scan() {
-			out.WriteString(sc.Text() + "\n")
-			if !once && strings.Contains(sc.Text(), "replicas up") {
-				once = true
-				up <- true
-			}
-		}
-		if !once {
-			up <- false // the child closed its output: it exited
-		}
-	}()
-	select {
-	case ok := <-up:
-		if !ok {
-			cmd.Wait()
-			t.Fatalf("the rig exited (%v) before its replicas came up:\n%s", cmd.ProcessState, out.String())
-		}
-	case <-time.After(5 * time.Minute):
-		cmd.Process.Kill()
-		t.Fatalf("the rig did not come up within 5 minutes and is still running:\n%s", out.String())
+	cmd.Stdout = w
+	if err := cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		t.Fatal(err)
 	}
-	return cmd, &out
+	w.Close()
+	out := &rigOutput{done: make(chan struct{})}
+	go out.read(r)
+	up, _ := out.waitFor("replicas up", 5*time.Minute)
+	switch {
+	case up:
+	case out.ended():
+		cmd.Wait()
+		t.Fatalf("the rig exited (%v) before its replicas came up:\n%s", cmd.ProcessState, out)
+	default:
+		cmd.Process.Kill()
+		t.Fatalf("the rig did not come up within 5 minutes and is still running:\n%s", out)
+	}
+	return cmd, out
+}
+
+// rigOutput is what a rig child process printed, read to its end.
+type rigOutput struct {
+	mu   sync.Mutex
+	b    strings.Builder
+	done chan struct{} // closed once the child's output ended
+}
+
+func (o *rigOutput) read(r io.ReadCloser) {
+	defer close(o.done)
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		o.mu.Lock()
+		o.b.WriteString(sc.Text() + "\n")
+		o.mu.Unlock()
+	}
+}
+
+// String is the output so far; all of it once ended.
+func (o *rigOutput) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.String()
+}
+
+func (o *rigOutput) ended() bool {
+	select {
+	case <-o.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait waits until the child's output ended, up to d.
+func (o *rigOutput) wait(d time.Duration) bool {
+	select {
+	case <-o.done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// waitFor waits until the output holds s (true), or it ended without it,
+// or d passed (false).
+func (o *rigOutput) waitFor(s string, d time.Duration) (bool, error) {
+	deadline := time.Now().Add(d)
+	for {
+		if strings.Contains(o.String(), s) {
+			return true, nil
+		}
+		if o.ended() {
+			return strings.Contains(o.String(), s), errors.New("the output ended")
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Errorf("not within %s", d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func TestSIGINTMidRunLeavesNothingLabelled(t *testing.T) {
@@ -365,6 +443,7 @@ func TestSIGINTMidRunLeavesNothingLabelled(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatalf("the rig did not stop within 2 minutes of SIGINT:\n%s", out)
 	}
+	out.wait(time.Minute)
 	if !strings.Contains(out.String(), "tearing down") {
 		t.Errorf("the rig did not say it tore down:\n%s", out)
 	}
@@ -377,19 +456,26 @@ func TestSIGINTMidRunLeavesNothingLabelled(t *testing.T) {
 	}
 }
 
+// TestSIGKILLedRigIsSweptByTheNextRun: a rig killed with SIGKILL leaves
+// its resources behind, and the next run's sweep reaps them. What the rig
+// runs is counted while it runs: once it is killed its resources are any
+// sweep's, and another run's on the same Docker host may reap them first,
+// which is the property itself.
 func TestSIGKILLedRigIsSweptByTheNextRun(t *testing.T) {
 	faulttest.Containers(t)
 	cli := dockerenv.Require(t)
 	cmd, _ := startRig(t)
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
 	ctx := context.Background()
 	left, err := reap.Leftovers(ctx, cli, reap.OwnedBy(cmd.Process.Pid))
 	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
 		t.Fatal(err)
 	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
 	if len(left.Containers) < 3 {
-		t.Fatalf("SIGKILL left %s: the test did not catch the rig running", left)
+		t.Fatalf("the rig ran with %s: the test did not catch it running", left)
 	}
 	// The sweep is the first thing Run does.
 	if err := Sweep(ctx, testlog.Writer(t)); err != nil {
@@ -400,20 +486,34 @@ func TestSIGKILLedRigIsSweptByTheNextRun(t *testing.T) {
 	}
 }
 
+// TestAKeptRigStaysUpUntilTheNextSweep: a rig run with Keep ends without
+// tearing down, says so, and leaves its resources labelled kept; the next
+// sweep reaps them once their owner is gone. The rig's process is held
+// alive (RIG_HOLD) while the test looks, so that no other run's sweep on
+// the same Docker host takes the rig first: it owns what it inspects.
 func TestAKeptRigStaysUpUntilTheNextSweep(t *testing.T) {
 	faulttest.Containers(t)
 	cli := dockerenv.Require(t)
-	cmd, out := startRig(t, "RIG_KEEP=1")
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("kept rig: %v\n%s", err, out)
+	hold, release := io.Pipe()
+	defer release.Close()
+	cmd, out := startRigIn(t, hold, "RIG_KEEP=1", "RIG_HOLD=1")
+	if ok, err := out.waitFor(rigHolding, 10*time.Minute); !ok {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the kept rig did not finish its run (%v):\n%s", err, out)
 	}
 	if !strings.Contains(out.String(), "kept up for inspection") {
 		t.Errorf("the rig does not say it was kept:\n%s", out)
 	}
 	ctx := context.Background()
 	left, _ := reap.Leftovers(ctx, cli, reap.OwnedBy(cmd.Process.Pid))
+	release.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("kept rig: %v\n%s", err, out)
+	}
+	out.wait(time.Minute)
 	if len(left.Containers) < 5 {
-		t.Fatalf("kept rig has %s, want the replicas, Postgres and Toxiproxy still there", left)
+		t.Fatalf("kept rig has %s after its run, want the replicas, Postgres and Toxiproxy still there:\n%s", left, out)
 	}
 	if err := Sweep(ctx, testlog.Writer(t)); err != nil {
 		t.Fatal(err)
