@@ -26,8 +26,12 @@ const MaxClients = 8
 // some clients only (isolate) gives each its own proxied path to Postgres,
 // on a proxy port of its own; the other levers give them one shared path.
 // Either way the workload reaches Postgres as client i through Client(i),
-// so one workload serves every leg.
+// so one workload serves every leg. A leg has one client by default, and
+// MaxClients at most.
 func Clients(n int) Option { return func(o *options) { o.clients = n } }
+
+// defaultClients is how many clients a leg has when Clients does not say.
+const defaultClients = 1
 
 // checkClients refuses a client count the lever cannot use.
 func checkClients(lever Lever, value levers.Lever, n int) error {

@@ -53,6 +53,9 @@ type checkOptions struct {
 	ops     func([]history.Op) []history.Op
 }
 
+// defaultCheckTimeout bounds porcupine's search when CheckTimeout does not.
+const defaultCheckTimeout = time.Minute
+
 // CheckTimeout bounds porcupine's search (default one minute); a search
 // that runs out is Unknown, never green.
 func CheckTimeout(d time.Duration) CheckOption { return func(o *checkOptions) { o.timeout = d } }
@@ -74,7 +77,7 @@ func CheckOps(derive func([]history.Op) []history.Op) CheckOption {
 // (HistoryDir) and names them.
 func (l *Leg) Check(ctx context.Context, m history.Model, opts ...CheckOption) history.Result {
 	l.t.Helper()
-	o := checkOptions{timeout: time.Minute}
+	o := checkOptions{timeout: defaultCheckTimeout}
 	for _, opt := range opts {
 		opt(&o)
 	}

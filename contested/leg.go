@@ -98,8 +98,8 @@ type options struct {
 func Hold(n int) Option { return func(o *options) { o.hold = n } }
 
 // Span says how many steps (Step, Progress) the test's workload takes, so
-// that the schedule places its windows inside it (default
-// levers.DefaultSpan, for a workload that runs until Done).
+// that the schedule places its windows inside it. The default is 600
+// steps (levers.DefaultSpan), for a workload that runs until Done.
 func Span(steps int) Option { return func(o *options) { o.span = steps } }
 
 // Start begins a leg of lever on surface in test t. It fails the test when
@@ -141,7 +141,7 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 	}
 	dir, _ := packageDir()
 	l := &Leg{t: t, surface: s, lever: lever, value: value, seed: seed, rand: newRand(seed), replay: ReplayCommandAt(seed, level, dir, t.Name()),
-		sched: levers.NewSchedule(value, seed, levers.Scope{Level: level, Span: o.span}), hold: o.hold, clients: max(o.clients, 1)}
+		sched: levers.NewSchedule(value, seed, levers.Scope{Level: level, Span: o.span}), hold: o.hold, clients: max(o.clients, defaultClients)}
 	l.drive.done = make(chan struct{})
 	t.Logf("contested: leg %s/%s of surface %s: %s=%d; replay: %s; schedule %s (digest %s)", t.Name(), lever, surface, envvar.Seed, seed, l.replay, l.sched, l.sched.Digest())
 	t.Cleanup(l.cleanup)

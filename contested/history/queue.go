@@ -93,7 +93,14 @@ type QueueSpec struct {
 //
 // Completeness needs the history to end with the queue drained: a dequeue answered "empty"
 // after the last enqueue was answered. Without one, that property is Unknown (never green):
-// let the workload's consumers run until the queue answers empty.
+// let the workload's consumers run until the queue answers empty. A push-based consumer (a
+// framework that calls a handler per job) records that dequeue itself, as a process of its
+// own, once the framework says no job is left.
+//
+// Repeated enqueues of one key are one job: every enqueue of a key enqueues the same job (an
+// idempotent enqueue, an upsert by key). It is delivered once under ExactlyOnce however often
+// it was enqueued, and a second delivery is a duplicate. A store that makes each enqueue a
+// job of its own needs a key per enqueue.
 type Queue struct {
 	spec QueueSpec
 }
