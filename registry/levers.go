@@ -6,20 +6,6 @@ import (
 	"github.com/contested/contested/faultlayer/levers"
 )
 
-// Lever names, as written in a surface's legs: the names of the values in
-// package faultlayer/levers, so that a lever cannot be spelled differently
-// in code and in the registry.
-const (
-	LeverDisconnect     = levers.NameDisconnect
-	LeverReset          = levers.NameReset
-	LeverConfirmTimeout = levers.NameConfirmTimeout
-	LeverBurst          = levers.NameBurst
-	LeverPoolExhaustion = levers.NamePoolExhaustion
-	LeverCrashAndResume = levers.NameCrashAndResume
-	LeverMassRestart    = levers.NameMassRestart
-	LeverPartition      = levers.NamePartition
-)
-
 // Lever is one kind of fault a surface can declare as a leg: a view of a
 // value of the fault set (levers.All), which is the source of truth for
 // which legs a registry may declare. Adding a lever there is the only step

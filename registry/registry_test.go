@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contested/contested/faultlayer/levers"
 	"github.com/contested/contested/internal/envvar"
 )
 
@@ -554,12 +555,12 @@ func TestLevers(t *testing.T) {
 		if !ok || got != l {
 			t.Errorf("LookupLever(%q) = %+v, %v", l.Name, got, ok)
 		}
-		if l.Cluster != (l.Name == LeverMassRestart || l.Name == LeverPartition) {
+		if l.Cluster != (l.Name == levers.NameMassRestart || l.Name == levers.NamePartition) {
 			t.Errorf("lever %s: Cluster = %v", l.Name, l.Cluster)
 		}
 	}
 	Levers()[0].Name = "changed"
-	if LeverNames()[0] != LeverDisconnect {
+	if LeverNames()[0] != levers.NameDisconnect {
 		t.Error("Levers must return a copy")
 	}
 	if _, ok := LookupLever("kill-9"); ok {

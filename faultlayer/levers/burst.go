@@ -22,9 +22,12 @@ var Burst Lever = burst{spec{
 	name:    NameBurst,
 	meaning: "a seeded flood of duplicate, shuffled and out-of-order deliveries reaches a consumer",
 	needs:   NeedPlan,
+	doc: Doc{
+		Arm:      "`leg.Deliveries`: a seeded order with duplicates and reorderings",
+		Injector: "the plan has perturbations",
+		Victim:   "`leg.Consumed` of a perturbed delivery",
+	},
 }}
-
-func init() { register(40, Burst) }
 
 type burst struct{ spec }
 

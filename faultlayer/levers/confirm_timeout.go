@@ -15,9 +15,12 @@ var ConfirmTimeout Lever = confirmTimeout{spec{
 	meaning: "a write commits but its confirmation arrives too late: an ambiguous outcome",
 	needs:   NeedProxy,
 	signals: []Signal{SigTimeout},
+	doc: Doc{
+		Arm:      "`timeout` toxic on the downstream: the write arrives, its reply never does",
+		Injector: "toxic read back, **and** `leg.Committed` finds the write committed server-side",
+		Victim:   "the client's timeout",
+	},
 }}
-
-func init() { register(30, ConfirmTimeout) }
 
 type confirmTimeout struct{ spec }
 

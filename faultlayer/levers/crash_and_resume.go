@@ -19,9 +19,12 @@ var CrashAndResume Lever = crashAndResume{spec{
 	name:    NameCrashAndResume,
 	meaning: "a worker is killed with SIGKILL mid-work and restarted to finish the rest",
 	needs:   NeedProcess,
+	doc: Doc{
+		Arm:      "SIGKILL the worker from `leg.StartWorker`; `Heal` restarts it",
+		Injector: "exit status: killed by SIGKILL",
+		Victim:   "`leg.Note` that the resumed worker finished the remainder",
+	},
 }}
-
-func init() { register(60, CrashAndResume) }
 
 type crashAndResume struct{ spec }
 

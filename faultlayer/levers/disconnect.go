@@ -17,9 +17,12 @@ var Disconnect Lever = disconnect{spec{
 	meaning: "the proxy is disabled: new connections are refused and live ones dropped",
 	needs:   NeedProxy,
 	signals: []Signal{SigRefused, SigReset, SigEOF, SigBrokenPipe, SigConnClosed},
+	doc: Doc{
+		Arm:      "disable the proxy",
+		Injector: "proxy read back disabled",
+		Victim:   "refused, reset or EOF",
+	},
 }}
-
-func init() { register(10, Disconnect) }
 
 type disconnect struct{ spec }
 

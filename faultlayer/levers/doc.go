@@ -31,18 +31,17 @@
 //	... the victim's errors: count those whose levers.Classify is in Reset.Signals()
 //	err = levers.Reset.Fired(levers.Proof{Injected: in, Victim: seen}) // nil: it fired
 //
-// Adding a lever is one new file and its test: declare its name, a value
-// of a type that embeds spec (name, meaning, cluster, needs, signals) and
-// implements Arm (and Fired, when its rule is more than "the injector
-// proved it in place and the victim saw it"), and register it in the
-// file's init with its place in the lists (contract levers below 70, after
-// crash-and-resume's 60; cluster levers from 70):
+// Adding a lever is one new file and its test, and one entry in the set
+// (lever.go), where contract levers come before cluster levers: declare
+// its name, a value of a type that embeds spec (name, meaning, cluster,
+// needs, signals, and its docs row) and implements Arm (and Fired, when
+// its rule is more than "the injector proved it in place and the victim
+// saw it"):
 //
 //	const NameLatency = "latency"
 //
-//	var Latency Lever = latency{spec{name: NameLatency, meaning: "...", needs: NeedProxy, signals: []Signal{SigTimeout}}}
-//
-//	func init() { register(65, Latency) }
+//	var Latency Lever = latency{spec{name: NameLatency, meaning: "...", needs: NeedProxy,
+//		signals: []Signal{SigTimeout}, doc: Doc{Arm: "...", Injector: "...", Victim: "..."}}}
 //
 //	type latency struct{ spec }
 //

@@ -36,9 +36,12 @@ var Isolate Lever = isolate{spec{
 	meaning: "one client, picked by the seed, is cut off from the database while the others keep working",
 	needs:   NeedClients,
 	signals: []Signal{SigRefused, SigReset, SigEOF, SigBrokenPipe, SigConnClosed},
+	doc: Doc{
+		Arm:      "disable the struck client's own proxy (`contested.Clients(n)`, n ≥ 2)",
+		Injector: "every client's proxy read back: the struck ones disabled, the others enabled",
+		Victim:   "the struck client's own errors (refused, reset, EOF), **and** work by the clients it spared meanwhile (their reads and answered ops)",
+	},
 }}
-
-func init() { register(65, Isolate) }
 
 type isolate struct{ spec }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 )
@@ -37,6 +36,8 @@ type Lever interface {
 	// nil when it landed, otherwise an error wrapping ErrNotInPlace,
 	// ErrUnseen or ErrUnconfirmed that says what is missing.
 	Fired(p Proof) error
+	// Doc is the lever's row in the docs' table of levers.
+	Doc() Doc
 	// Draw draws the lever's windows for a scope from the schedule's
 	// random sources (NewSchedule seeds them): when each fault is armed,
 	// how long it holds and the lever's own parameters for it. Arm reads
@@ -230,6 +231,16 @@ type spec struct {
 	cluster bool
 	needs   Need
 	signals []Signal
+	doc     Doc
+}
+
+// Doc is a lever's row in the docs' table of levers (docs/concepts/levers.md),
+// in Markdown: how it is armed, and what proves from each side that it
+// fired. The row lives beside the lever so that a new lever brings its own.
+type Doc struct {
+	Arm      string
+	Injector string
+	Victim   string
 }
 
 func (s spec) Name() string        { return s.name }
@@ -237,6 +248,7 @@ func (s spec) Meaning() string     { return s.meaning }
 func (s spec) Cluster() bool       { return s.cluster }
 func (s spec) Needs() Need         { return s.needs }
 func (s spec) Signals() []Signal   { return slices.Clone(s.signals) }
+func (s spec) Doc() Doc            { return s.doc }
 func (s spec) Fired(p Proof) error { return bothSides(p) }
 func (s spec) String() string      { return s.name }
 
@@ -244,52 +256,43 @@ func (s spec) String() string      { return s.name }
 // windows' timing alone.
 func (s spec) Draw(st Streams, p Scope) []Window { return drawWindows(st, p, nil) }
 
-// placed is a registered lever and its place in the lists.
-type placed struct {
-	place int
-	lever Lever
-}
-
-var set []placed
-
-// register adds a lever to the set at place (its position in All: the
-// contract levers first, then the cluster levers). Each lever's file
-// registers its value in its init; a name or place taken twice panics,
-// which every test of the package catches.
-func register(place int, l Lever) {
-	for _, p := range set {
-		if p.place == place || p.lever.Name() == l.Name() {
-			panic(fmt.Sprintf("levers: %s at place %d collides with %s at place %d", l.Name(), place, p.lever.Name(), p.place))
-		}
-	}
-	set = append(set, placed{place, l})
-	sort.Slice(set, func(i, j int) bool { return set[i].place < set[j].place })
+// set is every lever, in the order of All: the contract levers, then the
+// cluster levers. A new lever is its own file and one entry here; the
+// docs' table of levers is checked against this list and each lever's Doc.
+var set = []Lever{
+	Disconnect,
+	Reset,
+	ConfirmTimeout,
+	Burst,
+	PoolExhaustion,
+	CrashAndResume,
+	Isolate,
+	MassRestart,
+	Partition,
 }
 
 // All returns every lever, the contract levers first and then the cluster
 // levers. The slice is a copy.
 func All() []Lever {
 	out := make([]Lever, len(set))
-	for i, p := range set {
-		out[i] = p.lever
-	}
+	copy(out, set)
 	return out
 }
 
 // Names returns the levers' names in the order of All.
 func Names() []string {
 	out := make([]string, len(set))
-	for i, p := range set {
-		out[i] = p.lever.Name()
+	for i, l := range set {
+		out[i] = l.Name()
 	}
 	return out
 }
 
 // Lookup returns the lever with that name.
 func Lookup(name string) (Lever, bool) {
-	for _, p := range set {
-		if p.lever.Name() == name {
-			return p.lever, true
+	for _, l := range set {
+		if l.Name() == name {
+			return l, true
 		}
 	}
 	return nil, false

@@ -42,28 +42,31 @@ func TestTheSetInItsOrder(t *testing.T) {
 	}
 }
 
-func TestRegisterRefusesATakenNameOrPlace(t *testing.T) {
-	tests := []struct {
-		name  string
-		place int
-		lever Lever
-	}{
-		{"a taken place", 10, burst{spec{name: "another"}}},
-		{"a taken name", 999, Reset},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			before := Names()
-			defer func() {
-				if recover() == nil {
-					t.Error("register did not panic")
-				}
-				if !slices.Equal(Names(), before) {
-					t.Errorf("the set changed: %v", Names())
-				}
-			}()
-			register(tt.place, tt.lever)
-		})
+// TestTheSetIsWellFormed: every lever in the set has a name of its own,
+// a meaning and a docs row, and the contract levers come before the
+// cluster levers, as All promises.
+func TestTheSetIsWellFormed(t *testing.T) {
+	seen := map[string]bool{}
+	cluster := false
+	for _, l := range All() {
+		name := l.Name()
+		switch {
+		case name == "":
+			t.Errorf("a lever (%T) has no name", l)
+		case seen[name]:
+			t.Errorf("lever %s is in the set twice", name)
+		case l.Meaning() == "":
+			t.Errorf("lever %s has no meaning", name)
+		case l.Doc() == (Doc{}) || l.Doc().Arm == "" || l.Doc().Injector == "" || l.Doc().Victim == "":
+			t.Errorf("lever %s has no complete docs row: %+v", name, l.Doc())
+		case cluster && !l.Cluster():
+			t.Errorf("contract lever %s comes after a cluster lever", name)
+		}
+		seen[name] = true
+		cluster = cluster || l.Cluster()
+		if got, ok := Lookup(name); !ok || got.Name() != name {
+			t.Errorf("Lookup(%q) = %v, %v", name, got, ok)
+		}
 	}
 }
 

@@ -15,9 +15,12 @@ var MassRestart Lever = massRestart{spec{
 	meaning: "every replica is killed and restarted at once",
 	cluster: true,
 	needs:   NeedCluster,
+	doc: Doc{
+		Arm:      "SIGKILL every replica of the cluster rig at once; `Heal` restarts them all",
+		Injector: "every replica's exit status: killed by SIGKILL",
+		Victim:   "judged: a killed replica was working the second before, and a restarted one took work again",
+	},
 }}
-
-func init() { register(70, MassRestart) }
 
 type massRestart struct{ spec }
 

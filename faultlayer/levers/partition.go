@@ -21,9 +21,12 @@ var Partition Lever = partition{spec{
 	meaning: "replicas are cut off from each other or from the database, then healed",
 	cluster: true,
 	needs:   NeedCluster,
+	doc: Doc{
+		Arm:      "disable one replica's proxy to the database (its link)",
+		Injector: "the link read back disabled",
+		Victim:   "judged: while cut off the replica acknowledged nothing and the others did",
+	},
 }}
-
-func init() { register(80, Partition) }
 
 // settle is how long after the cut the victim's window opens: a
 // transaction in flight when it landed may still commit.

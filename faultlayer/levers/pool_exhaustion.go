@@ -22,9 +22,12 @@ var PoolExhaustion Lever = poolExhaustion{spec{
 	meaning: "the database is held at its connection limit until the victim's pool runs dry",
 	needs:   NeedDatabase,
 	signals: []Signal{SigTooMany, SigTimeout},
+	doc: Doc{
+		Arm:      "PgFaultArmer sets the victim database's connection limit to the client backends it has, counted again and lowered if one left meanwhile; it opens no connection of its own unless `contested.Hold(n)` asks it to hold n (opened at once, counted in the limit)",
+		Injector: "`pg_stat_activity` at the limit",
+		Victim:   "SQLSTATE 53300 (or an acquire timeout)",
+	},
 }}
-
-func init() { register(50, PoolExhaustion) }
 
 type poolExhaustion struct{ spec }
 

@@ -24,9 +24,12 @@ var Reset Lever = reset{spec{
 	meaning: "connections that carry traffic are torn down with a TCP reset",
 	needs:   NeedProxy,
 	signals: []Signal{SigReset, SigEOF, SigBrokenPipe, SigConnClosed},
+	doc: Doc{
+		Arm:      "`reset_peer` on the proxy's upstream, downstream or both, as the schedule draws",
+		Injector: "toxics read back",
+		Victim:   "ECONNRESET, EOF, connection closed: only when traffic flows",
+	},
 }}
-
-func init() { register(20, Reset) }
 
 type reset struct{ spec }
 
