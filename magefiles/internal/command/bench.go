@@ -87,6 +87,7 @@ var benchGoals = []struct {
 	{"proxied through the layer over a bare Toxiproxy binary in front of the same Postgres (its published port)", "BenchmarkProxiedVsDirect", "proxied/bare", false, 1, "proxied/bare-se"},
 	{"validate of the adopter fixture with the warm layer over its go test -count=1 ./... bringing up its own layer", adopterBench, "validate-warm/go-test-own-layer", true, 0.5, ""},
 	{"validate of the adopter fixture, warm layer, seconds", adopterBench, "validate-warm-s", true, 5, ""},
+	{"RED validate of the adopter fixture with its planted defect (every failing leg arbitrated) over its GREEN validate", adopterBench, "validate-red/validate", true, 4, ""},
 }
 
 // judgeGoals puts each goal beside the figure this run measured.

@@ -3,9 +3,11 @@ package command
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -88,7 +90,8 @@ func benchAdopter(ctx context.Context, dir string, rounds int, out, raw io.Write
 	if err != nil {
 		return BenchResult{}, false, err
 	}
-	env := map[string][]string{"go-test-own-layer": private}
+	env := map[string][]string{"go-test-own-layer": private, "validate-red": {redFlags()}}
+	runs["validate-red"] = runs["validate"]
 	// This first validate is validate's untimed run; it also says whether
 	// there is a warm layer to attach to.
 	_, output, err := timeRun(ctx, work, runs["validate"], nil, raw)
@@ -96,7 +99,7 @@ func benchAdopter(ctx context.Context, dir string, rounds int, out, raw io.Write
 		return BenchResult{}, false, fmt.Errorf("%s in %s: %w", strings.Join(runs["validate"], " "), adopterFixture, err)
 	}
 	warm := strings.Contains(output, "attached to the warm layer")
-	names := []string{"validate", "go-test"}
+	names := []string{"validate", "go-test", "validate-red"}
 	if warm {
 		names = append(names, "go-test-own-layer")
 	}
@@ -110,7 +113,10 @@ func benchAdopter(ctx context.Context, dir string, rounds int, out, raw io.Write
 			if round == 0 && name == "validate" {
 				continue // it had its untimed run above
 			}
-			d, _, err := timeRun(ctx, work, runs[name], env[name], raw)
+			d, output, err := timeRun(ctx, work, runs[name], env[name], raw)
+			if name == "validate-red" {
+				err = wantRed(output, err)
+			}
 			if err != nil {
 				return BenchResult{}, false, fmt.Errorf("%s in %s: %w", strings.Join(runs[name], " "), adopterFixture, err)
 			}
@@ -132,6 +138,9 @@ func benchAdopter(ctx context.Context, dir string, rounds int, out, raw io.Write
 		"go-test-" + kind + "-s-spread":  slices.Max(took["go-test"]) - slices.Min(took["go-test"]),
 		"warm-layer":                     map[bool]float64{true: 1}[warm],
 	}}
+	red := median(took["validate-red"])
+	r.Metrics["validate-red-"+kind+"-s"] = red
+	r.Metrics["validate-red/validate"] = red / v
 	if warm {
 		o := median(took["go-test-own-layer"])
 		r.Metrics["go-test-own-layer-s"] = o
@@ -139,6 +148,26 @@ func benchAdopter(ctx context.Context, dir string, rounds int, out, raw io.Write
 	}
 	fmt.Fprintf(raw, "%s\t%d\t%s\n", adopterBench, rounds, formatMetrics(r.Metrics))
 	return r, true, nil
+}
+
+// redFlags builds the adopter fixture with its planted defect (a failed
+// completion batch dropped): its contract goes RED, and validate's ladder
+// arbitrates the failing leg, as an on-call engineer's RED run does.
+func redFlags() string {
+	return "GOFLAGS=" + strings.TrimSpace(os.Getenv("GOFLAGS")+" -tags=adopter_defect")
+}
+
+// wantRed is nil for a validate that ended RED (exit 1, saying RED), the
+// only figure a RED run gives; err, or an error saying what it was, else.
+func wantRed(output string, err error) error {
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return errors.New("validate of the planted defect was GREEN: the defect is not planted, so there is no RED to time")
+	case errors.As(err, &exit) && exit.ExitCode() == 1 && strings.Contains(output, "RED"):
+		return nil
+	}
+	return err
 }
 
 // timeRun runs argv in dir as a user would (NO_COLOR, no results
