@@ -1,6 +1,9 @@
 package gate
 
-import "github.com/contested/contested/faultrecord"
+import (
+	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/battery"
+)
 
 // SurfaceVerdict is one registered surface's contract verdict, judged from a
 // battery's records and test outcomes with the rules of `mage contested`
@@ -14,6 +17,13 @@ type SurfaceVerdict struct {
 	Owner   string       `json:"owner,omitempty"`
 	Level   int          `json:"level,omitempty"`
 	Legs    []LegVerdict `json:"legs"`
+	// Reused is set when validate did not run the surface but reused its
+	// verdict from the earlier certified run it names: its legs' faults
+	// are that run's evidence, not this run's.
+	Reused *battery.Reused `json:"reused,omitempty"`
+	// Deeper says why validate ran the surface over more seeds than the
+	// battery's one, when it did (its inputs changed since a certificate).
+	Deeper string `json:"deeper,omitempty"`
 }
 
 // LegVerdict is one leg of a [SurfaceVerdict]: one of the ten leg verdicts,

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"cmp"
 	"context"
 	"encoding"
 	"encoding/json"
@@ -113,6 +114,12 @@ type Options struct {
 	// program-gate -merge, so a shard that owned no contract test is not
 	// refused for them; their details still say what this shard fired.
 	Shard bool
+	// Reused is the evidence of the surfaces validate reused instead of
+	// running (their certificates' faults, fired in the earlier certified
+	// runs they name). Phases 4 and 5 count it as that evidence, said so
+	// in their details, never as this run's: Armed, Fired and ByClass stay
+	// this run's own.
+	Reused []ReusedEvidence
 	// Workers bounds how many record files are read at once. Zero means 4×GOMAXPROCS, at most 64.
 	Workers int
 
@@ -138,6 +145,9 @@ type Report struct {
 	// Shard says phases 4 and 5 were left to the union of the shards
 	// (Options.Shard).
 	Shard bool `json:"shard,omitempty"`
+	// Reused is the earlier runs' evidence phases 4 and 5 counted for the
+	// surfaces this run reused (Options.Reused).
+	Reused []ReusedEvidence `json:"reused,omitempty"`
 	// Phases holds all six phases in order, whether or not an earlier one failed.
 	Phases []Phase `json:"phases"`
 	// RecordsRead counts valid records; RecordsUnreadable counts entries of Unreadable.
@@ -534,6 +544,10 @@ func buildReport(dir string, opts Options, st stampState, sc scanResult, inv inv
 		phase5(rep),
 		phase6(rep, opts, inv),
 	}
+	if len(opts.Reused) > 0 {
+		rep.Reused = opts.Reused
+		countReused(rep)
+	}
 	if opts.Shard {
 		rep.Shard = true
 		for _, i := range []int{3, 4} {
@@ -794,4 +808,62 @@ func cmpStrings(pairs ...string) int {
 		}
 	}
 	return 0
+}
+
+// ReusedEvidence is a reused surface's faults: what fired for it in the
+// earlier certified run it was reused from.
+type ReusedEvidence struct {
+	Surface string `json:"surface"`
+	Class   string `json:"class"`
+	Fired   int    `json:"fired"`
+	RunID   string `json:"run_id"`
+}
+
+// countReused lets phases 4 and 5 stand on the reused surfaces' earlier
+// evidence where this run's own is missing, and says so: a fault a reused
+// surface fired is evidence of the run that fired it, not of this one.
+func countReused(rep *Report) {
+	byClass := map[string]int{}
+	total := 0
+	var runs []string
+	for _, e := range rep.Reused {
+		byClass[e.Class] += e.Fired
+		total += e.Fired
+		if !slices.Contains(runs, e.RunID) {
+			runs = append(runs, e.RunID)
+		}
+	}
+	slices.Sort(runs)
+	if p := &rep.Phases[3]; !p.OK && total > 0 {
+		p.OK = true
+		p.Detail = fmt.Sprintf("no fault fired in this run (%d armed); the reused surfaces' %d faults fired in earlier certified runs (%s), their evidence, not this run's", rep.Armed, total, strings.Join(runs, ", "))
+	} else if p.OK && total > 0 {
+		p.Detail += fmt.Sprintf(" in this run; the reused surfaces' %d fired in earlier certified runs (%s)", total, strings.Join(runs, ", "))
+	}
+	p := &rep.Phases[4]
+	var fromReuse, still []string
+	for _, c := range rep.RecordingClasses {
+		if rep.ByClass[c].Fired > 0 {
+			continue
+		}
+		if byClass[c] > 0 {
+			fromReuse = append(fromReuse, fmt.Sprintf("%s %d", c, byClass[c]))
+		} else {
+			still = append(still, c)
+		}
+	}
+	if len(fromReuse) == 0 {
+		return
+	}
+	if len(still) == 0 {
+		p.OK = true
+		var own []string
+		for _, c := range rep.RecordingClasses {
+			if n := rep.ByClass[c].Fired; n > 0 {
+				own = append(own, fmt.Sprintf("%s %d", c, n))
+			}
+		}
+		p.Detail = "every recording class has evidence; fired in this run: " + cmp.Or(strings.Join(own, ", "), "none")
+	}
+	p.Detail += "; fired only in the earlier certified runs of reused surfaces: " + strings.Join(fromReuse, ", ")
 }

@@ -626,3 +626,36 @@ func TestModeText(t *testing.T) {
 		t.Errorf("unmarshal of an unknown mode: err = %v", err)
 	}
 }
+
+// TestReusedEvidenceIsTheEarlierRunsNotThisOnes: a run whose only store
+// faults came from a reused surface's certificate passes phases 4 and 5
+// on that earlier evidence, says whose it is, and counts none of it as
+// fired in this run; without it, the same records are refused.
+func TestReusedEvidenceIsTheEarlierRunsNotThisOnes(t *testing.T) {
+	dir := faultrecord.FaultDir(t.TempDir())
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stamp := func(t *testing.T, dir string) {
+		if err := WriteStamp(dir, "run-now"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stamp(t, dir)
+	opts := Options{Dir: dir, Mode: Paired, RecordingClasses: []string{"store"}}
+	if r, _ := Verify(context.Background(), opts); r.Certified {
+		t.Fatal("a run with no fault certified without reuse")
+	}
+	stamp(t, dir)
+	opts.Reused = []ReusedEvidence{{Surface: "m.store", Class: "store", Fired: 3, RunID: "run-earlier"}}
+	r, err := Verify(context.Background(), opts)
+	if err != nil || !r.Certified {
+		t.Fatalf("certified %v, %v; phases %+v", r.Certified, err, r.Phases)
+	}
+	if r.Fired != 0 || r.ByClass["store"].Fired != 0 {
+		t.Errorf("fired %d, store %d: the reused faults were counted as this run's", r.Fired, r.ByClass["store"].Fired)
+	}
+	if !strings.Contains(r.Phases[3].Detail, "run-earlier") || !strings.Contains(r.Phases[4].Detail, "earlier certified runs of reused surfaces: store 3") {
+		t.Errorf("phases 4 and 5 do not say whose evidence it is: %q, %q", r.Phases[3].Detail, r.Phases[4].Detail)
+	}
+}

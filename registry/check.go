@@ -16,7 +16,7 @@ import (
 // ("legz") would otherwise be ignored and the surface would silently lose
 // what the author meant to declare.
 var (
-	topKeys     = []string{"schema", "gate", "guard", "surface", "cluster", "mutants", "degraded", "battery"}
+	topKeys     = []string{"schema", "gate", "guard", "surface", "cluster", "mutants", "degraded", "battery", "reuse"}
 	gateKeys    = []string{"recording_classes", "self_tests"}
 	guardKeys   = []string{"canonical_databases"}
 	surfaceKeys = []string{"id", "class", "owner", "behavior", "oracle", "package", "legs", "tests", "budget", "levels", "needs"}
@@ -72,6 +72,7 @@ func (c *checker) registry(root *value) *Registry {
 	r.Mutants = c.mutants(root)
 	r.Degraded = c.degraded(root)
 	r.Battery = c.battery(root)
+	r.Reuse = c.reuse(root)
 	return r
 }
 

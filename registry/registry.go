@@ -30,6 +30,9 @@ type Registry struct {
 	Mutants Mutants
 	// Battery is the optional [battery] table: how validate runs go test.
 	Battery Battery
+	// Reuse is the optional [reuse] table: how far validate explores a
+	// surface whose inputs changed.
+	Reuse Reuse
 	// Degraded is the [degraded] table (`mage degraded`), its defaults when
 	// the file has none.
 	Degraded Degraded

@@ -87,6 +87,18 @@ type Package struct {
 	// running then, most specific only, longest-running first.
 	Timeout string   `json:"timeout,omitempty"`
 	Running []string `json:"running,omitempty"`
+	// Reused is set when validate did not run the package but reused the
+	// result of the earlier certified run it names (its inputs' digest
+	// matched that run's certificate).
+	Reused *Reused `json:"reused,omitempty"`
+}
+
+// Reused names the earlier certified run a result was reused from.
+type Reused struct {
+	RunID  string    `json:"run_id"`
+	Commit string    `json:"commit,omitempty"`
+	Dirty  bool      `json:"dirty,omitempty"`
+	At     time.Time `json:"at"`
 }
 
 // TimedOut says how a package go test's -timeout ended: "timed out after

@@ -295,7 +295,25 @@ func (l *listing) inputs(p *listed, h *hashes) (string, error) {
 	if strings.HasSuffix(p.ImportPath, ".test") && p.ForTest == "" {
 		return "testmain", nil // generated from its deps' test names, which are hashed
 	}
-	return h.files(p.Dir, p.sourceFiles())
+	return h.files(p.Dir, p.buildFiles())
+}
+
+// buildFiles are the files of p that its build in this listing reads: its
+// sources, and its test files only where p is the package under test (a
+// dependency's tests are not linked into another package's test binary).
+func (p *listed) buildFiles() []string {
+	all := slices.Concat(p.GoFiles, p.CgoFiles, p.CFiles, p.CXXFiles, p.HFiles, p.SFiles, p.SysoFiles, p.EmbedFiles)
+	if p.ForTest != "" {
+		name, _, _ := strings.Cut(p.ImportPath, " ")
+		switch name {
+		case p.ForTest:
+			all = slices.Concat(all, p.TestGoFiles, p.TestEmbedFiles)
+		case p.ForTest + "_test":
+			all = slices.Concat(all, p.XTestGoFiles, p.XTestEmbedFiles)
+		}
+	}
+	slices.Sort(all)
+	return slices.Compact(all)
 }
 
 // testFunc finds the top-level tests a test file declares.

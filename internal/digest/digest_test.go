@@ -167,3 +167,18 @@ func BenchmarkDigestOfThisRepository(b *testing.B) {
 	}
 	b.ReportMetric(time.Since(start).Seconds()/float64(b.N), "s/digest")
 }
+
+// TestADependencysTestsAreNotItsDependentsInputs: a test of a, which b's
+// test binary does not link, leaves b's digest alone.
+func TestADependencysTestsAreNotItsDependentsInputs(t *testing.T) {
+	root, cache := module(t), t.TempDir()
+	before := load(t, root, cache)
+	write(t, filepath.Join(root, "a/a_test.go"), "package a\n\nimport \"testing\"\n\nfunc TestN(t *testing.T) { t.Log() }\n")
+	after := load(t, root, cache)
+	if before["example.com/m/a"].Digest == after["example.com/m/a"].Digest {
+		t.Error("a's own test changed and a's digest did not")
+	}
+	if before["example.com/m/b"].Digest != after["example.com/m/b"].Digest {
+		t.Error("a's test changed b's digest, whose test binary does not link it")
+	}
+}
