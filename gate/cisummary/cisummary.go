@@ -39,6 +39,9 @@ type Run struct {
 	// missing and who needs it.
 	Capabilities capability.Matrix
 	Took         time.Duration
+	// Reuse says what the run reused from earlier certified runs instead
+	// of running it, in one sentence; empty when it reused nothing.
+	Reuse string
 }
 
 // CI is the CI system a run is under, read from its environment.

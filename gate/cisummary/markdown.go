@@ -59,6 +59,9 @@ func WriteMarkdown(w io.Writer, run Run) error {
 		}
 		p("\n")
 	}
+	if run.Reuse != "" {
+		p("%s\n\n", markdown.Text(run.Reuse))
+	}
 	writeSurfaces(p, run)
 	writeFailures(p, run)
 	writeMissing(p, run)
@@ -85,7 +88,18 @@ func writeSurfaces(p func(string, ...any), run Run) {
 			}
 			legs = append(legs, leg)
 		}
-		p("| %s | %s | %s |\n", markdown.Text(s.ID), markdown.Text(s.Verdict), strings.Join(legs, "<br>"))
+		verdict := markdown.Text(s.Verdict)
+		switch {
+		case s.Reused != nil:
+			verdict += " (reused from run " + markdown.Code(s.Reused.RunID)
+			if s.Reused.Commit != "" {
+				verdict += ", commit " + markdown.Code(s.Reused.Commit[:min(12, len(s.Reused.Commit))])
+			}
+			verdict += ", " + s.Reused.At.UTC().Format(time.DateTime) + " UTC)"
+		case s.Deeper != "":
+			verdict += " (ran deeper: " + markdown.Text(s.Deeper) + ")"
+		}
+		p("| %s | %s | %s |\n", markdown.Text(s.ID), verdict, strings.Join(legs, "<br>"))
 	}
 	p("\n")
 }

@@ -50,13 +50,18 @@ var workers = map[string]command.Target{
 	"validate": func(ctx context.Context, args []string) error {
 		fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 		shard := fs.String("shard", "", "")
+		reuse := fs.Bool("reuse", false, "")
+		full := fs.Bool("full", false, "")
 		if err := fs.Parse(args); err != nil {
 			return fmt.Errorf("%w: %v", command.ErrUsage, err)
 		}
 		set := false
 		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "shard" })
+		if *reuse && *full {
+			return fmt.Errorf("%w: -reuse and -full contradict each other: give one", command.ErrUsage)
+		}
 		return run(func(out io.Writer) error {
-			return command.Validate(ctx, command.ValidateOptions{Shard: *shard, ShardSet: set, Out: out})
+			return command.Validate(ctx, command.ValidateOptions{Shard: *shard, ShardSet: set, Reuse: *reuse, Full: *full, Out: out})
 		})
 	},
 	"program-gate": func(ctx context.Context, args []string) error {
@@ -243,12 +248,26 @@ func FaultPreflight(ctx context.Context, required *bool) error {
 // and run id under the run id all the shards share, and writes shard.json
 // beside validate.json. program-gate -merge certifies the shards as one.
 //
+// Outside CI it reuses what a change did not reach: a package or surface
+// whose inputs' digest matches a certificate of an earlier GREEN,
+// certified run is not run again, and the output says from which run it
+// was reused. A surface whose inputs changed runs over its hardening
+// seeds. Under CI=true everything runs unless -reuse is given; -full runs
+// everything anywhere.
+//
 //	go tool mage validate
+//	go tool mage validate -full
 //	go tool mage validate -shard=2/3
-func Validate(ctx context.Context, shard *string) error {
+func Validate(ctx context.Context, shard *string, reuse, full *bool) error {
 	var args []string
 	if shard != nil {
 		args = append(args, "-shard="+*shard)
+	}
+	if reuse != nil && *reuse {
+		args = append(args, "-reuse")
+	}
+	if full != nil && *full {
+		args = append(args, "-full")
 	}
 	return command.Supervise(ctx, "validate", args...)
 }

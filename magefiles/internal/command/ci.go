@@ -85,7 +85,7 @@ func (r *ValidateReport) ciRun() cisummary.Run {
 		cmd += " -shard=" + r.Shard
 	}
 	return cisummary.Run{Command: cmd, RunID: r.RunID, Layer: r.Layer, Green: r.Green, Reasons: r.Reasons,
-		Surfaces: r.Surfaces, Failures: r.BatteryFailures, Ladder: r.Ladder, Capabilities: r.Capabilities, Took: r.Took}
+		Surfaces: r.Surfaces, Failures: r.BatteryFailures, Ladder: r.Ladder, Capabilities: r.Capabilities, Took: r.Took, Reuse: r.Reuse.summary()}
 }
 
 // mergeRun is program-gate -merge's verdict as CI shows it. Under a CI its

@@ -56,7 +56,13 @@ type ValidateOptions struct {
 	Shard string
 	// ShardSet says -shard was given, even empty (a usage error).
 	ShardSet bool
-	Out      io.Writer
+	// Reuse reuses certified results under CI=true too (validate -reuse);
+	// outside CI validate reuses them unless Full.
+	Reuse bool
+	// Full runs every package whatever the certificates say (validate
+	// -full).
+	Full bool
+	Out  io.Writer
 }
 
 // ValidateReport is what one validate run found, saved as validate.json
@@ -107,6 +113,9 @@ type ValidateReport struct {
 	// changes and GOFLAGS. arbitrate judges a failure of other code as no
 	// evidence about this code.
 	Revision flakes.Revision `json:"revision"`
+	// Reuse says what this run reused from earlier certified runs instead
+	// of running it, and why it did not when it did not.
+	Reuse *ReuseReport `json:"reuse,omitempty"`
 }
 
 // Validate is the paired run: bring the fault layer up, run fault-preflight
@@ -177,6 +186,14 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	if err := degraded.Await(ctx, ws.env.ResultsDir, "validate", v.out); err != nil {
 		return interrupted(stageError(err))
 	}
+	// What the change could not reach is reused, before a layer comes up:
+	// a run that reuses everything needs none.
+	v.reuse = planReuse(ctx, opts, ws, sh != nil, v.out)
+	v.rep.Reuse = v.reuse.rep
+	if v.reuse.rep.All {
+		return v.finishReused(start)
+	}
+	opts.Patterns = v.reuse.patterns(opts.Patterns)
 	l, err := v.layerUp(ctx, cfg)
 	if err != nil {
 		return err
@@ -205,7 +222,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 		v.shard.writeManifest(v.env.ResultsDir, v.faultDir(), verified, res, v.out)
 	}
 	contracts := v.arbitrate(ctx, res, budget)
-	judged := v.judge(res, verified)
+	judged := v.judge(ctx, res, verified)
 	v.summarize(res, verified, judged)
 	v.rep.Reasons = validateReasons(res, verified, judged, v.whole, v.rep.Registry, v.caps)
 	v.rep.Green = len(v.rep.Reasons) == 0
@@ -240,6 +257,8 @@ type validation struct {
 	// interference is what other runs on this Docker host did to this
 	// run's containers during the battery.
 	interference []ladder.Interference
+	// reuse is what this run reuses from earlier certified runs.
+	reuse *reuse
 }
 
 // faultDir is the run's fault directory.
@@ -372,6 +391,7 @@ func (v *validation) verify(ctx context.Context, res *battery.Result) (*gate.Rep
 		SelfTests:        v.reg.Gate.SelfTests,
 		Inventory:        inv,
 		Shard:            v.shard != nil,
+		Reused:           v.reuse.evidence(),
 	})
 	if err != nil && verified == nil {
 		return nil, fmt.Errorf("verify: %w", err)
@@ -389,7 +409,7 @@ func (v *validation) verify(ctx context.Context, res *battery.Result) (*gate.Rep
 // this battery (one verdict: a failing leg is judged by its reruns alone
 // with its seed, the ladder's), and saves the verdicts beside the six
 // phases.
-func (v *validation) judge(res *battery.Result, verified *gate.Report) []*contract.Result {
+func (v *validation) judge(ctx context.Context, res *battery.Result, verified *gate.Report) []*contract.Result {
 	mod, _ := contract.ModulePath(v.env.ModuleRoot)
 	recs, err := contract.ReadRecords(v.faultDir())
 	if err != nil {
@@ -404,7 +424,12 @@ func (v *validation) judge(res *battery.Result, verified *gate.Report) []*contra
 	}
 	judged := contract.JudgeBattery(bat)
 	decideLegs(judged, v.rep.Ladder)
+	deeper := v.deeper(ctx, judged)
 	v.rep.Surfaces = contract.Verdicts(judged)
+	for i := range v.rep.Surfaces {
+		v.rep.Surfaces[i].Deeper = deeper[v.rep.Surfaces[i].ID]
+	}
+	v.rep.Surfaces = append(v.rep.Surfaces, v.reuse.verdicts()...)
 	verified.Surfaces, verified.Capabilities = v.rep.Surfaces, v.caps
 	if err := verified.Save(); err != nil {
 		notSaved(v.out, "validate", filepath.Join(v.faultDir(), faultrecord.ReportName), err)
@@ -492,6 +517,7 @@ func (v *validation) summarize(res *battery.Result, verified *gate.Report, judge
 		note = "a selected battery: NOT-RUN legs do not count against it"
 	}
 	writeSurfaceSummary(v.out, judged, v.env.Level, note)
+	writeReusedSummary(v.out, v.rep.Surfaces, v.reuse.rep)
 	writeCapabilities(v.out, v.caps)
 	writeBatterySummary(v.out, res, v.rep.BatteryFailures)
 	writeLadderSummary(v.out, v.rep)
@@ -517,6 +543,16 @@ func (v *validation) finish(res *battery.Result, verified *gate.Report, judged [
 		Reasons: rep.Reasons, Gate: verified, Battery: res, Surfaces: judged, Level: v.env.Level, Plain: rep.BatteryFailures,
 		Ladder: rep.Ladder, Contracts: contractList(contracts), Capacity: rep.Capacity,
 		Records: recs, History: reportHistory(context.Background(), root, v.reg.Guard.CanonicalDatabases, v.out)}, v.out)
+	if rep.Battery != nil && len(v.reuse.pkgs) > 0 {
+		b := *rep.Battery
+		b.Packages = append(slices.Clone(b.Packages), v.reuse.packages()...)
+		rep.Battery = &b
+	}
+	classes := map[string]string{}
+	for _, s := range v.reg.Surfaces {
+		classes[s.ID] = s.Class
+	}
+	v.reuse.write(context.Background(), root, v.reg.Guard.CanonicalDatabases, rep, res, judged, classes, v.out)
 	if path, err := saveJSON(root, "validate.json", rep); err != nil {
 		notSaved(v.out, "validate", path, err)
 	} else {
@@ -524,7 +560,7 @@ func (v *validation) finish(res *battery.Result, verified *gate.Report, judged [
 	}
 	publishCI(v.env.ModuleRoot, rep.ciRun(), v.out)
 	if rep.Green {
-		fmt.Fprintf(v.out, "\nvalidate: %s in %s\n", color.GreenString("GREEN"), rep.Took.Round(time.Second))
+		fmt.Fprintf(v.out, "\nvalidate: %s in %s%s\n", color.GreenString("GREEN"), rep.Took.Round(time.Second), v.reuse.rep.verdictNote())
 		return nil
 	}
 	fmt.Fprintf(v.out, "\nvalidate: %s: %s\n", color.RedString("RED"), terminal.Escape(strings.Join(rep.Reasons, "; ")))
