@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -64,13 +65,16 @@ func Named(cfg *pgconn.Config) string {
 // made of the DSN, so the environment (PGDATABASE) is already applied.
 func CheckConfig(cfg *pgconn.Config, canonical []string, what string) error {
 	db := Named(cfg)
+	if env := os.Getenv("PGDATABASE"); env != "" && env == cfg.Database {
+		what += " (or PGDATABASE, which a DSN naming no database takes)"
+	}
 	switch {
 	case Listed(db, canonical):
 		return fmt.Errorf("%w: %s names database %q, which [guard] canonical_databases lists", ErrCanonical, what, db)
 	case cfg.Database == "":
-		return fmt.Errorf("%w: %s names no database (nor does PGDATABASE), so Postgres would use the user's name %q; name a database of its own in it", ErrCanonical, what, db)
+		return fmt.Errorf("%w: %s names no database (nor does PGDATABASE), so Postgres would use the user's name %q", ErrCanonical, what, db)
 	case Listed(db, Maintenance):
-		return fmt.Errorf("%w: %s names database %q, one of the server's own (postgres, template0, template1) that nothing is ever created in; name a database of its own in it", ErrCanonical, what, db)
+		return fmt.Errorf("%w: %s names database %q, one of the server's own (postgres, template0, template1), where nothing is ever created", ErrCanonical, what, db)
 	}
 	return nil
 }

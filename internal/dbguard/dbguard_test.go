@@ -33,7 +33,7 @@ func TestCheckConfigRefusesMaintenanceAndUnnamedDatabases(t *testing.T) {
 		{name: "URL with an empty path", dsn: "postgres://u:pw@127.0.0.1:5432/", refused: "names no database"},
 		{name: "keyword with no database", dsn: "host=127.0.0.1 user=plane", refused: "names no database"},
 		{name: "no database and user postgres", dsn: "postgres://postgres@127.0.0.1", refused: "names no database"},
-		{name: "PGDATABASE template1 with no database in the DSN", dsn: "postgres://u@127.0.0.1/", pgdatabase: "template1", refused: `"template1"`},
+		{name: "PGDATABASE template1 with no database in the DSN", dsn: "postgres://u@127.0.0.1/", pgdatabase: "template1", refused: `PGDATABASE, which a DSN naming no database takes) names database "template1"`},
 		{name: "PGDATABASE postgres with a keyword DSN", dsn: "host=127.0.0.1 user=u", pgdatabase: "postgres", refused: `"postgres"`},
 		{name: "a canonical database", dsn: "postgres://u@127.0.0.1/ledger", canonical: []string{"ledger"}, refused: "canonical_databases"},
 		{name: "a database of its own", dsn: "postgres://u@127.0.0.1/contested_plane"},
