@@ -91,12 +91,12 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	lo.History = history
 	rev := flakes.ReadRevision(ctx, dir)
 	last := lastValidate(root, out)
-	lo.Seen, lo.SeenRunID, lo.Noise = last.Battery, last.RunID, last.Noise
+	lo.Seen, lo.SeenRunID, lo.Noise, lo.Interference = last.Battery, last.RunID, last.Noise, last.Interference
 	if last.Battery != nil && !last.Revision.Same(rev) {
 		// A failure of other code says nothing of this code's.
 		lo.Stale = fmt.Sprintf("the last validate ran other code (%s; this is %s), so its failures say nothing of this code's", last.Revision.Say(), rev.Say())
 		fmt.Fprintf(out, "ladder: %s\n", lo.Stale)
-		lo.Seen = nil
+		lo.Seen, lo.Interference = nil, nil
 	}
 	if o, ok := ladder.FromSeen(opts.Test, lo); ok && !opts.Rerun {
 		// The last validate on this code saw it pass: that is the answer,
@@ -221,6 +221,9 @@ type lastRun struct {
 	Battery  *battery.Result `json:"battery"`
 	Noise    *noise.Evidence `json:"noise"`
 	Revision flakes.Revision `json:"revision"`
+	// Interference is what other runs on this Docker host did to that
+	// run's containers during its battery.
+	Interference []ladder.Interference `json:"interference"`
 }
 
 // lastValidate is the last validate run (validate.json under the results

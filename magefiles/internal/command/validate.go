@@ -91,7 +91,7 @@ type ValidateReport struct {
 	// Interference is what other runs on this Docker host did to this
 	// run's containers during the battery: each container another run's
 	// sweep removed, with when and by whom.
-	Interference []string `json:"interference,omitempty"`
+	Interference []ladder.Interference `json:"interference,omitempty"`
 	// NotArbitrated are failing tests the ladder's time budget did not reach.
 	NotArbitrated []string      `json:"not_arbitrated,omitempty"`
 	Green         bool          `json:"green"`
@@ -352,9 +352,9 @@ func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*
 	v.rep.Capacity = &v.capacity
 	for _, i := range host.Stop() {
 		v.interference = append(v.interference, ladder.Interference{At: i.At, What: i.Say()})
-		v.rep.Interference = append(v.rep.Interference, i.Say())
 		fmt.Fprintf(v.out, "validate: interference: %s\n", i.Say())
 	}
+	v.rep.Interference = v.interference
 	if path, err := saveJSON(root, capacityFile, v.capacity); err != nil {
 		notSaved(v.out, "validate", path, err)
 	}
