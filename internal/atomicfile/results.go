@@ -3,6 +3,7 @@ package atomicfile
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -112,6 +113,8 @@ func PrepareResultsDir(dir, moduleRoot string) (string, error) {
 				ErrBadResultsDir, filepath.Join(real, e.Name()), target, real)
 		}
 	}
+	// What an earlier command killed mid-write left goes with this one.
+	RemoveStaleTemps(real, StaleTemp, io.Discard)
 	return real, nil
 }
 

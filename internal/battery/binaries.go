@@ -578,7 +578,7 @@ func (b *Binaries) build(ctx context.Context, dir string, env, build []string, p
 		return "", err
 	}
 	now := time.Now()
-	_ = os.Chmod(b.root.Join(kept), 0o700)       // whatever the umask: this user's alone
+	_ = os.Chmod(b.root.Join(kept), 0o700)      // whatever the umask: this user's alone
 	_ = os.Chtimes(b.root.Join(kept), now, now) // last used, for the sweep
 	id, err := b.recordKept(kept)
 	if err == nil && why == nil && id.sameInode(checked) && id.SHA256 != checked.SHA256 {

@@ -15,6 +15,7 @@ import (
 	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/faultlayer/noise"
+	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/images"
@@ -237,6 +238,7 @@ func Sweep(ctx context.Context, out io.Writer) error {
 	if mod, err := workingModule(); err == nil {
 		if dir, err := runenv.ResultsDir(mod); err == nil {
 			noise.Sweep(dir, out)
+			atomicfile.RemoveStaleTemps(dir, atomicfile.StaleTemp, out)
 		}
 	}
 	sweepWarmVictims(ctx, out)
