@@ -1,6 +1,7 @@
 package ci
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,7 +120,7 @@ func TestTheGitLabFilesFollowGitLabsSchema(t *testing.T) {
 		{"a cache policy", "policy: pull\n", "policy: fetch\n", `cache policy is "fetch"`},
 		{"a need of no job", "    - contested-shard\n", "    - contested-shards\n", `needs "contested-shards", which this file does not define`},
 		{"parallel out of range", "  parallel: 3\n", "  parallel: 201\n", "parallel must be a number from 1 to 200"},
-		{"a job that runs nothing", "  script:\n    # A shard whose artifacts are missing is refused by name.\n    - go tool mage program-gate -merge shards/*\n", "", "runs nothing"},
+		{"a job that runs nothing", "  script:\n    # A shard whose artifacts are missing is refused by name.\n    - go tool mage -compile \"$PWD/bin/contested-mage\"\n    - ./bin/contested-mage program-gate -merge shards/*\n", "", "runs nothing"},
 		{"a timeout that is no duration", "timeout: 30m", "timeout: half an hour", "is not a duration"},
 		{"a stage that does not exist", "  timeout: 30m\n", "  timeout: 30m\n  stage: verify\n", `stage "verify" is not one of the stages`},
 		{"a variable's name", "    CONTESTED_LAYER: embedded", "    CONTESTED-LAYER: embedded", `variable name "CONTESTED-LAYER"`},
@@ -142,6 +143,7 @@ func TestTheGitLabFilesFollowGitLabsSchema(t *testing.T) {
 // the actions it uses, and what it keeps as artifacts.
 type ciFile struct {
 	commands  []string
+	jobs      map[string][]string // each job's commands, in order
 	uses      []string
 	artifacts []string // the paths uploaded whatever the verdict
 }
@@ -160,11 +162,13 @@ func readGitHub(t *testing.T, path string) ciFile {
 		} `yaml:"jobs"`
 	}
 	readYAML(t, path, &wf)
-	var f ciFile
-	for _, job := range wf.Jobs {
+	f := ciFile{jobs: map[string][]string{}}
+	for name, job := range wf.Jobs {
 		for _, s := range job.Steps {
 			if s.Run != "" {
-				f.commands = append(f.commands, strings.Split(strings.TrimSpace(s.Run), "\n")...)
+				lines := strings.Split(strings.TrimSpace(s.Run), "\n")
+				f.commands = append(f.commands, lines...)
+				f.jobs[name] = append(f.jobs[name], lines...)
 			}
 			if s.Uses != "" {
 				f.uses = append(f.uses, s.Uses)
@@ -188,9 +192,10 @@ func readGitLab(t *testing.T, path string) ciFile {
 		} `yaml:"artifacts"`
 	}
 	readYAML(t, path, &jobs)
-	var f ciFile
-	for _, j := range jobs {
+	f := ciFile{jobs: map[string][]string{}}
+	for name, j := range jobs {
 		f.commands = append(f.commands, j.Script...)
+		f.jobs[name] = j.Script
 		if j.Artifacts.When == "always" {
 			f.artifacts = append(f.artifacts, j.Artifacts.Paths...)
 		}
@@ -216,26 +221,24 @@ func readCI(t *testing.T, path string) ciFile {
 	return readGitLab(t, path)
 }
 
-// TestEveryCommandTheCIFilesRunExists holds every go tool mage command of
-// the CI files to the targets the magefile has (by name or alias) and the
-// flags each takes; the single-job files run validate, the shard files
-// validate -shard and program-gate -merge.
+// TestEveryCommandTheCIFilesRunExists holds every command of the CI files
+// that runs a target to the targets the magefile has (by name or alias)
+// and the flags each takes; the single-job files run validate, the shard
+// files validate -shard and program-gate -merge. Each job runs its targets
+// from the binary an earlier line of it compiled, never through go tool
+// mage, whose go command a SIGTERM to the process group can end with exit
+// 0 (magetest's tests show each form refused).
 func TestEveryCommandTheCIFilesRunExists(t *testing.T) {
 	tier.Full(t, "the magefile compiled")
 	targets := magetest.Compile(t, root).Targets()
 	for _, path := range append(slices.Clone(githubFiles), gitlabFiles...) {
 		t.Run(path, func(t *testing.T) {
 			var ran []string
-			for _, c := range readCI(t, path).commands {
-				if strings.HasPrefix(strings.TrimSpace(c), "go tool ") && !strings.Contains(c, "go tool mage") {
-					t.Errorf("%q runs a tool other than mage", c)
-				}
-				call, problems, found := magetest.ParseCall(targets, c)
+			for job, commands := range readCI(t, path).jobs {
+				calls, problems := jobCalls(targets, job, commands)
+				ran = append(ran, calls...)
 				for _, p := range problems {
 					t.Error(p)
-				}
-				if found && call.Target != "" {
-					ran = append(ran, call.String())
 				}
 			}
 			want := []string{"validate"}
@@ -247,6 +250,45 @@ func TestEveryCommandTheCIFilesRunExists(t *testing.T) {
 			}
 		})
 	}
+	for _, bad := range []struct {
+		commands []string
+		says     string
+	}{
+		{[]string{"go tool mage validate"}, "runs a target through go tool"},
+		{[]string{"go tool mage -compile ./bin/contested-mage", "./bin/contested-mage validate"}, "lands there"},
+		{[]string{"go tool mage -compile \"$PWD/bin/contested-mage\"", "./bin/contested-mage validate -shards=1/2"}, "takes no flag -shards"},
+		{[]string{"go tool vet ./..."}, "a tool other than mage"},
+	} {
+		if _, problems := jobCalls(targets, "bad", bad.commands); len(problems) != 1 || !strings.Contains(problems[0], bad.says) {
+			t.Errorf("%q: problems %q, want one saying %q", bad.commands, problems, bad.says)
+		}
+	}
+}
+
+// jobCalls are the targets one job's commands run, each checked: the
+// binary that runs it was compiled by an earlier line of the job.
+func jobCalls(targets map[string]magetest.Target, job string, commands []string) (ran, problems []string) {
+	var compiled []string
+	for _, c := range commands {
+		if strings.HasPrefix(strings.TrimSpace(c), "go tool ") && !strings.Contains(c, "go tool mage") {
+			problems = append(problems, fmt.Sprintf("job %s: %q runs a tool other than mage", job, c))
+		}
+		call, wrong, found := magetest.ParseCall(targets, c, compiled...)
+		for _, p := range wrong {
+			problems = append(problems, fmt.Sprintf("job %s: %s", job, p))
+		}
+		if call.Compiled != "" {
+			compiled = append(compiled, call.Compiled)
+		}
+		if !found || call.Target == "" {
+			continue
+		}
+		ran = append(ran, call.String())
+		if strings.Contains(c, "go tool mage") {
+			problems = append(problems, fmt.Sprintf("job %s: %q runs a target through go tool, which a SIGTERM to the process group can end with exit 0; compile the targets once (go tool mage -compile \"$PWD/bin/contested-mage\") and run the binary", job, c))
+		}
+	}
+	return ran, problems
 }
 
 // The actions the workflows may use, and the packages the GitLab files may

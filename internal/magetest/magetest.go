@@ -112,12 +112,16 @@ func parseHelp(name, help string) Target {
 	return t
 }
 
-// Call is one go tool mage command line as the magefile reads it: the
-// target it runs (under the name -l lists; empty for mage's own -l, -h,
-// -compile) and the flags it passes.
+// Call is one go tool mage command line, or one run of the binary its
+// -compile wrote, as the magefile reads it: the target it runs (under the
+// name -l lists; empty for mage's own -l, -h, -compile) and the flags it
+// passes.
 type Call struct {
 	Target string
 	Flags  []string
+	// Compiled is where a go tool mage -compile writes the targets'
+	// binary, as a command line after it names that binary.
+	Compiled string
 }
 
 // String is the call as the tests compare it: "programGate -merge".
@@ -136,35 +140,59 @@ var (
 	shellEnd = regexp.MustCompile(`\s#|;|&&|\|\||\||\)|` + "`")
 	// mageOwn are mage's own flags, and whether each takes a value.
 	mageOwn = map[string]bool{"l": false, "h": false, "v": false, "d": true, "t": true, "f": false, "compile": true, "keep": false, "debug": false, "version": false, "init": false, "clean": false, "gocmd": true, "goos": true, "goarch": true, "ldflags": true, "w": true}
+	// binaryOwn are the flags of the binary -compile writes.
+	binaryOwn = map[string]bool{"l": false, "h": false, "v": false, "t": true}
+	// pwd is the shell's way of naming the working directory at the
+	// start of a path.
+	pwd = regexp.MustCompile(`^(\$PWD|\$\{PWD\})/`)
 )
 
 // ParseCall reads the go tool mage command in line against the magefile's
 // targets (Targets): the call it makes, and what in it the magefile does
-// not have (an unknown target, a flag the target does not take). found is
-// false when line runs no go tool mage. A placeholder (<target>) is taken
-// on trust.
-func ParseCall(targets map[string]Target, line string) (call Call, problems []string, found bool) {
-	m := mageCall.FindStringSubmatch(line)
-	if m == nil {
-		return Call{}, nil, false
+// not have (an unknown target, a flag the target does not take). compiled
+// are the binaries earlier lines compiled (each a Call's Compiled): a line
+// that runs one of them is read as go tool mage is. found is false when
+// line runs neither. A placeholder (<target>) is taken on trust.
+//
+// A -compile path must be absolute (as "$PWD/bin/contested-mage" is):
+// mage builds inside magefiles/, so a relative path lands there and not
+// where the next line looks for it.
+func ParseCall(targets map[string]Target, line string, compiled ...string) (call Call, problems []string, found bool) {
+	if m := mageCall.FindStringSubmatch(line); m != nil {
+		return parseArgs(targets, strings.TrimSpace(m[0]), m[1], mageOwn)
 	}
-	rest := m[1]
+	for _, bin := range compiled {
+		run := regexp.MustCompile(`(?:^|[\s;&|(])"?(?:(?:\$PWD|\$\{PWD\}|\.)/)?` + regexp.QuoteMeta(bin) + `"?(?:\s+(.*))?$`)
+		if m := run.FindStringSubmatch(line); m != nil {
+			return parseArgs(targets, strings.TrimSpace(m[0]), m[1], binaryOwn)
+		}
+	}
+	return Call{}, nil, false
+}
+
+// parseArgs reads the arguments rest of the command shown, whose own
+// flags are own (each with whether it takes a value).
+func parseArgs(targets map[string]Target, shown, rest string, own map[string]bool) (call Call, problems []string, found bool) {
 	if loc := shellEnd.FindStringIndex(rest); loc != nil {
 		rest = rest[:loc[0]]
 	}
 	args := strings.Fields(rest)
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
 		name := strings.TrimLeft(args[0], "-")
-		takes, own := mageOwn[name]
-		if !own {
-			return Call{}, []string{fmt.Sprintf("%q: go tool mage has no flag %s of its own", strings.TrimSpace(m[0]), args[0])}, true
+		takes, ok := own[name]
+		if !ok {
+			return Call{}, []string{fmt.Sprintf("%q has no flag %s of its own", shown, args[0])}, true
 		}
 		args = args[1:]
+		var value string
 		if takes && len(args) > 0 {
-			args = args[1:]
+			value, args = args[0], args[1:]
 		}
-		if name == "l" || name == "compile" {
-			return Call{}, nil, true // lists or compiles: no target runs
+		switch name {
+		case "l":
+			return Call{}, nil, true // lists: no target runs
+		case "compile":
+			return compiledTo(shown, value)
 		}
 	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "<") {
@@ -172,7 +200,7 @@ func ParseCall(targets map[string]Target, line string) (call Call, problems []st
 	}
 	target, ok := targets[strings.ToLower(args[0])]
 	if !ok {
-		return Call{}, []string{fmt.Sprintf("%q: go tool mage has no target %q", strings.TrimSpace(m[0]), args[0])}, true
+		return Call{}, []string{fmt.Sprintf("%q: the magefile has no target %q", shown, args[0])}, true
 	}
 	call.Target = target.Name
 	for _, a := range args[1:] {
@@ -181,10 +209,26 @@ func ParseCall(targets map[string]Target, line string) (call Call, problems []st
 		}
 		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		if !slices.Contains(target.Flags, name) {
-			problems = append(problems, fmt.Sprintf("%q: %s takes no flag -%s (it takes %v)", strings.TrimSpace(m[0]), target.Name, name, target.Flags))
+			problems = append(problems, fmt.Sprintf("%q: %s takes no flag -%s (it takes %v)", shown, target.Name, name, target.Flags))
 			continue
 		}
 		call.Flags = append(call.Flags, name)
 	}
 	return call, problems, true
+}
+
+// compiledTo is the call of a go tool mage -compile path: the binary it
+// names. A path under $PWD is named relative to the working directory, as
+// the lines that run it name it.
+func compiledTo(shown, path string) (Call, []string, bool) {
+	path = strings.Trim(path, `"'`)
+	switch {
+	case path == "" || strings.HasPrefix(path, "<"):
+		return Call{}, nil, true
+	case pwd.MatchString(path):
+		return Call{Compiled: pwd.ReplaceAllString(path, "")}, nil, true
+	case filepath.IsAbs(path) || strings.HasPrefix(path, "$"):
+		return Call{Compiled: path}, nil, true
+	}
+	return Call{}, []string{fmt.Sprintf("%q: mage builds inside magefiles/, so the relative path %s lands there; give an absolute one, as \"$PWD/%s\"", shown, path, filepath.Clean(path))}, true
 }
