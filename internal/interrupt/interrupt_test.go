@@ -44,15 +44,29 @@ func TestMain(m *testing.M) {
 			fmt.Printf("ready %d\n", cmd.Process.Pid)
 			select {}
 		},
+		// force-hooks registers two OnForce hooks that say what they
+		// were told, and never stops; envGrace sets its grace period.
+		"force-hooks": func() int {
+			if g, err := time.ParseDuration(os.Getenv(envGrace)); err == nil {
+				grace = g
+			}
+			for _, n := range []int{1, 2} {
+				OnForce(func(why string) { fmt.Fprintf(os.Stderr, "hook %d: %s\n", n, why) })
+			}
+			_, stop := Context(context.Background())
+			defer stop()
+			fmt.Println("ready")
+			select {}
+		},
 	})
 	os.Exit(m.Run())
 }
 
 // helper starts a role and waits for its "ready" line; it returns the
 // command, the rest of that line, and the role's stderr so far.
-func helper(t *testing.T, role string) (*exec.Cmd, string, *strings.Builder) {
+func helper(t *testing.T, role string, env ...string) (*exec.Cmd, string, *strings.Builder) {
 	t.Helper()
-	cmd := reexec.Command(t, role)
+	cmd := reexec.Command(t, role, env...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -239,5 +253,40 @@ func TestASignalIgnoredAtStartStaysIgnored(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGTERM)
 	if code, _ := wait(t, cmd, start); code != 7 || !strings.Contains(stderr.String(), "SIGTERM: stopping") {
 		t.Errorf("exit %d, want 7 after a SIGTERM teardown: %s", code, stderr.String())
+	}
+}
+
+// envGrace is the force-hooks role's grace period.
+const envGrace = "INTERRUPT_TEST_GRACE"
+
+// TestAForcedExitCallsItsHooksFirst: a forced exit, by a second signal or
+// by a teardown past the grace period, calls every OnForce hook, in the
+// order registered and with why, after killing what it tracks and before
+// it exits 1; this is how a worker still reports its exit code and a CI
+// summary still says the run was stopped.
+func TestAForcedExitCallsItsHooksFirst(t *testing.T) {
+	tests := []struct {
+		name, grace, why string
+		second           bool
+	}{
+		{"a second SIGINT", "1m", "a second signal (SIGINT)", true},
+		{"a teardown past the grace", "1s", "the teardown did not finish within 1s", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd, _, stderr := helper(t, "force-hooks", envGrace+"="+tt.grace)
+			start := time.Now()
+			cmd.Process.Signal(syscall.SIGINT)
+			if tt.second {
+				time.Sleep(2 * Repeat)
+				cmd.Process.Signal(syscall.SIGINT)
+			}
+			code, _ := wait(t, cmd, start)
+			got := stderr.String()
+			want := fmt.Sprintf("exiting now (exit %d); what is left is reaped by the next run's sweep (go tool mage sweep)\nhook 1: %s\nhook 2: %s\n", ExitForced, tt.why, tt.why)
+			if code != ExitForced || !strings.Contains(got, want) {
+				t.Errorf("exit %d, stderr:\n%s\nwant exit %d and stderr ending %q", code, got, ExitForced, want)
+			}
+		})
 	}
 }
