@@ -86,7 +86,7 @@ func RepoRoot(t testing.TB) string {
 // Adopter copies testdata/adopter into a temporary directory, points its
 // replace directive at this checkout, and applies edits (path → new
 // content; "" deletes the file).
-func Adopter(t *testing.T, edits map[string]string) string {
+func Adopter(t testing.TB, edits map[string]string) string {
 	t.Helper()
 	tier.Full(t, "the targets compiled and run on the adopter fixture")
 	dst := filepath.Join(t.TempDir(), "adopter")
@@ -124,7 +124,7 @@ var compiled struct {
 }
 
 // Targets returns the compiled targets, building them on first use.
-func Targets(t *testing.T) string {
+func Targets(t testing.TB) string {
 	t.Helper()
 	tier.Full(t, "the targets compiled and run on the adopter fixture")
 	root := RepoRoot(t)
@@ -153,14 +153,14 @@ func Targets(t *testing.T) string {
 
 // Mage runs the adopter's targets (the compiled magefile) with args in dir
 // against the shared fault layer and returns its output and exit code.
-func Mage(t *testing.T, dir string, env []string, args ...string) (string, int) {
+func Mage(t testing.TB, dir string, env []string, args ...string) (string, int) {
 	t.Helper()
 	return runTarget(t, dir, env, append([]string{Targets(t)}, args...))
 }
 
 // GoToolMage is mage through `go tool mage`, as a user types it: mage
 // compiles the magefile of dir, then runs it.
-func GoToolMage(t *testing.T, dir string, env []string, args ...string) (string, int) {
+func GoToolMage(t testing.TB, dir string, env []string, args ...string) (string, int) {
 	t.Helper()
 	return runTarget(t, dir, env, append([]string{"go", "tool", "mage"}, args...))
 }
@@ -168,12 +168,12 @@ func GoToolMage(t *testing.T, dir string, env []string, args ...string) (string,
 // LayerEnv is the environment a target runs with: the shared fault
 // layer's, colour off, and the results directory and registry at their
 // defaults.
-func LayerEnv(t *testing.T) []string {
+func LayerEnv(t testing.TB) []string {
 	t.Helper()
 	return append(append(os.Environ(), faulttest.Layer(t).Env()...), "NO_COLOR=1", "CONTESTED_RESULTS_DIR=", "CONTESTED_SURFACES=")
 }
 
-func runTarget(t *testing.T, dir string, env, argv []string) (string, int) {
+func runTarget(t testing.TB, dir string, env, argv []string) (string, int) {
 	t.Helper()
 	args := argv[1:]
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -231,7 +231,7 @@ type CapabilityRow struct {
 }
 
 // ReadJSON decodes the JSON file at path into v.
-func ReadJSON(t *testing.T, path string, v any) {
+func ReadJSON(t testing.TB, path string, v any) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
