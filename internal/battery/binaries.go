@@ -506,7 +506,7 @@ func binaryName(key, pkg string) string {
 // discard forgets pkg's test binary, whose content was found not to be
 // what was built: it removes the command's copy and the kept one with its
 // record, so the next binaryFor builds it afresh.
-func (b *Binaries) discard(ctx context.Context, dir string, env, build []string, pkg string) {
+func (b *Binaries) discard(dir string, env, build []string, pkg string) {
 	key := buildKey(dir, env, build, pkg)
 	name := binaryName(key, pkg)
 	b.mu.Lock()
@@ -516,8 +516,10 @@ func (b *Binaries) discard(ctx context.Context, dir string, env, build []string,
 	if !b.keep {
 		return
 	}
+	// A build that holds the kept copy's lock checks it (checkKept) and
+	// refuses it itself: never wait for it here.
 	kept := filepath.Join(keptDir, name)
-	if unlock, err := flock.Lock(ctx, b.root.Join(kept)+".lock", 0o600, 20*time.Millisecond); err == nil {
+	if unlock, ok := tryLock(b.root.Join(kept) + ".lock"); ok {
 		_ = b.root.Remove(kept)
 		_ = b.root.Remove(kept + recordSuffix)
 		unlock()

@@ -101,7 +101,7 @@ func runPrebuilt(ctx context.Context, opts Options, env, flags []string) (*Resul
 					return
 				}
 				// Never run: built again once, else go test runs it.
-				opts.Binaries.discard(ctx, opts.Dir, env, inv.build, p.ImportPath)
+				opts.Binaries.discard(opts.Dir, env, inv.build, p.ImportPath)
 				if attempt > 0 {
 					fmt.Fprintf(opts.Out, "battery: %s: %v; it is never run, and %s runs through go test\n", path, err, short(p.ImportPath))
 					viaGoTest()
