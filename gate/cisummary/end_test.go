@@ -24,11 +24,11 @@ func TestPublishEndSaysHowARunWithoutAVerdictEnded(t *testing.T) {
 	}{
 		{"cannot run", End{Command: "validate", Code: 3, What: "CANNOT RUN", Why: "fault-preflight failed",
 			Repair: []string{"toxiproxy: no answer; start Docker"}},
-			[]string{"### contested validate: CANNOT RUN", "exit 3: cannot run", "**Why:** fault\\-preflight failed", "- toxiproxy\\: no answer\\; start Docker"}},
+			[]string{"### contested validate: CANNOT RUN", "exit 3: cannot run", "**Why:** fault-preflight failed", "- toxiproxy: no answer; start Docker"}},
 		{"stopped", End{Command: "validate", Code: 1, What: "STOPPED", Why: "interrupted by SIGTERM"},
-			[]string{"### contested validate: STOPPED", "exit 1: red\\, refused\\, stopped"}},
+			[]string{"### contested validate: STOPPED", "exit 1: red, refused, stopped"}},
 		{"hostile text", End{Command: "validate", Code: 1, What: "FAILED", Why: "<script>x</script>\r\n::error::forged"},
-			[]string{"**Why:** \\<script\\>x\\<\\/script\\>\\\\r\\\\n\\:\\:error\\:\\:forged"}},
+			[]string{"**Why:** \\<script\\>x\\</script\\>\\\\r\\\\n::error::forged"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

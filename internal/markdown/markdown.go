@@ -17,25 +17,39 @@ import (
 // issue. What is cut is marked with "…".
 const MaxText = 600
 
-// asciiPunct is every character CommonMark lets a backslash escape: with
-// each escaped, no text can open emphasis, code, a link, an autolink, HTML,
-// an entity, a table cell or math.
-const asciiPunct = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+// active are the characters Markdown, GitHub's extensions to it or HTML
+// can act on anywhere in a line: an escape, code, emphasis and
+// strikethrough, a link or an image, a heading's closing hashes, math, a
+// table cell, HTML, an autolink and an entity. Each is backslash-escaped;
+// other punctuation is left as written, so the raw Markdown reads as the
+// text does (adopter.stock, not adopter\.stock).
+const active = "\\`*_~[]()!#$|<>&{}"
 
 // Text renders s as literal Markdown text on one line: control characters
-// (a newline and a carriage return among them) shown as Go escapes, every
-// ASCII punctuation character backslash-escaped, clipped to MaxText. Safe
-// in a paragraph, a list item, a heading and a table cell.
+// (a newline and a carriage return among them) shown as Go escapes, the
+// characters Markdown or HTML acts on backslash-escaped (active, and a
+// leading +, -, = or number and dot, which would open a list, a rule or a
+// setext heading where s starts a block), clipped to MaxText.
+// Safe in a paragraph, a list item, a heading and a table cell.
 func Text(s string) string {
 	s = Clip(terminal.Escape(s), MaxText)
 	var b strings.Builder
-	for _, r := range s {
-		if r < utf8.RuneSelf && strings.ContainsRune(asciiPunct, r) {
+	for i, r := range s {
+		switch {
+		case r < utf8.RuneSelf && strings.ContainsRune(active, r),
+			i == 0 && (r == '+' || r == '-' || r == '='),
+			(r == '.' || r == ')') && i > 0 && leadingNumber(s[:i]):
 			b.WriteByte('\\')
 		}
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// leadingNumber reports whether s is all digits, as the start of a line
+// that an ordered list's "1." would begin.
+func leadingNumber(s string) bool {
+	return strings.TrimLeft(s, "0123456789") == ""
 }
 
 // Code renders s as a code span: fenced by one backtick more than the

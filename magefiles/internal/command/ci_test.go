@@ -77,7 +77,7 @@ func TestValidateSpeaksCIOnlyUnderCI(t *testing.T) {
 			t.Errorf("no annotation for the failing test:\n%s", printed)
 		}
 		b, _ := os.ReadFile(summary)
-		if !strings.Contains(string(b), "### contested validate: RED") || !strings.Contains(string(b), "owner **component \\(ledger\\-team\\)**") {
+		if !strings.Contains(string(b), "### contested validate: RED") || !strings.Contains(string(b), "owner **component \\(ledger-team\\)**") {
 			t.Errorf("the step summary:\n%s", b)
 		}
 	})
