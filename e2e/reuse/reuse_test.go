@@ -239,6 +239,12 @@ func TestReuseFollowsWhatAChangeCouldReach(t *testing.T) {
 		t.Errorf("the gate: %+v; want certified, with adopter.stock's faults as the earlier run's evidence", counter.Gate)
 	}
 
+	// The shards' timings keep the reused package's time from the last
+	// run that ran it.
+	if timings := read(t, filepath.Join(dir, "test-results", "shards", "timings.json")); !strings.Contains(timings, `"`+stockPkg+` TestStockContract`) {
+		t.Errorf("after a run that reused %s, the shards' timings lost it:\n%s", stockPkg, timings)
+	}
+
 	// The library counter links: both run.
 	edit(t, dir, "stock.go", "package stock", "// Package stock changed.\npackage stock")
 	lib, _, _ := validate(t, dir, nil)

@@ -532,9 +532,11 @@ func (v *validation) summarize(res *battery.Result, verified *gate.Report, judge
 // finish writes the reports and validate.json and returns the verdict.
 func (v *validation) finish(res *battery.Result, verified *gate.Report, judged []*contract.Result, contracts map[string]*contract.Result) error {
 	rep, root := v.rep, v.env.ResultsDir
-	if v.shard == nil && v.whole && v.noise == nil {
+	if v.shard == nil && v.whole && v.noise == nil && len(v.reuse.pkgs) == 0 {
 		// A battery beside a neighbour ran slower than its own pace: its
 		// times would mislead the shards' split and the next comparison.
+		// One that reused packages has no times for them, and the split
+		// keeps the last full run's.
 		saveTimings(root, v.out, res)
 	}
 	recs, _ := contract.ReadRecords(v.faultDir())
