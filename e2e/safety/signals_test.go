@@ -46,16 +46,18 @@ func ownLayerEnv() []string {
 	return append(env, "NO_COLOR=1")
 }
 
-// stoppedRun starts validate, waits until its battery runs, sends sigs to
-// its process group (as GNU timeout and CI runners do) with gap between
-// them, and returns its exit code, its output, its run id and how long it
-// took from the first signal to its last output.
-func stoppedRun(t *testing.T, sigs []syscall.Signal, gap time.Duration) (code int, out string, run string, took time.Duration) {
+// stoppedRun starts validate as a GitHub Actions step does (githubJob),
+// waits until its battery runs, sends sigs to its process group (as GNU
+// timeout and CI runners do) with gap between them, and returns its exit
+// code, its output, its run id, how long it took from the first signal to
+// its last output, and the job's summary it wrote.
+func stoppedRun(t *testing.T, sigs []syscall.Signal, gap time.Duration) (code int, out string, run string, took time.Duration, summary string) {
 	t.Helper()
 	dir := slowAdopter(t)
 	cmd := exec.Command(e2etest.Targets(t), "validate")
 	cmd.Dir = dir
-	cmd.Env = ownLayerEnv()
+	github, summaryFile := githubJob(t)
+	cmd.Env = append(ownLayerEnv(), github...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
@@ -105,7 +107,21 @@ func stoppedRun(t *testing.T, sigs []syscall.Signal, gap time.Duration) (code in
 	if run == "" {
 		t.Fatalf("no run id in the output:\n%s", b.String())
 	}
-	return cmd.ProcessState.ExitCode(), b.String(), run, took
+	md, err := os.ReadFile(summaryFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode(), b.String(), run, took, string(md)
+}
+
+// saysStopped checks that a stopped run's job summary and annotation say
+// so, once, and that nothing else speaks for the runner.
+func saysStopped(t *testing.T, out, summary, signal string) {
+	t.Helper()
+	if strings.Count(summary, "### contested validate: STOPPED") != 1 || !strings.Contains(summary, "exit 1") || !strings.Contains(summary, signal) {
+		t.Errorf("the job's summary does not say once that %s stopped the run:\n%s", signal, summary)
+	}
+	ownCommands(t, out)
 }
 
 // leftovers lists what run left: labelled Docker resources, embedded data
@@ -153,18 +169,20 @@ func batteryProcesses(run string) []string {
 // TestSIGTERMStopsValidateAndItTearsDown: SIGTERM to the group while the
 // battery runs stops validate within seconds: the battery's processes are
 // gone, the layer it brought up is torn down, it says it was interrupted
-// and exits 1.
+// and exits 1, and under GitHub Actions the job's summary and one
+// annotation say it was stopped.
 //
 // The signal tests are not parallel: any layer's bring-up sweeps what runs
 // whose owner is gone left, so another test's bring-up could remove a
 // leftover of this run before the check sees it. They run alone, before
 // the parallel tests.
 func TestSIGTERMStopsValidateAndItTearsDown(t *testing.T) {
-	code, out, run, took := stoppedRun(t, []syscall.Signal{syscall.SIGTERM}, 0)
+	code, out, run, took, summary := stoppedRun(t, []syscall.Signal{syscall.SIGTERM}, 0)
 	t.Logf("SIGTERM to exit: %s", took.Round(10*time.Millisecond))
 	if code != 1 || !strings.Contains(out, "interrupted by SIGTERM") {
 		t.Errorf("exit %d, want 1 saying interrupted by SIGTERM:\n%s", code, tail(out))
 	}
+	saysStopped(t, out, summary, "SIGTERM")
 	if strings.Contains(out, "a second signal") || strings.Contains(out, "did not finish within") {
 		t.Errorf("one SIGTERM forced the exit instead of a teardown:\n%s", tail(out))
 	}
@@ -177,14 +195,17 @@ func TestSIGTERMStopsValidateAndItTearsDown(t *testing.T) {
 }
 
 // TestASecondSIGINTForcesTheExit: a second Ctrl-C 400ms after the first
-// ends validate at once, its battery killed; what the teardown did not
-// reach is owned by a process that is gone, so the next sweep removes it.
+// ends validate at once, its battery killed, exit 1, with the job's
+// summary and one annotation saying it was stopped; what the teardown did
+// not reach is owned by a process that is gone, so the next sweep removes
+// it.
 func TestASecondSIGINTForcesTheExit(t *testing.T) {
-	code, out, run, took := stoppedRun(t, []syscall.Signal{syscall.SIGINT, syscall.SIGINT}, 400*time.Millisecond)
+	code, out, run, took, summary := stoppedRun(t, []syscall.Signal{syscall.SIGINT, syscall.SIGINT}, 400*time.Millisecond)
 	t.Logf("first SIGINT to exit: %s", took.Round(10*time.Millisecond))
 	if code != 1 || !strings.Contains(out, "interrupted by SIGINT") && !strings.Contains(out, "a second signal (SIGINT)") {
 		t.Errorf("exit %d, want 1 saying it was interrupted:\n%s", code, tail(out))
 	}
+	saysStopped(t, out, summary, "SIGINT")
 	if ps := batteryProcesses(run); len(ps) > 0 {
 		t.Errorf("run %s left battery processes running: %v", run, ps)
 	}

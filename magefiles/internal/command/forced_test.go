@@ -4,13 +4,16 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/internal/interrupt"
 	"github.com/contested/contested/internal/reexec"
 	"github.com/contested/contested/internal/workflowtest"
@@ -116,5 +119,22 @@ func TestASecondSignalEndsTheRunAndSaysSo(t *testing.T) {
 	}
 	if len(errs) != 1 || !strings.Contains(errs[0].Data, "STOPPED") {
 		t.Errorf("the runner reads %+v, want one ::error saying STOPPED; stdout:\n%s", errs, log.String())
+	}
+}
+
+// TestALayerRefusedAtBringUpKeepsItsRepairs: a layer whose preflight
+// refuses it before anything is created (an external layer that does not
+// answer) keeps each failed check with its fix, for the CI's summary of a
+// run that cannot run, as a preflight after bring-up does.
+func TestALayerRefusedAtBringUpKeepsItsRepairs(t *testing.T) {
+	defer cannotRun.Store(nil)
+	p := faultlayer.Preflight{Checks: []faultlayer.Check{
+		{Name: "postgres", OK: true, Detail: "answers"},
+		{Name: "toxiproxy /version", Detail: "does not answer", Fix: "point CONTESTED_TOXIPROXY_URL at a running Toxiproxy"},
+	}}
+	reportUpError(io.Discard, fmt.Errorf("bring up: %w", &faultlayer.PreflightError{Preflight: p}))
+	want := []string{"toxiproxy /version: does not answer; point CONTESTED_TOXIPROXY_URL at a running Toxiproxy"}
+	if got := cannotRunRepair(); !slices.Equal(got, want) {
+		t.Errorf("the repairs kept are %q, want %q", got, want)
 	}
 }

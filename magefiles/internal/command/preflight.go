@@ -118,10 +118,12 @@ func reportPreflight(p faultlayer.Preflight, required bool, root string, out io.
 }
 
 // reportUpError prints the checks of a layer that Up refused on its
-// identity checks (nothing for any other error, or none).
+// identity checks (nothing for any other error, or none), and keeps the
+// failed ones with their fixes for the CI's summary (noteCannotRun).
 func reportUpError(out io.Writer, err error) {
 	var pe *faultlayer.PreflightError
 	if errors.As(err, &pe) {
+		noteCannotRun(pe.Preflight)
 		fmt.Fprintf(out, "fault layer: refused before anything was created or deleted in it:\n")
 		pe.Preflight.Write(out)
 	}
