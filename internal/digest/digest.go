@@ -41,6 +41,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/contested/contested/internal/private"
 )
 
 // ErrList means go list could not list the module's packages.
@@ -71,6 +73,10 @@ type Module struct {
 	// Relisted says the package listing was not in the cache (or was
 	// stale) and go list ran.
 	Relisted bool
+	// CacheRefused says why the caches were not used, when they were not:
+	// their directory is not this user's own (another user could have
+	// written what the digests would then trust).
+	CacheRefused string
 }
 
 // Package returns the package with the import path, if the module has it.
@@ -131,6 +137,12 @@ func Load(ctx context.Context, dir string, opts ...Option) (*Module, error) {
 	if err != nil {
 		return nil, err
 	}
+	var refused string
+	if c.cacheDir != "" {
+		if err := private.MkdirAll(c.cacheDir); err != nil {
+			refused, c.cacheDir = err.Error(), ""
+		}
+	}
 	goEnv, err := goEnv(ctx, root, c.env)
 	if err != nil {
 		return nil, err
@@ -138,7 +150,7 @@ func Load(ctx context.Context, dir string, opts ...Option) (*Module, error) {
 	envSum := Sum(goEnv)
 	hashes := openHashes(c.cacheDir)
 	defer hashes.save()
-	m := &Module{Root: root, Env: envSum}
+	m := &Module{Root: root, Env: envSum, CacheRefused: refused}
 
 	pkgs, relisted, err := cachedList(ctx, c, root, envSum, hashes, []string{"-test", "./..."})
 	if err != nil {
@@ -421,7 +433,7 @@ func cachedList(ctx context.Context, c config, root, envSum string, h *hashes, a
 	var path string
 	if c.cacheDir != "" {
 		path = filepath.Join(c.cacheDir, "list-"+Sum(root, envSum, strings.Join(args, " "))[:32]+".json")
-		if b, err := os.ReadFile(path); err == nil {
+		if b, err := private.ReadFile(path, 0o077, maxCache); err == nil {
 			var e cachedEntry
 			if json.Unmarshal(b, &e) == nil && e.Seen != nil && unchanged(e.Seen) {
 				l := &listing{byPath: map[string]*listed{}}
@@ -510,6 +522,9 @@ func unchanged(seen map[string]identity) bool {
 	return true
 }
 
+// maxCache caps a cache file read.
+const maxCache = 256 << 20
+
 // writeCache writes a cache file atomically; a cache that cannot be
 // written only costs the next run the work again.
 func writeCache(path string, b []byte) {
@@ -545,7 +560,7 @@ func openHashes(dir string) *hashes {
 		return h
 	}
 	h.path = filepath.Join(dir, "files.json")
-	if b, err := os.ReadFile(h.path); err == nil {
+	if b, err := private.ReadFile(h.path, 0o077, maxCache); err == nil {
 		_ = json.Unmarshal(b, &h.known)
 	}
 	return h

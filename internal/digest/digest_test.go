@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,7 +89,7 @@ func TestADigestChangesWithWhatItsTestBinaryIsMadeOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			root, cache := module(t), t.TempDir()
+			root, cache := module(t), filepath.Join(t.TempDir(), "cache")
 			before := load(t, root, cache)
 			if len(before) != 2 {
 				t.Fatalf("packages %v, want a and b", before)
@@ -110,7 +111,7 @@ func TestADigestChangesWithWhatItsTestBinaryIsMadeOf(t *testing.T) {
 }
 
 func TestTheTestsAPackageDeclaresAreListed(t *testing.T) {
-	got := load(t, module(t), t.TempDir())["example.com/m/b"].Tests
+	got := load(t, module(t), filepath.Join(t.TempDir(), "cache"))["example.com/m/b"].Tests
 	if len(got) != 2 || got[0] != "TestM" || got[1] != "TestOther" {
 		t.Errorf("b's tests %v, want [TestM TestOther]", got)
 	}
@@ -119,7 +120,7 @@ func TestTheTestsAPackageDeclaresAreListed(t *testing.T) {
 // TestAWarmDigestDoesNotList: nothing changed, the listing comes from the
 // cache; a cache nobody can use (none) still gives the same digests.
 func TestAWarmDigestDoesNotList(t *testing.T) {
-	root, cache := module(t), t.TempDir()
+	root, cache := module(t), filepath.Join(t.TempDir(), "cache")
 	ctx := context.Background()
 	cold, err := digest.Load(ctx, root, digest.WithCacheDir(cache))
 	if err != nil {
@@ -149,7 +150,7 @@ func TestAWarmDigestDoesNotList(t *testing.T) {
 // BenchmarkDigestOfThisRepository is the warm digest of this repository:
 // its target is at most 3 s (reported as s/digest).
 func BenchmarkDigestOfThisRepository(b *testing.B) {
-	cache := b.TempDir()
+	cache := filepath.Join(b.TempDir(), "cache")
 	ctx := context.Background()
 	if _, err := digest.Load(ctx, "../..", digest.WithCacheDir(cache)); err != nil {
 		b.Fatal(err)
@@ -171,7 +172,7 @@ func BenchmarkDigestOfThisRepository(b *testing.B) {
 // TestADependencysTestsAreNotItsDependentsInputs: a test of a, which b's
 // test binary does not link, leaves b's digest alone.
 func TestADependencysTestsAreNotItsDependentsInputs(t *testing.T) {
-	root, cache := module(t), t.TempDir()
+	root, cache := module(t), filepath.Join(t.TempDir(), "cache")
 	before := load(t, root, cache)
 	write(t, filepath.Join(root, "a/a_test.go"), "package a\n\nimport \"testing\"\n\nfunc TestN(t *testing.T) { t.Log() }\n")
 	after := load(t, root, cache)
@@ -180,5 +181,31 @@ func TestADependencysTestsAreNotItsDependentsInputs(t *testing.T) {
 	}
 	if before["example.com/m/b"].Digest != after["example.com/m/b"].Digest {
 		t.Error("a's test changed b's digest, whose test binary does not link it")
+	}
+}
+
+// TestACacheAnotherUserCouldWriteIsNotUsed: a cache directory open to
+// other users is refused, said, and the digests are the same without it.
+func TestACacheAnotherUserCouldWriteIsNotUsed(t *testing.T) {
+	root, cache := module(t), filepath.Join(t.TempDir(), "cache")
+	ctx := context.Background()
+	good, err := digest.Load(ctx, root, digest.WithCacheDir(cache))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(cache, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	open, err := digest.Load(ctx, root, digest.WithCacheDir(cache))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !open.Relisted || !strings.Contains(open.CacheRefused, "lets other users in") {
+		t.Errorf("relisted %v, cache refused %q; want the open cache refused, saying why", open.Relisted, open.CacheRefused)
+	}
+	for i := range good.Packages {
+		if good.Packages[i].Digest != open.Packages[i].Digest {
+			t.Errorf("%s: the digest differs without the cache", good.Packages[i].ImportPath)
+		}
 	}
 }

@@ -112,6 +112,9 @@ func planReuse(ctx context.Context, opts ValidateOptions, ws *workspace, sharded
 		fmt.Fprintf(out, "validate: reuse: %s; every package runs\n", terminal.Escape(r.rep.Why))
 		return r
 	}
+	if mod.CacheRefused != "" {
+		fmt.Fprintf(out, "validate: reuse: the digests' caches were not used (%s), so the digests took longer\n", terminal.Escape(mod.CacheRefused))
+	}
 	r.certify, r.module = true, mod.Path
 	r.keys(mod, ws.reg, ws.env.Level)
 	store, where, closeStore, err := certificateStore(ctx, ws.env.ResultsDir, ws.reg.Guard.CanonicalDatabases)
