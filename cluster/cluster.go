@@ -3,7 +3,7 @@
 // containers cannot come up here), and contests it with kill legs: one
 // replica killed mid-stream and restarted, every replica killed at once
 // and restarted, one replica partitioned from the database and healed.
-// Each leg is a lever of the fault set (faultlayer/levers: crash-and-resume,
+// Each leg is a lever of the fault set (internal/faultlayer/levers: crash-and-resume,
 // mass-restart, partition) armed on the rig's replicas through
 // levers.Cluster, healed, and judged by the lever's own fired rule.
 //
@@ -32,8 +32,8 @@ import (
 
 	"github.com/testcontainers/testcontainers-go"
 
-	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/faultlayer"
 	"github.com/contested/contested/internal/images"
 	"github.com/contested/contested/internal/reap"
 	"github.com/contested/contested/internal/runid"

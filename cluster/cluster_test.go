@@ -18,12 +18,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/contested/contested/faultlayer"
-	"github.com/contested/contested/faultlayer/faulttest"
-	"github.com/contested/contested/faultlayer/levers"
-	"github.com/contested/contested/gate"
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/internal/faultlayer"
+	"github.com/contested/contested/internal/faultlayer/faulttest"
+	"github.com/contested/contested/internal/faultlayer/levers"
+	"github.com/contested/contested/internal/gate"
 	"github.com/contested/contested/internal/reap"
 	"github.com/contested/contested/internal/reexec"
 	"github.com/contested/contested/internal/testlog"

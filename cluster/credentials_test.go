@@ -15,8 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/moby/moby/client"
 
-	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/faultlayer"
 	"github.com/contested/contested/internal/runid"
 	"github.com/contested/contested/internal/secret"
 	"github.com/contested/contested/internal/testlog"

@@ -10,11 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/contested/contested/faultlayer/levers"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultlayer/levers"
 )
 
-// A kill leg: a lever of the fault set (faultlayer/levers) the rig arms
+// A kill leg: a lever of the fault set (internal/faultlayer/levers) the rig arms
 // on its replicas while the workload streams operations in.
 type leg struct {
 	name  string        // the leg's name in results

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/contested/contested/faultlayer/levers"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultlayer/levers"
 )
 
 // plan is where one leg's faults land, drawn from the run's seed: for each

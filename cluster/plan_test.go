@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contested/contested/faultlayer/levers"
+	"github.com/contested/contested/internal/faultlayer/levers"
 )
 
 // TestPlanComesFromTheSeed: one seed draws one plan for every leg (a

@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contested/contested/faultlayer/faulttest"
+	"github.com/contested/contested/internal/faultlayer/faulttest"
 )
 
 // TestLegArmerGuardsTheRegistrysCanonicalDatabases: the armer every leg
 // shares refuses the databases the registry's [guard] canonical_databases
-// names (the armer's own guard is tested in faultlayer/levers).
+// names (the armer's own guard is tested in internal/faultlayer/levers).
 func TestLegArmerGuardsTheRegistrysCanonicalDatabases(t *testing.T) {
 	l := faulttest.Layer(t)
 	reg, err := loadRegistry()

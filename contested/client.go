@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/contested/contested/faultlayer/levers"
+	"github.com/contested/contested/internal/faultlayer/levers"
 )
 
 // MaxClients bounds Clients: each client of a leg whose lever strikes some

@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/contested/contested/faultlayer/levers"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultlayer/levers"
 )
 
 // runClients runs n clients of leg until its schedule is done, each

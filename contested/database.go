@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/internal/dbguard"
+	"github.com/contested/contested/internal/faultlayer/faulttest"
 )
 
 // Database gives an ordinary database test a database of its own on the

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/contested/contested/faultlayer/faulttest"
+	"github.com/contested/contested/internal/faultlayer/faulttest"
 )
 
 // TestDatabaseIsTheTestsOwnAndGoneAfterIt: each call gives a fresh, empty

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contested/contested/faultlayer/levers"
+	"github.com/contested/contested/internal/faultlayer/levers"
 )
 
 // TestDocumentedDefaultsAreTheCodes: every default a user of this package

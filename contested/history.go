@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/contested/contested/contested/history"
-	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/runenv"
 )
 
 // History is the leg's history recorder: record every operation of the

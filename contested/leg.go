@@ -18,13 +18,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contested/contested/contested/history"
-	"github.com/contested/contested/faultlayer"
-	"github.com/contested/contested/faultlayer/faulttest"
-	"github.com/contested/contested/faultlayer/lease"
-	"github.com/contested/contested/faultlayer/levers"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/envvar"
-	"github.com/contested/contested/registry"
+	"github.com/contested/contested/internal/faultlayer"
+	"github.com/contested/contested/internal/faultlayer/faulttest"
+	"github.com/contested/contested/internal/faultlayer/lease"
+	"github.com/contested/contested/internal/faultlayer/levers"
+	"github.com/contested/contested/internal/registry"
 )
 
 // Leg is one fault leg in a test: a lever applied to a surface. Start

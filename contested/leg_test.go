@@ -16,10 +16,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/reexec"
+	"github.com/contested/contested/internal/runenv"
 )
 
 func TestMain(m *testing.M) {

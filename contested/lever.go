@@ -6,12 +6,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/contested/contested/faultlayer/levers"
+	"github.com/contested/contested/internal/faultlayer/levers"
 )
 
 // Lever is one kind of fault, by its name in a surface's legs. What it
 // does (arm, heal, the proof from both sides) is the value of that name in
-// package faultlayer/levers.
+// package internal/faultlayer/levers.
 type Lever string
 
 // The contract levers.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contested/contested/gate/verdict"
+	"github.com/contested/contested/internal/gate/verdict"
 )
 
 // TestAnOracleIsRecordedAsItDecided: what a leg's oracle returned goes

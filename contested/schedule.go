@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/contested/contested/faultlayer/levers"
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultlayer/levers"
 )
 
 // The schedule's parts a test uses, under package contested's names.

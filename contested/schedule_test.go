@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contested/contested/faultlayer/levers"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/internal/faultlayer/levers"
 	"github.com/contested/contested/internal/tier"
 )
 

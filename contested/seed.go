@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/contested/contested/contested/runenv"
+	"github.com/contested/contested/internal/runenv"
 )
 
 // Seed returns the seed a leg uses: CONTESTED_SEED when set (runenv.Seed),

@@ -7,9 +7,9 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/contested/contested/contested/runenv"
-	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/internal/dbguard"
+	"github.com/contested/contested/internal/faultlayer/faulttest"
+	"github.com/contested/contested/internal/runenv"
 )
 
 // builtinDatabases are the server's own databases, which no leg may ever

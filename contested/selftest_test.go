@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contested/contested/faultlayer/faulttest"
+	"github.com/contested/contested/internal/faultlayer/faulttest"
 )
 
 // TestGuardSelfTest runs the adopters' guard self-test under this

@@ -6,11 +6,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/contested/contested/contested/runenv"
-	"github.com/contested/contested/faultlayer"
-	"github.com/contested/contested/faultlayer/faulttest"
 	"github.com/contested/contested/faultrecord"
-	"github.com/contested/contested/registry"
+	"github.com/contested/contested/internal/faultlayer"
+	"github.com/contested/contested/internal/faultlayer/faulttest"
+	"github.com/contested/contested/internal/registry"
+	"github.com/contested/contested/internal/runenv"
 )
 
 // Process-wide state: one registry and one armer per test binary, shared

@@ -7,7 +7,7 @@
 //   - [Recorder], which a test in any package of any module uses to write records atomically
 //     into one results directory (see [ResultsDir]);
 //   - the layout of the fault directory ([FaultDir], [Classify]) that the gate (package
-//     github.com/contested/contested/gate) reads, stamps and purges.
+//     github.com/contested/contested/internal/gate) reads, stamps and purges.
 //
 // # Where records go
 //

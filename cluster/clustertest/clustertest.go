@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/contested/contested/cluster"
-	"github.com/contested/contested/contested/runenv"
+	"github.com/contested/contested/internal/runenv"
 	"github.com/contested/contested/internal/testlog"
 )
 

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/contested/contested/e2e/internal/e2etest"
-	"github.com/contested/contested/gate"
 	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/gate"
 )
 
 // counterCode and counterTest are a second package of the adopter with a

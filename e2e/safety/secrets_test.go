@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/contested/contested/e2e/internal/e2etest"
-	"github.com/contested/contested/faultlayer/faulttest"
+	"github.com/contested/contested/internal/faultlayer/faulttest"
 	"github.com/jackc/pgx/v5"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/contested/contested/cluster"
 	"github.com/contested/contested/e2e/internal/e2etest"
-	"github.com/contested/contested/gate"
+	"github.com/contested/contested/internal/gate"
 )
 
 // TestAdopterClusterTests: the adopter runs a service of its own

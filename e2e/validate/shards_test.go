@@ -9,8 +9,8 @@ import (
 
 	"github.com/contested/contested/e2e/internal/e2etest"
 	"github.com/contested/contested/faultrecord"
-	"github.com/contested/contested/gate/flakes"
-	"github.com/contested/contested/gate/shard"
+	"github.com/contested/contested/internal/gate/flakes"
+	"github.com/contested/contested/internal/gate/shard"
 )
 
 // TestAdopterShardsMergeAsOneRun runs the adopter's battery as three

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/contested/contested/e2e/internal/e2etest"
-	"github.com/contested/contested/gate/ladder"
+	"github.com/contested/contested/internal/gate/ladder"
 )
 
 func TestAdopterValidateIsCertified(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/contested/contested/e2e/internal/e2etest"
-	"github.com/contested/contested/gate/flakes"
+	"github.com/contested/contested/internal/gate/flakes"
 )
 
 // TestArbitrateReadsTheFlakeHistory: with a history in which the adopter's

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/contested/contested/e2e/internal/e2etest"
-	"github.com/contested/contested/gate/contract"
-	"github.com/contested/contested/gate/ladder"
-	"github.com/contested/contested/gate/verdict"
+	"github.com/contested/contested/internal/gate/contract"
+	"github.com/contested/contested/internal/gate/ladder"
+	"github.com/contested/contested/internal/gate/verdict"
 )
 
 // idleLeg is a leg of the adopter's surface that arms its fault and stays

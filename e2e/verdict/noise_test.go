@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/contested/contested/e2e/internal/e2etest"
-	"github.com/contested/contested/faultlayer/noise"
-	"github.com/contested/contested/gate/ladder"
+	"github.com/contested/contested/internal/faultlayer/noise"
+	"github.com/contested/contested/internal/gate/ladder"
 	"github.com/contested/contested/internal/testmodule"
 )
 

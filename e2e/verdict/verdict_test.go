@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contested/contested/contested/runenv"
+	"github.com/contested/contested/internal/runenv"
 	"github.com/contested/contested/faultrecord"
 )
 
@@ -52,7 +52,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/contested/contested/contested/runenv"
+	"github.com/contested/contested/internal/runenv"
 	"github.com/contested/contested/faultrecord"
 )
 

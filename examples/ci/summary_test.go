@@ -12,14 +12,14 @@ import (
 	"github.com/yuin/goldmark/extension"
 	gmhtml "github.com/yuin/goldmark/renderer/html"
 
-	"github.com/contested/contested/gate"
-	"github.com/contested/contested/gate/cisummary"
-	"github.com/contested/contested/gate/ladder"
 	"github.com/contested/contested/internal/capability"
+	"github.com/contested/contested/internal/gate"
+	"github.com/contested/contested/internal/gate/cisummary"
+	"github.com/contested/contested/internal/gate/ladder"
 )
 
 // The job summary validate and program-gate -merge append under GitHub
-// Actions (gate/cisummary), rendered as GitHub renders it and read. These
+// Actions (internal/gate/cisummary), rendered as GitHub renders it and read. These
 // tests live here, beside the CI files, so that the renderer they use is
 // no requirement of the packages an adopter's module builds.
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/contested/contested/contested"
 	"github.com/contested/contested/contested/history"
-	"github.com/contested/contested/faultlayer/lease"
+	"github.com/contested/contested/internal/faultlayer/lease"
 )
 
 // release is how the contract releases a lease. It is the table's Release; the test-only

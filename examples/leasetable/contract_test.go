@@ -16,7 +16,7 @@ import (
 	"github.com/contested/contested/contested"
 	"github.com/contested/contested/contested/history"
 	"github.com/contested/contested/examples/ledger/oracle"
-	"github.com/contested/contested/faultlayer/lease"
+	"github.com/contested/contested/internal/faultlayer/lease"
 )
 
 // ports are the lease table's rows in the leg's own database: not the layer's real proxy

@@ -22,7 +22,7 @@ import (
 
 	"github.com/contested/contested/contested"
 	"github.com/contested/contested/contested/history"
-	"github.com/contested/contested/faultlayer/lease"
+	"github.com/contested/contested/internal/faultlayer/lease"
 	"github.com/contested/contested/internal/reexec"
 )
 

@@ -1,5 +1,5 @@
 // Package leasetable holds the contested contract of the fault layer's own port-lease table
-// (fault_port_leases, package faultlayer/lease), contested like any adopter's component.
+// (fault_port_leases, package internal/faultlayer/lease), contested like any adopter's component.
 //
 // The contract (contract_test.go) drives lease clients through a proxied connection that a
 // reset leg breaks, and kills a lease holder process that a restarted generation must

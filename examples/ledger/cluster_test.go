@@ -15,8 +15,8 @@ import (
 	"github.com/contested/contested/cluster/clustertest"
 	"github.com/contested/contested/examples/ledger"
 	"github.com/contested/contested/examples/ledger/oracle"
-	"github.com/contested/contested/faultlayer"
 	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/faultlayer"
 	"github.com/contested/contested/internal/reap"
 )
 

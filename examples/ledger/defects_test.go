@@ -15,9 +15,9 @@ import (
 
 	"github.com/contested/contested/examples/internal/planted"
 	"github.com/contested/contested/examples/ledger/oracle"
-	"github.com/contested/contested/faultlayer/faulttest"
-	"github.com/contested/contested/faultlayer/levers"
 	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/internal/faultlayer/faulttest"
+	"github.com/contested/contested/internal/faultlayer/levers"
 )
 
 // TestPlantedDefectsAreCaught proves the oracles have teeth: for each oracle, a defect planted

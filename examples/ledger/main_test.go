@@ -16,7 +16,7 @@ import (
 
 	"github.com/contested/contested/contested"
 	"github.com/contested/contested/examples/ledger"
-	"github.com/contested/contested/faultlayer/faulttest"
+	"github.com/contested/contested/internal/faultlayer/faulttest"
 	"github.com/contested/contested/internal/reexec"
 )
 

@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/contested/contested/contested/runenv"
 	"github.com/contested/contested/examples/internal/planted"
-	"github.com/contested/contested/faultlayer/faulttest"
-	"github.com/contested/contested/gate/contract"
-	"github.com/contested/contested/gate/verdict"
-	"github.com/contested/contested/registry"
+	"github.com/contested/contested/internal/faultlayer/faulttest"
+	"github.com/contested/contested/internal/gate/contract"
+	"github.com/contested/contested/internal/gate/verdict"
+	"github.com/contested/contested/internal/registry"
+	"github.com/contested/contested/internal/runenv"
 )
 
 // The replay figures: what a seed means. Each benchmark runs the store's reset leg built with a

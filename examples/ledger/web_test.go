@@ -18,7 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contested/contested/examples/ledger"
-	"github.com/contested/contested/faultlayer/faulttest"
+	"github.com/contested/contested/internal/faultlayer/faulttest"
 )
 
 // minWebTimeout is the front's backend timeout in these tests on a machine that answers a

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/contested/contested/examples/internal/planted"
-	"github.com/contested/contested/faultlayer/faulttest"
-	"github.com/contested/contested/faultlayer/levers"
 	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/internal/faultlayer/faulttest"
+	"github.com/contested/contested/internal/faultlayer/levers"
 )
 
 // TestPlantedDefectsAreCaught proves the lock contract has teeth: each defect planted behind a

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contested/contested/faultlayer/levers"
+	"github.com/contested/contested/internal/faultlayer/levers"
 )
 
 // leverRow is a lever's row of the levers page's table, as its Doc gives it.

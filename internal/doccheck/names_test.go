@@ -111,7 +111,7 @@ func TestTheEnvironmentPageNamesEveryVariable(t *testing.T) {
 // (its *Keys lists, which its strict loader checks every table against)
 // is in the registry reference, as code.
 func TestTheRegistryPageNamesEveryKey(t *testing.T) {
-	files := parseDir(t, "registry")
+	files := parseDir(t, "internal/registry")
 	keys := stringValues(files, regexp.MustCompile(`Keys$`))
 	for _, want := range []string{"recording_classes", "canonical_databases", "packages_per_core", "revisit_when", "accepted", "dsn_env"} {
 		if !strings.Contains(fmt.Sprint(keys), want) {

@@ -16,7 +16,7 @@ var Types = []string{
 // why: an entry of the registry's [[mutants.accepted]].
 type Accepted struct {
 	// File is the mutated file, relative to the module root, with forward
-	// slashes: "gate/contract/battery.go".
+	// slashes: "internal/gate/contract/battery.go".
 	File string `json:"file"`
 	// Line is the mutant's line; 0 matches any line of File.
 	Line int `json:"line,omitempty"`

@@ -19,7 +19,7 @@ import (
 // Target is one package to mutate.
 type Target struct {
 	// Dir is the package's directory from the module root, as go test
-	// takes it: "./faultlayer/lease", or "." for the root.
+	// takes it: "./internal/faultlayer/lease", or "." for the root.
 	Dir string `json:"package"`
 	// ImportPath is the package's import path.
 	ImportPath string `json:"import_path"`
@@ -105,7 +105,7 @@ func target(dir, pattern string, l listed) (Target, error) {
 	case l.Dir == "":
 		return Target{}, fmt.Errorf("%w: %s matches no package in %s", ErrPackages, pattern, dir)
 	case l.Module == nil || !l.Module.Main:
-		return Target{}, fmt.Errorf("%w: %s is not a package of the module in %s (patterns name this module's packages, such as ./faultlayer/lease)", ErrPackages, l.ImportPath, dir)
+		return Target{}, fmt.Errorf("%w: %s is not a package of the module in %s (patterns name this module's packages, such as ./internal/faultlayer/lease)", ErrPackages, l.ImportPath, dir)
 	}
 	rel, err := filepath.Rel(dir, l.Dir)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {

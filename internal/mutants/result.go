@@ -68,7 +68,7 @@ type gremlinsOutput struct {
 }
 
 // ParseOutput reads gremlins' --output file for the package in pkgDir
-// ("./faultlayer/lease", or "."), whose file names are relative to that
+// ("./internal/faultlayer/lease", or "."), whose file names are relative to that
 // directory, and returns its mutants with file names from the module root,
 // sorted by place. Anything this version of gremlins would not write (an
 // unknown status or type, a file outside the package, a position below 1)

@@ -26,8 +26,8 @@ import (
 
 	"github.com/magefile/mage/mg"
 
+	"github.com/contested/contested/internal/command"
 	"github.com/contested/contested/internal/secret"
-	"github.com/contested/contested/magefiles/internal/command"
 )
 
 // A worker process runs its target here, before Mage's main: see workers.
@@ -497,8 +497,8 @@ func Bench(ctx context.Context, benchtime *string, filter *string) error {
 // fault layer or gremlins cannot run.
 //
 //	go tool mage mutants
-//	go tool mage mutants ./faultlayer/lease ./internal/...
-//	go tool mage mutants -packages=./faultlayer/lease,./faultrecord
+//	go tool mage mutants ./internal/faultlayer/lease ./internal/...
+//	go tool mage mutants -packages=./internal/faultlayer/lease,./faultrecord
 func Mutants(ctx context.Context, packages *string) error {
 	var args []string
 	if packages != nil {

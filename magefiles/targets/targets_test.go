@@ -9,7 +9,7 @@ import (
 
 	"github.com/magefile/mage/mg"
 
-	"github.com/contested/contested/faultlayer"
+	"github.com/contested/contested/internal/faultlayer"
 	"github.com/contested/contested/internal/terminal"
 	"github.com/contested/contested/internal/workflowtest"
 )

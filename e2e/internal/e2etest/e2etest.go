@@ -26,13 +26,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contested/contested/faultlayer/faulttest"
-	"github.com/contested/contested/faultlayer/noise"
 	"github.com/contested/contested/faultrecord"
-	"github.com/contested/contested/gate"
-	"github.com/contested/contested/gate/contract"
-	"github.com/contested/contested/gate/ladder"
+	"github.com/contested/contested/internal/faultlayer/faulttest"
+	"github.com/contested/contested/internal/faultlayer/noise"
 	"github.com/contested/contested/internal/fixture"
+	"github.com/contested/contested/internal/gate"
+	"github.com/contested/contested/internal/gate/contract"
+	"github.com/contested/contested/internal/gate/ladder"
 	"github.com/contested/contested/internal/tier"
 )
 

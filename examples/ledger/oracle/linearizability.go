@@ -10,7 +10,7 @@ import (
 
 	"github.com/contested/contested/contested"
 	"github.com/contested/contested/contested/history"
-	"github.com/contested/contested/contested/runenv"
+	"github.com/contested/contested/internal/runenv"
 )
 
 // VisualizationDir is where failed linearizability checks leave their evidence, under the

@@ -1,0 +1,106 @@
+package command
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/faultlayer/noise"
+	"github.com/contested/contested/internal/gate/contract"
+	"github.com/contested/contested/internal/gate/shard"
+	"github.com/contested/contested/internal/runenv"
+)
+
+// noiseSpec is the neighbour to arm beside a battery: CONTESTED_NOISE,
+// else the registry's [battery] noise.
+func noiseSpec(reg noise.Spec) (noise.Spec, error) {
+	spec, set, err := runenv.Noise()
+	if err != nil {
+		return noise.Spec{}, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	if !set {
+		spec = reg
+	}
+	return spec, nil
+}
+
+// armNeighbour starts the neighbour who (validate, contested) runs its
+// tests beside, when one is asked for: seeded by CONTESTED_SEED when set,
+// else a fresh seed. Its writers' files go under the results directory.
+func armNeighbour(ctx context.Context, who string, reg noise.Spec, env runenv.Env, out io.Writer) (*noise.Neighbour, error) {
+	spec, err := noiseSpec(reg)
+	if err != nil || spec.Zero() {
+		return nil, err
+	}
+	seed, err := runenv.SeedOrNew()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	if spec.IO > 0 {
+		noise.RemoveStale(env.ResultsDir, out)
+	}
+	n, err := noise.Start(ctx, spec, seed, env.ResultsDir)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "%s: a noisy neighbour beside the tests: %s (seed %d); replay: %s\n", who, spec, seed, noise.Replay(spec, seed))
+	return n, nil
+}
+
+// recordNeighbour stops the neighbour, says what it did and writes its
+// record (class capacity) under root's fault directory: armed, and fired
+// only when both sides saw it land. It returns the evidence, nil when no
+// neighbour ran.
+func recordNeighbour(n *noise.Neighbour, who, root string, env runenv.Env, out io.Writer, victim string) *noise.Evidence {
+	if n == nil {
+		return nil
+	}
+	e := n.Stop()
+	e.Victim = victim
+	fired := "fired"
+	if !e.Fired() {
+		fired = "did NOT fire"
+	}
+	fmt.Fprintf(out, "%s: the neighbour %s: %s; %s\n", who, fired, e.Injector(), e.VictimSide())
+	mod, _ := contract.ModulePath(env.ModuleRoot)
+	rec, err := faultrecord.NewRecorder(mod, faultrecord.WithResultsDir(root), faultrecord.WithRunID(env.RunID), faultrecord.WithModuleRoot(env.ModuleRoot))
+	if err == nil {
+		_, err = rec.Write(e.Record("battery", noise.Replay(e.Spec, e.Seed)))
+	}
+	if err != nil {
+		fmt.Fprintf(out, "%s: the neighbour's record was not written: %v\n", who, err)
+	}
+	return &e
+}
+
+// armNoise starts the neighbour validate's battery runs beside.
+func (v *validation) armNoise(ctx context.Context) (*noise.Neighbour, error) {
+	return armNeighbour(ctx, "validate", v.reg.Battery.Noise, v.env, v.out)
+}
+
+// recordNoise stops it and writes its record among the battery's, so that
+// the gate counts it, with the battery's own slowdown beside the probe's:
+// its tests against the last whole run's times, when there are some.
+func (v *validation) recordNoise(n *noise.Neighbour, res *battery.Result) {
+	victim := ""
+	if prev, err := shard.ReadTimings(v.env.ResultsDir); err == nil && res != nil {
+		if ratio, k := prev.Slowdown(res); k > 0 {
+			victim = fmt.Sprintf("the battery's %d tests took %.2fx their times in the last whole run", k, ratio)
+		}
+	}
+	if e := recordNeighbour(n, "validate", v.env.ResultsDir, v.env, v.out, victim); e != nil {
+		v.noise, v.rep.Noise = e, e
+	}
+}
+
+// surfaceIDs are the surfaces whose records the gate reads: the registry's,
+// and the battery's own when a neighbour was armed beside it.
+func (v *validation) surfaceIDs() []string {
+	ids := v.reg.IDs()
+	if v.noise != nil {
+		ids = append(ids, noise.Surface)
+	}
+	return ids
+}

@@ -1,0 +1,159 @@
+package certify_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/contested/contested/internal/gate/certify"
+)
+
+const module = "example.com/m"
+
+func cert(t *testing.T, kind, key, verdict string) certify.Certificate {
+	t.Helper()
+	c, err := certify.Sealed(certify.Certificate{Module: module, Kind: kind, Key: key, Digest: "d-" + key, RunID: "run-1",
+		Commit: "abc", At: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), Verdict: verdict, Armed: 2, Fired: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestACertificateReadsBackAsWritten(t *testing.T) {
+	root := t.TempDir()
+	s := certify.NewFile(root)
+	ctx := context.Background()
+	if err := s.Write(ctx, []certify.Certificate{cert(t, certify.KindPackage, "example.com/m/a", "PASS"), cert(t, certify.KindSurface, "m.store", "GREEN")}); err != nil {
+		t.Fatal(err)
+	}
+	set, err := s.Read(ctx, module)
+	if err != nil || set.Len() != 2 || len(set.Ignored) != 0 {
+		t.Fatalf("read %d certificates, ignored %v, %v; want 2, none", set.Len(), set.Ignored, err)
+	}
+	if c, ok := set.Get(certify.KindSurface, "m.store"); !ok || c.Digest != "d-m.store" || c.RunID != "run-1" || c.Fired != 2 {
+		t.Errorf("surface certificate %+v, %v", c, ok)
+	}
+}
+
+// TestACertificateThatDoesNotVerifyIsIgnoredSayingWhy: each way a stored
+// certificate can be wrong is ignored with one line naming the file and
+// why, and the others are still read.
+func TestACertificateThatDoesNotVerifyIsIgnoredSayingWhy(t *testing.T) {
+	tests := []struct {
+		name string
+		// spoil replaces the certificate file at p.
+		spoil func(t *testing.T, p string, good []byte)
+		says  string
+	}{
+		{"edited", func(t *testing.T, p string, good []byte) {
+			os.WriteFile(p, []byte(strings.Replace(string(good), `"fired": 2`, `"fired": 9`, 1)), 0o644)
+		}, "seal does not match"},
+		{"truncated", func(t *testing.T, p string, good []byte) { os.WriteFile(p, good[:len(good)/2], 0o644) }, "does not parse"},
+		{"from another module", func(t *testing.T, p string, good []byte) {
+			c := cert(t, certify.KindSurface, "m.store", "GREEN")
+			c.Module = "example.com/other"
+			c, _ = certify.Sealed(c)
+			writeJSON(t, p, c)
+		}, `written for module "example.com/other"`},
+		{"a RED verdict sealed", func(t *testing.T, p string, good []byte) {
+			c := cert(t, certify.KindSurface, "m.store", "RED")
+			writeJSON(t, p, c)
+		}, "a surface RED is never a certificate"},
+		{"another key's certificate", func(t *testing.T, p string, good []byte) {
+			writeJSON(t, p, cert(t, certify.KindSurface, "m.other", "GREEN"))
+		}, "whose file is another"},
+		{"a FIFO", func(t *testing.T, p string, good []byte) {
+			os.Remove(p)
+			if err := syscall.Mkfifo(p, 0o644); err != nil {
+				t.Skip("no FIFO here:", err)
+			}
+		}, "not a regular file"},
+		{"a link", func(t *testing.T, p string, good []byte) {
+			other := filepath.Join(t.TempDir(), "elsewhere.json")
+			os.WriteFile(other, good, 0o644)
+			os.Remove(p)
+			if err := os.Symlink(other, p); err != nil {
+				t.Fatal(err)
+			}
+		}, "link"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			s := certify.NewFile(root)
+			ctx := context.Background()
+			if err := s.Write(ctx, []certify.Certificate{cert(t, certify.KindSurface, "m.store", "GREEN"), cert(t, certify.KindPackage, "example.com/m/a", "PASS")}); err != nil {
+				t.Fatal(err)
+			}
+			p := only(t, root, "surface-")
+			good, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.spoil(t, p, good)
+			done := make(chan struct{})
+			var set *certify.Set
+			go func() {
+				defer close(done)
+				set, err = s.Read(ctx, module)
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Read waited on the spoiled certificate")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := set.Get(certify.KindSurface, "m.store"); ok {
+				t.Error("the spoiled certificate was trusted")
+			}
+			if _, ok := set.Get(certify.KindPackage, "example.com/m/a"); !ok {
+				t.Error("the good certificate beside it was not read")
+			}
+			if len(set.Ignored) != 1 || !strings.Contains(set.Ignored[0], filepath.Base(p)) || !strings.Contains(set.Ignored[0], tt.says) || strings.Contains(set.Ignored[0], "\n") {
+				t.Errorf("ignored %q; want one line naming %s and saying %q", set.Ignored, filepath.Base(p), tt.says)
+			}
+		})
+	}
+}
+
+func TestOnlyAPassingPackageAndAGreenSurfaceAreCertifiable(t *testing.T) {
+	for _, v := range []string{"RED", "INCONCLUSIVE", "PARTIAL", "CANNOT RUN", "NOT AT THIS LEVEL", "FAIL", ""} {
+		if certify.Certifiable(certify.KindSurface, v) || certify.Certifiable(certify.KindPackage, v) {
+			t.Errorf("%q is certifiable", v)
+		}
+	}
+	if !certify.Certifiable(certify.KindSurface, "GREEN") || !certify.Certifiable(certify.KindPackage, "PASS") || certify.Certifiable(certify.KindPackage, "GREEN") {
+		t.Error("GREEN surfaces and passing packages, and only those, are certifiable")
+	}
+}
+
+func writeJSON(t *testing.T, p string, c certify.Certificate) {
+	t.Helper()
+	root := t.TempDir()
+	if err := certify.NewFile(root).Write(context.Background(), []certify.Certificate{c}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(only(t, root, c.Kind+"-"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func only(t *testing.T, root, prefix string) string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(root, certify.DirName, prefix+"*.json"))
+	if len(m) != 1 {
+		t.Fatalf("certificate files %v, want one %s*", m, prefix)
+	}
+	return m[0]
+}
