@@ -18,6 +18,7 @@ import (
 	"github.com/contested/contested/internal/capacity"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/verdict"
+	"github.com/contested/contested/internal/markdown"
 	"github.com/contested/contested/internal/testlog"
 )
 
@@ -64,7 +65,8 @@ func TestAComponentDefectIsTheComponentsWithAReproducibleSeed(t *testing.T) {
 		t.Errorf("the defective test's reruns: %+v, want consistent", o.Reruns)
 	}
 	issue := o.Issue()
-	for _, want := range []string{"fix: adopter.stock:", "component (stock-team)", "FAIL-reproducible", "CONTESTED_SEED="} {
+	// The body is Markdown: the owner shows as written once rendered.
+	for _, want := range []string{"fix: adopter.stock:", markdown.Text("component (stock-team)"), "FAIL-reproducible", "CONTESTED_SEED="} {
 		if !strings.Contains(issue, want) {
 			t.Errorf("issue body lacks %q:\n%s", want, issue)
 		}
