@@ -1,0 +1,153 @@
+package command
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/capacity"
+	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/gate"
+	"github.com/contested/contested/internal/gate/ladder"
+	"github.com/contested/contested/internal/gate/shard"
+	"github.com/contested/contested/internal/hostevents"
+	"github.com/contested/contested/internal/rundir"
+)
+
+// stamp purges the previous run's evidence and writes a fresh gate stamp.
+func (v *validation) stamp() error {
+	if err := gate.Purge(v.faultDir()); err != nil {
+		return fmt.Errorf("purge old records: %w", err)
+	}
+	if err := gate.WriteStamp(v.faultDir(), v.env.RunID); err != nil {
+		return fmt.Errorf("write the gate stamp: %w", err)
+	}
+	// The legs' start records are the battery's, like its fault records.
+	if err := atomicfile.EmptyDir(v.env.ResultsDir, faultrecord.LegsDirName); err != nil {
+		return fmt.Errorf("purge the legs' start records: %w", err)
+	}
+	fmt.Fprintf(v.out, "validate: purged old records and wrote %s\n", filepath.Join(v.faultDir(), faultrecord.StampName))
+	// The run before's pages and issue bodies go aside, so that this
+	// run's reports link, and its directory holds, its own evidence only.
+	if _, err := rundir.Rotate(v.env.ResultsDir, previousRunID(v.env.ResultsDir), v.out); err != nil {
+		return fmt.Errorf("move the previous run's pages aside: %w", err)
+	}
+	if v.shard != nil {
+		st, err := shard.ReadStamp(v.faultDir())
+		if err != nil {
+			return err
+		}
+		v.shard.stamp = st
+	}
+	return nil
+}
+
+// runBattery runs go test over the module with the run environment, its
+// events saved, while the machine is sampled. The registry's [battery]
+// packages_per_core sets go test's -p (flags of validate's own come later
+// and win), which is only the ceiling: another package starts only while
+// the machine's run queue is under two per core (capacity.Admission), so
+// the battery takes what the machine can give, its own load and a noisy
+// neighbour's alike.
+func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*battery.Result, error) {
+	ceiling := v.reg.Battery.P(runtime.GOMAXPROCS(0))
+	if ceiling > 0 {
+		args = append([]string{"-p", strconv.Itoa(ceiling)}, args...)
+	}
+	queue := capacity.FollowRunQueue(ctx)
+	defer queue.Stop()
+	root := v.env.ResultsDir
+	events, err := createArtifact(root, filepath.Join("battery", "go-test.json"))
+	if err != nil {
+		return nil, fmt.Errorf("create the battery's event log: %w", err)
+	}
+	sampler := startSampler(ctx, root)
+	host := watchHost(ctx, v.env.RunID)
+	neighbour, err := v.armNoise(ctx)
+	if err != nil {
+		events.Close()
+		sampler.Stop()
+		host.Stop()
+		return nil, err
+	}
+	bo := battery.Options{Dir: v.env.ModuleRoot, Patterns: patterns, Args: args,
+		Env: v.env.Environ(), Out: v.out, Events: events, Binaries: v.binaries,
+		Admit: capacity.Admission{Queue: queue}.Admit}
+	var res *battery.Result
+	if v.shard != nil {
+		res, err = v.shard.runShare(ctx, bo)
+	} else {
+		res, err = battery.Run(ctx, bo)
+	}
+	v.recordNoise(neighbour, res)
+	events.Close()
+	if res != nil && res.MostAtOnce > 0 {
+		fmt.Fprintf(v.out, "battery: at most %d of %d packages ran at once (another started only while the machine's run queue was under 2 per core)\n", res.MostAtOnce, res.Ceiling)
+	}
+	v.capacity = sampler.Stop()
+	v.rep.Capacity = &v.capacity
+	for _, i := range host.Stop() {
+		v.interference = append(v.interference, ladder.Interference{At: i.At, What: i.Say()})
+		fmt.Fprintf(v.out, "validate: interference: %s\n", i.Say())
+	}
+	v.rep.Interference = v.interference
+	if path, err := saveJSON(root, capacityFile, v.capacity); err != nil {
+		notSaved(v.out, "validate", path, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRed, err)
+	}
+	v.rep.Battery = res
+	return res, nil
+}
+
+// previousRunID is the run id of the validate.json the run before left,
+// "" when there is none.
+func previousRunID(root string) string {
+	var last struct {
+		RunID string `json:"run_id"`
+	}
+	r, err := atomicfile.OpenRoot(root)
+	if err != nil || r.ReadJSON("validate.json", &last, atomicfile.MaxArtifact) != nil {
+		return ""
+	}
+	return last.RunID
+}
+
+// testsRan is how many tests of pkg ran to an end in the battery.
+func testsRan(res *battery.Result, pkg string) int {
+	n := 0
+	for _, t := range res.Tests {
+		if t.Package == pkg {
+			n++
+		}
+	}
+	return n
+}
+
+// startSampler samples the machine (and the project's containers, when an
+// engine answers) every two seconds while the battery runs.
+func startSampler(ctx context.Context, root string) *capacity.Sampler {
+	var stats capacity.Stats
+	if cli, err := dockerenv.Connect(ctx); err == nil {
+		stats = cli
+	}
+	return capacity.Start(ctx, root, stats, 2*time.Second)
+}
+
+// watchHost follows the Docker engine's events for this run's containers
+// while the battery runs: another run's sweep of one of them is
+// interference, which the ladder names as such.
+func watchHost(ctx context.Context, run string) *hostevents.Watch {
+	var d hostevents.Eventer
+	if cli, err := dockerenv.Connect(ctx); err == nil {
+		d = cli
+	}
+	return hostevents.Follow(ctx, d, run)
+}

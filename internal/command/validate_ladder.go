@@ -1,0 +1,121 @@
+package command
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/fatih/color"
+
+	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/internal/gate/contract"
+	"github.com/contested/contested/internal/gate/ladder"
+	"github.com/contested/contested/internal/terminal"
+)
+
+// arbitrate walks the ladder for every failing test of the battery, the
+// cheapest to decide first, within the budget, and lists every failure
+// (and every package that failed outside a test) with the evidence the
+// walk gathered.
+func (v *validation) arbitrate(ctx context.Context, res *battery.Result, budget time.Duration) map[string]*contract.Result {
+	failures := contract.LeafFailures(res)
+	starts, skipped, err := faultrecord.ReadStarts(v.env.ResultsDir)
+	if err != nil || skipped > 0 {
+		fmt.Fprintf(v.out, "validate: the legs' start records: %d skipped, %v\n", skipped, err)
+	}
+	v.starts = faultrecord.OfRun(starts, v.env.RunID)
+	var records []faultrecord.Record
+	if len(failures) > 0 {
+		// An oracle's violation in them outranks the machine's load.
+		records, _ = contract.ReadRecords(v.faultDir())
+	}
+	contracts := map[string]*contract.Result{}
+	v.rep.Ladder, v.rep.NotArbitrated = arbitrateAll(ctx, failures, budget, ladder.Options{
+		Env: v.env, Registry: v.reg, Preflight: &v.preflight, Capacity: &v.capacity, Contracts: contracts, Seen: res, SeenRunID: v.env.RunID, Out: v.out, Binaries: v.binaries,
+		Starts: starts, Noise: v.noise, Records: records, Quiet: ladder.NewQuiet(), Interference: v.interference,
+		History: readHistoryIf(ctx, v.env.ResultsDir, v.reg.Guard.CanonicalDatabases, len(failures) > 0, v.out),
+	}, v.out)
+	walked := map[string]*ladder.Outcome{}
+	for _, o := range v.rep.Ladder {
+		walked[o.Package+"."+o.Test] = o
+	}
+	for _, t := range failures {
+		v.rep.BatteryFailures = append(v.rep.BatteryFailures, ladder.PlainTest(t).With(walked[t.ID()]))
+	}
+	for _, p := range res.FailedPackages() {
+		v.rep.BatteryFailures = append(v.rep.BatteryFailures, ladder.PlainPackage(p, testsRan(res, p.Name)))
+	}
+	return contracts
+}
+
+// arbitrateAll walks the ladder for each failing test, the cheapest to
+// decide first (the shortest in the battery: a rerun costs about what the
+// test took), until the budget is spent. A walk the budget ends reports
+// what it learned so far; the tests it did not reach are returned with the
+// command that arbitrates them.
+func arbitrateAll(ctx context.Context, tests []battery.Test, budget time.Duration, lo ladder.Options, out io.Writer) ([]*ladder.Outcome, []string) {
+	if len(tests) == 0 {
+		return nil, nil
+	}
+	tests = slices.Clone(tests)
+	slices.SortStableFunc(tests, func(a, b battery.Test) int { return cmp.Compare(a.Elapsed, b.Elapsed) })
+	fmt.Fprintf(out, "\nvalidate: walking the arbitration ladder for %d failing tests, the quickest first (budget %s, %s)\n", len(tests), budget, envvar.LadderBudget)
+	deadline := time.Now().Add(budget)
+	var done []*ladder.Outcome
+	var left []string
+	for i, t := range tests {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			left = append(left, t.ID())
+			continue
+		}
+		fmt.Fprintf(out, "ladder: [%d/%d] %s (%s in the battery)\n", i+1, len(tests), terminal.Escape(t.ID()), t.Elapsed.Round(10*time.Millisecond))
+		wctx, cancel := context.WithDeadline(ctx, deadline)
+		o, err := ladder.Walk(wctx, t.ID(), lo)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(out, "ladder: %s: %s\n", terminal.Escape(t.ID()), terminal.Escape(err.Error()))
+			left = append(left, t.ID())
+			continue
+		}
+		if !o.NoFailure() {
+			saveOutcome(lo.Env.ResultsDir, o, out)
+		}
+		done = append(done, o)
+	}
+	return done, left
+}
+
+// writeLadderSummary prints each walked failure's owner, verdict, action
+// and evidence, and the failures the budget did not reach.
+func writeLadderSummary(out io.Writer, rep *ValidateReport) {
+	if len(rep.Ladder) == 0 && len(rep.NotArbitrated) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "\n%s\n", bold("arbitration"))
+	for _, o := range rep.Ladder {
+		d := o.Decision()
+		owner := paintOwner(o.Owner, terminal.Escape(d.Owner))
+		if o.NoFailure() {
+			owner = color.GreenString(terminal.Escape(d.Owner))
+		}
+		fmt.Fprintf(out, "  %s %s\n      owner %s; %s\n      action: %s\n", terminal.Escape(o.Package), terminal.Escape(o.Test), owner, terminal.Escape(d.Verdict), terminal.Escape(d.Action))
+		if o.Replay != "" && !o.NoFailure() {
+			fmt.Fprintf(out, "      replay: %s\n", terminal.Escape(o.Replay))
+		}
+		for _, e := range o.Evidence {
+			fmt.Fprintf(out, "      %s\n", terminal.Escape(e))
+		}
+		if o.Incomplete != "" {
+			fmt.Fprintf(out, "      incomplete: %s\n", terminal.Escape(o.Incomplete))
+		}
+	}
+	for _, t := range rep.NotArbitrated {
+		_, name := ladder.SplitID(t)
+		fmt.Fprintf(out, "  %s\n      not arbitrated (the budget ended before it started; raise %s): go tool mage arbitrate %s\n", terminal.Escape(t), envvar.LadderBudget, terminal.Escape(name))
+	}
+}

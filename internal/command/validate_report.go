@@ -1,0 +1,248 @@
+package command
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fatih/color"
+
+	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/capability"
+	"github.com/contested/contested/internal/gate"
+	"github.com/contested/contested/internal/gate/contract"
+	"github.com/contested/contested/internal/gate/ladder"
+	"github.com/contested/contested/internal/gate/report"
+	"github.com/contested/contested/internal/terminal"
+)
+
+// summarize prints the six phases, the surfaces, the battery, the ladder
+// and the registry's problems.
+func (v *validation) summarize(res *battery.Result, verified *gate.Report, judged []*contract.Result) {
+	fmt.Fprintln(v.out)
+	verified.WriteSummary(v.out)
+	note := ""
+	switch {
+	case v.shard != nil:
+		note = "shard " + v.shard.spec.String() + ", a share of the battery: NOT-RUN legs do not count against it; program-gate -merge judges the union"
+	case !v.whole:
+		note = "a selected battery: NOT-RUN legs do not count against it"
+	}
+	writeSurfaceSummary(v.out, judged, v.env.Level, note)
+	writeReusedSummary(v.out, v.rep.Surfaces, v.reuse.rep)
+	writeCapabilities(v.out, v.caps)
+	writeBatterySummary(v.out, res, v.rep.BatteryFailures)
+	writeLadderSummary(v.out, v.rep)
+	if len(v.rep.Registry) > 0 {
+		fmt.Fprintf(v.out, "\n%s\n", bold("registry"))
+		for _, line := range v.rep.Registry {
+			fmt.Fprintf(v.out, "  %s\n", terminal.Escape(line))
+		}
+	}
+}
+
+// finish writes the reports and validate.json and returns the verdict.
+func (v *validation) finish(res *battery.Result, verified *gate.Report, judged []*contract.Result, contracts map[string]*contract.Result) error {
+	rep, root := v.rep, v.env.ResultsDir
+	if v.shard == nil && v.whole && v.noise == nil && len(v.reuse.pkgs) == 0 {
+		// A battery beside a neighbour ran slower than its own pace: its
+		// times would mislead the shards' split and the next comparison.
+		// One that reused packages has no times for them, and the split
+		// keeps the last full run's.
+		saveTimings(root, v.out, res)
+	}
+	recs, _ := contract.ReadRecords(v.faultDir())
+	appendHistory(context.Background(), root, v.reg.Guard.CanonicalDatabases, "validate", rep.RunID, rep.Shard, res, recs, rep.Revision, v.out)
+	writeReports(root, report.Page{Title: "contested validate", RunID: rep.RunID, Layer: rep.Layer, Green: rep.Green,
+		Reasons: rep.Reasons, Gate: verified, Battery: res, Surfaces: judged, Level: v.env.Level, Plain: rep.BatteryFailures,
+		Ladder: rep.Ladder, Contracts: contractList(contracts), Capacity: rep.Capacity,
+		Records: recs, History: reportHistory(context.Background(), root, v.reg.Guard.CanonicalDatabases, v.out)}, v.out)
+	if rep.Battery != nil && len(v.reuse.pkgs) > 0 {
+		b := *rep.Battery
+		b.Packages = append(slices.Clone(b.Packages), v.reuse.packages()...)
+		rep.Battery = &b
+	}
+	classes := map[string]string{}
+	for _, s := range v.reg.Surfaces {
+		classes[s.ID] = s.Class
+	}
+	v.reuse.write(context.Background(), root, v.reg.Guard.CanonicalDatabases, rep, res, judged, classes, v.out)
+	if path, err := saveJSON(root, "validate.json", rep); err != nil {
+		notSaved(v.out, "validate", path, err)
+	} else {
+		fmt.Fprintf(v.out, "validate: saved %s\n", path)
+	}
+	publishCI(v.env.ModuleRoot, rep.ciRun(), v.out)
+	if rep.Green {
+		fmt.Fprintf(v.out, "\nvalidate: %s in %s%s\n", color.GreenString("GREEN"), rep.Took.Round(time.Second), v.reuse.rep.verdictNote())
+		return nil
+	}
+	fmt.Fprintf(v.out, "\nvalidate: %s: %s\n", color.RedString("RED"), terminal.Escape(strings.Join(rep.Reasons, "; ")))
+	return fmt.Errorf("%w: %s", ErrRed, strings.Join(rep.Reasons, "; "))
+}
+
+// writeBatterySummary prints the battery's outcome: every failure with
+// its reason (what the test reported, never a log line); the arbitration
+// below gives each one's owner and action.
+func writeBatterySummary(out io.Writer, res *battery.Result, failures []ladder.Plain) {
+	fmt.Fprintf(out, "\n%s\n", bold("battery"))
+	if res.OK() {
+		fmt.Fprintf(out, "  %s: %d tests in %d packages (%s)\n", color.GreenString("passed"), len(res.Tests), len(res.Packages), res.Elapsed.Round(time.Second))
+		return
+	}
+	for _, p := range failures {
+		what := "package " + p.Package
+		switch {
+		case p.Test != "":
+			what = p.Package + " " + p.Test
+		case p.What != "":
+			what += ": " + p.What
+		}
+		fmt.Fprintf(out, "  %s %s\n      %s\n", color.RedString("FAIL"), terminal.Escape(what), terminal.Escape(p.FirstLine))
+		if p.Test == "" {
+			fmt.Fprintf(out, "      owner %s; action: %s\n", terminal.Escape(p.Owner), terminal.Escape(p.Action))
+		}
+	}
+}
+
+// writeSurfaceSummary prints each registered surface's contract verdict
+// from this battery, leg by leg.
+func writeSurfaceSummary(out io.Writer, judged []*contract.Result, level int, note string) {
+	fmt.Fprintf(out, "\n%s (level %d; the rules of mage contested; one battery is one seed, so a pass is PASS-smoke)\n", bold("surfaces"), level)
+	if len(judged) == 0 {
+		fmt.Fprintf(out, "  no registered surface ran\n")
+		return
+	}
+	for _, r := range judged {
+		fmt.Fprintf(out, "  %-22s %s\n", terminal.Escape(r.Surface), paintContract(r.Contract))
+		for _, l := range r.Legs {
+			fmt.Fprintf(out, "      %-17s %-30s %s\n", terminal.Escape(l.Lever), paintVerdict(l.Verdict), terminal.Escape(l.Reason))
+			if d := l.Decision; d != nil {
+				fmt.Fprintf(out, "      %-17s arbitrated: %s\n", "", terminal.Escape(d.Say()))
+			}
+			if l.Replay != "" && !l.Verdict.Pass() {
+				fmt.Fprintf(out, "      %-17s replay: %s\n", "", terminal.Escape(l.Replay))
+			}
+		}
+	}
+	if note != "" {
+		fmt.Fprintf(out, "  (%s)\n", note)
+	}
+}
+
+// validateReasons is validate's verdict: the reasons it is not GREEN, none
+// when it is. GREEN needs the battery to pass, the six phases to certify,
+// every registered leg that ran to pass (no FAIL, INCONCLUSIVE or PARTIAL;
+// in a whole battery no NOT-RUN either) and the registry's tests to exist.
+func validateReasons(res *battery.Result, verified *gate.Report, judged []*contract.Result, whole bool, registryProblems []string, caps capability.Matrix) []string {
+	var out []string
+	if !res.OK() {
+		out = append(out, fmt.Sprintf("battery failed (%d tests, %d packages%s)", len(res.Failed()), len(res.FailedPackages()), packageReasons(res)))
+	}
+	for _, p := range res.TimedOut() {
+		out = append(out, ladder.TimeoutReason(p))
+	}
+	if !verified.Certified {
+		out = append(out, "gate refused: "+failedPhases(verified))
+	}
+	out = append(out, surfaceReasons(judged, whole, caps)...)
+	if len(registryProblems) > 0 {
+		out = append(out, "registry names tests that do not exist")
+	}
+	return out
+}
+
+// packageReasons names the packages that failed outside any test and
+// what happened to each, for the verdict line: ": example.com/m/x does not
+// build", or nothing.
+func packageReasons(res *battery.Result) string {
+	var parts []string
+	for _, p := range res.FailedPackages() {
+		parts = append(parts, p.Name+" "+ladder.PlainPackage(p, testsRan(res, p.Name)).What)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(parts, "; ")
+}
+
+// surfaceReasons says which surfaces keep validate from GREEN, and, for
+// legs that could not run for a missing capability, which one and the
+// command that provides it.
+func surfaceReasons(judged []*contract.Result, whole bool, caps capability.Matrix) []string {
+	var out []string
+	for _, r := range judged {
+		var legs, missing []string
+		for _, l := range r.Blocking(whole) {
+			legs = append(legs, l.Lever+" "+string(l.Verdict))
+			for _, n := range l.Missing {
+				if !slices.Contains(missing, n) {
+					missing = append(missing, n)
+				}
+			}
+		}
+		if len(legs) == 0 {
+			continue
+		}
+		reason := fmt.Sprintf("surface %s is %s (%s)", r.Surface, r.Contract, strings.Join(legs, ", "))
+		for _, n := range missing {
+			c, ok := caps.Get(capability.Name(n))
+			if !ok {
+				c = capability.Capability{Name: capability.Name(n), Provide: capability.Provide(capability.Name(n))}
+			}
+			reason += ": " + c.Missing()
+		}
+		out = append(out, reason)
+	}
+	return out
+}
+
+// writeReports writes the run for people (fault/fault-report.html) and for
+// CI systems (battery/junit.xml, when a battery ran), and names what it
+// saved and, apart, what it could not save.
+func writeReports(root string, p report.Page, out io.Writer) {
+	p.Visualizations = report.Visualizations(root)
+	if p.Degraded == nil {
+		p.Degraded = report.Degraded(root)
+	}
+	var html strings.Builder
+	if err := report.WriteHTML(&html, p); err != nil {
+		fmt.Fprintf(out, "report: %v\n", err)
+		return
+	}
+	var saved []string
+	path, err := saveArtifact(root, filepath.Join(faultrecord.FaultDirName, "fault-report.html"), []byte(html.String()))
+	if err != nil {
+		notSaved(out, "report", path, err)
+	} else {
+		saved = append(saved, path)
+	}
+	if p.Battery != nil {
+		var x strings.Builder
+		if err := report.WriteJUnit(&x, p.Battery, junitOwners(p.Plain)...); err != nil {
+			fmt.Fprintf(out, "report: junit: %v\n", err)
+		} else if path, err := saveArtifact(root, filepath.Join("battery", "junit.xml"), []byte(x.String())); err != nil {
+			notSaved(out, "report", path, err)
+		} else {
+			saved = append(saved, path)
+		}
+	}
+	if len(saved) > 0 {
+		fmt.Fprintf(out, "reports: %s\n", strings.Join(saved, ", "))
+	}
+}
+
+func contractList(m map[string]*contract.Result) []*contract.Result {
+	var out []*contract.Result
+	for _, r := range m {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Surface < out[j].Surface })
+	return out
+}
