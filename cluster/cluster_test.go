@@ -494,9 +494,15 @@ func TestSIGKILLedRigIsSweptByTheNextRun(t *testing.T) {
 func TestAKeptRigStaysUpUntilTheNextSweep(t *testing.T) {
 	faulttest.Containers(t)
 	cli := dockerenv.Require(t)
-	hold, release := io.Pipe()
+	// An *os.File, not an io.Pipe: Wait then has no copy of ours to wait
+	// for when the child exits before its hold (a rig that failed).
+	hold, release, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer release.Close()
 	cmd, out := startRigIn(t, hold, "RIG_KEEP=1", "RIG_HOLD=1")
+	hold.Close() // the child has its own
 	if ok, err := out.waitFor(rigHolding, 10*time.Minute); !ok {
 		cmd.Process.Kill()
 		cmd.Wait()
