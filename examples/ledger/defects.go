@@ -2,7 +2,7 @@ package ledger
 
 // Planted defects. Each switch is off in every normal build. A file behind a test-only build
 // tag (defect_*.go, tag contested_defect_*) turns one on in init, so that the battery can
-// prove the oracle meant to catch it really does (defects_test.go runs the contract with the
+// prove the oracle meant to catch it really does (defects/defects_test.go runs the contract with the
 // tag and expects it RED). No flag, variable or environment setting reaches them.
 var (
 	// skipIdempotency applies a transfer again when its id was already decided

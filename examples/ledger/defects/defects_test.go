@@ -1,4 +1,4 @@
-package ledger_test
+package defects_test
 
 import (
 	"bytes"
