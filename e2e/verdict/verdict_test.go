@@ -18,18 +18,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contested/contested/internal/runenv"
 	"github.com/contested/contested/faultrecord"
 )
 
 // A valid record whose mtime predates the gate stamp: evidence of an
 // earlier run passed off as this one's.
 func TestPoisonStale(t *testing.T) {
-	env, err := runenv.Process()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := faultrecord.NewRecorder("example.com/adopter", faultrecord.WithResultsDir(env.ResultsDir), faultrecord.WithRunID(env.RunID))
+	// The run's coordinates, as validate hands them to its battery.
+	rec, err := faultrecord.NewRecorder("example.com/adopter", faultrecord.WithResultsDir(os.Getenv("CONTESTED_RESULTS_DIR")), faultrecord.WithRunID(os.Getenv("CONTESTED_RUN_ID")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,18 +48,13 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/contested/contested/internal/runenv"
 	"github.com/contested/contested/faultrecord"
 )
 
 // Half a record, as a writer killed mid-write without the atomic rename
 // would leave it.
 func TestPoisonTruncated(t *testing.T) {
-	env, err := runenv.Process()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(faultrecord.FaultDir(env.ResultsDir), "truncated.json")
+	p := filepath.Join(faultrecord.FaultDir(os.Getenv("CONTESTED_RESULTS_DIR")), "truncated.json")
 	if err := os.WriteFile(p, []byte(` + "`" + `{"schema":"contested/faultrecord@1","run_id":"x","test":"TestStockContract/reset","surf` + "`" + `), 0o644); err != nil {
 		t.Fatal(err)
 	}
