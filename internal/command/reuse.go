@@ -497,6 +497,9 @@ func (v *validation) deeper(ctx context.Context, judged []*contract.Result) map[
 // ran, no fault fired, and the verdict is the earlier runs' and says so.
 func (v *validation) finishReused(start time.Time) error {
 	rep, root := v.rep, v.env.ResultsDir
+	if err := v.clearEarlier(); err != nil {
+		return err
+	}
 	rep.Surfaces = v.reuse.verdicts()
 	rep.Battery = &battery.Result{Packages: v.reuse.packages(), Tests: []battery.Test{}}
 	rep.Green = true

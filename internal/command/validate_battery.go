@@ -2,7 +2,10 @@ package command
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -22,22 +25,13 @@ import (
 
 // stamp purges the previous run's evidence and writes a fresh gate stamp.
 func (v *validation) stamp() error {
-	if err := gate.Purge(v.faultDir()); err != nil {
-		return fmt.Errorf("purge old records: %w", err)
+	if err := v.clearEarlier(); err != nil {
+		return err
 	}
 	if err := gate.WriteStamp(v.faultDir(), v.env.RunID); err != nil {
 		return fmt.Errorf("write the gate stamp: %w", err)
 	}
-	// The legs' start records are the battery's, like its fault records.
-	if err := atomicfile.EmptyDir(v.env.ResultsDir, faultrecord.LegsDirName); err != nil {
-		return fmt.Errorf("purge the legs' start records: %w", err)
-	}
 	fmt.Fprintf(v.out, "validate: purged old records and wrote %s\n", filepath.Join(v.faultDir(), faultrecord.StampName))
-	// The run before's pages and issue bodies go aside, so that this
-	// run's reports link, and its directory holds, its own evidence only.
-	if _, err := rundir.Rotate(v.env.ResultsDir, previousRunID(v.env.ResultsDir), v.out); err != nil {
-		return fmt.Errorf("move the previous run's pages aside: %w", err)
-	}
 	if v.shard != nil {
 		st, err := shard.ReadStamp(v.faultDir())
 		if err != nil {
@@ -47,6 +41,34 @@ func (v *validation) stamp() error {
 	}
 	return nil
 }
+
+// clearEarlier leaves the results directory to this run: the run before's
+// fault records, reports and legs' start records are purged, and its
+// pages, issue bodies and battery output go aside under
+// previous/<its run id>/ (rundir), so that this run's reports link, and
+// its directory holds, its own evidence only. Every run does it, also one
+// that reuses everything and runs nothing.
+func (v *validation) clearEarlier() error {
+	prev := previousRunID(v.env.ResultsDir)
+	if err := gate.Purge(v.faultDir()); err != nil {
+		return fmt.Errorf("purge old records: %w", err)
+	}
+	// The legs' start records are the battery's, like its fault records.
+	if err := atomicfile.EmptyDir(v.env.ResultsDir, faultrecord.LegsDirName); err != nil {
+		return fmt.Errorf("purge the legs' start records: %w", err)
+	}
+	// The gate's purge leaves the page rendered from its report to us.
+	if err := os.Remove(filepath.Join(v.faultDir(), reportHTML)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove the previous run's fault report: %w", err)
+	}
+	if _, err := rundir.Rotate(v.env.ResultsDir, prev, v.out); err != nil {
+		return fmt.Errorf("move the previous run's pages aside: %w", err)
+	}
+	return nil
+}
+
+// reportHTML is the fault report's page in the fault directory.
+const reportHTML = "fault-report.html"
 
 // runBattery runs go test over the module with the run environment, its
 // events saved, while the machine is sampled. The registry's [battery]

@@ -217,7 +217,7 @@ func writeReports(root string, p report.Page, out io.Writer) {
 		return
 	}
 	var saved []string
-	path, err := saveArtifact(root, filepath.Join(faultrecord.FaultDirName, "fault-report.html"), []byte(html.String()))
+	path, err := saveArtifact(root, filepath.Join(faultrecord.FaultDirName, reportHTML), []byte(html.String()))
 	if err != nil {
 		notSaved(out, "report", path, err)
 	} else {

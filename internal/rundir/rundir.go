@@ -26,6 +26,7 @@ import (
 var Artifacts = []string{
 	"linearizability", // contested/history's visualizations and histories
 	"ladder",          // ladder/<test>.json, .md (issue bodies), reruns/
+	"battery",         // battery/go-test.json and junit.xml
 }
 
 // Previous is the directory earlier runs' artifacts are moved under.
