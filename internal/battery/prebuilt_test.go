@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +66,8 @@ type view struct {
 }
 
 // varying is what differs between two runs of one binary whoever runs it:
-// timings, and a stack trace's goroutine numbers and addresses.
+// timings, and a stack trace's goroutine numbers and addresses (steady also
+// sorts its goroutines, whose order varies too).
 var varying = []struct {
 	re  *regexp.Regexp
 	put string
@@ -79,7 +81,16 @@ func steady(s string) string {
 	for _, v := range varying {
 		s = v.re.ReplaceAllString(s, v.put)
 	}
-	return s
+	blocks := strings.Split(s, "\n\n")
+	for i := 0; i < len(blocks); {
+		j := i
+		for j < len(blocks) && strings.HasPrefix(blocks[j], "goroutine N [") {
+			j++
+		}
+		slices.Sort(blocks[i:j])
+		i = max(j, i+1)
+	}
+	return strings.Join(blocks, "\n\n")
 }
 
 func viewOf(res *Result) view {
