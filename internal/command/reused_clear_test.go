@@ -21,13 +21,13 @@ func TestARunThatReusesEverythingKeepsNoEarlierEvidence(t *testing.T) {
 	root := t.TempDir()
 	fault := faultrecord.FaultDir(root)
 	earlier := map[string]string{
-		"validate.json":                  `{"run_id":"red-run","green":false}`,
-		"ladder/TestX_reset-1.md":        "fix: x: reset leg is FAIL-reproducible",
-		"ladder/reruns/TestX_reset.json": "{}",
-		"battery/junit.xml":              `<testsuites failures="2"></testsuites>`,
-		"battery/go-test.json":           "{}",
-		"fault/fault-report.html":        "<html>RED</html>",
-		"fault/fault-report.json":        "{}",
+		"validate.json":                             `{"run_id":"red-run","green":false}`,
+		"ladder/TestX_reset-1.md":                   "fix: x: reset leg is FAIL-reproducible",
+		"ladder/reruns/TestX_reset.json":            "{}",
+		"battery/junit.xml":                         `<testsuites failures="2"></testsuites>`,
+		"battery/go-test.json":                      "{}",
+		"fault/fault-report.html":                   "<html>RED</html>",
+		"fault/fault-report.json":                   "{}",
 		"fault/red-run--TestX_reset--reset--1.json": `{"schema":"contested/faultrecord@1"}`,
 	}
 	for rel, body := range earlier {
