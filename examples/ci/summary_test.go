@@ -16,6 +16,7 @@ import (
 	"github.com/contested/contested/internal/gate"
 	"github.com/contested/contested/internal/gate/cisummary"
 	"github.com/contested/contested/internal/gate/ladder"
+	"github.com/contested/contested/internal/gate/verdict"
 )
 
 // The job summary validate and program-gate -merge append under GitHub
@@ -43,8 +44,8 @@ func summaryRun() cisummary.Run {
 		Took:    3*time.Minute + 400*time.Millisecond,
 		Reasons: []string{"battery failed (2 tests, 1 packages)", "surface " + hostile + " is RED"},
 		Surfaces: []gate.SurfaceVerdict{
-			{ID: "ledger.store", Verdict: "RED", Legs: []gate.LegVerdict{{Leg: "reset", Verdict: "FAIL-reproducible"}, {Leg: "confirm-timeout", Verdict: "PASS-smoke"}}},
-			{ID: hostile, Verdict: "GREEN", Legs: []gate.LegVerdict{{Leg: hostile, Verdict: "PASS-smoke"}}},
+			{ID: "ledger.store", Verdict: "RED", Legs: []verdict.Leg{{Lever: "reset", Verdict: "FAIL-reproducible"}, {Lever: "confirm-timeout", Verdict: "PASS-smoke"}}},
+			{ID: hostile, Verdict: "GREEN", Legs: []verdict.Leg{{Lever: hostile, Verdict: "PASS-smoke"}}},
 		},
 		Failures: []ladder.Plain{
 			{Package: "example.com/tiny/a", Test: "TestAlpha/reset", FirstLine: "a_test.go:9: " + hostile, Owner: "component (ledger-team)",

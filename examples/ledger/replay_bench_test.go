@@ -67,7 +67,7 @@ func BenchmarkReplayReproduces(b *testing.B) {
 }
 
 // found is what contested found in BenchmarkReplayReproduces.
-var found *contract.LegResult
+var found *verdict.Leg
 
 // say logs one line of a measurement. Nothing may print between go test's benchmark name and
 // its result line (mage bench reads the two as one), so the lines go to the benchmark's log,

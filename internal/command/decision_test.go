@@ -24,7 +24,7 @@ func TestEveryWriterShowsTheLaddersOneOwner(t *testing.T) {
 	o := &ladder.Outcome{Test: failed.Name, Package: failed.Package, Surface: &ladder.Surface{ID: "m.queue", Owner: "queue-team"}, Step: 3,
 		Owner: ladder.Capacity, Verdict: "GREEN contract, saturated run", Action: "record the capacity attribution and still fix it"}
 	judged := []*contract.Result{{Surface: "m.queue", Owner: "queue-team", Contract: verdict.Red,
-		Legs: []contract.LegResult{{Lever: "isolate", Verdict: verdict.FailNondeterministic, Reason: "seed 4 failed once and passed on rerun", Tests: []string{failed.Name}}}}}
+		Legs: []verdict.Leg{{Lever: "isolate", Verdict: verdict.FailNondeterministic, Reason: "seed 4 failed once and passed on rerun", Tests: []string{failed.Name}}}}}
 	decideLegs(judged, []*ladder.Outcome{o})
 	rep := &ValidateReport{RunID: "r1", Ladder: []*ladder.Outcome{o}, Surfaces: contract.Verdicts(judged),
 		BatteryFailures: []ladder.Plain{ladder.PlainTest(failed).With(o)}}

@@ -36,7 +36,7 @@ func TestThePlainSummariesShowHostileTextAsData(t *testing.T) {
 				OwnerName: "team" + h, Verdict: "v" + h, Action: "a" + h, Replay: "r" + h, Evidence: []string{"e" + h}, Incomplete: "i" + h}},
 				NotArbitrated: []string{"example.com/m.TestY" + h}})
 			WriteContractSummary(&out, &contract.Result{Surface: "s" + h, Behavior: "b" + h, Oracle: "o" + h,
-				Legs: []contract.LegResult{{Lever: "reset", Verdict: verdict.FailReproducible, Reason: "r" + h, Injector: "i" + h, Victim: "v" + h, Replay: "p" + h}}})
+				Legs: []verdict.Leg{{Lever: "reset", Verdict: verdict.FailReproducible, Reason: "r" + h, Injector: "i" + h, Victim: "v" + h, Replay: "p" + h}}})
 			if strings.ContainsAny(out.String(), "\r\x1b\x07\u009b") {
 				t.Errorf("a control character reaches the terminal: %q", out.String())
 			}

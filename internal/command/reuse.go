@@ -19,6 +19,7 @@ import (
 	"github.com/contested/contested/internal/gate/certify"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/flakes"
+	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/registry"
 	"github.com/contested/contested/internal/terminal"
 )
@@ -316,7 +317,7 @@ func (r *reuse) verdicts() []gate.SurfaceVerdict {
 	var out []gate.SurfaceVerdict
 	for _, id := range sortedKeys(r.surfs) {
 		c := r.surfs[id]
-		sv := gate.SurfaceVerdict{ID: id, Verdict: c.Verdict, Legs: []gate.LegVerdict{}}
+		sv := gate.SurfaceVerdict{ID: id, Verdict: verdict.Contract(c.Verdict), Legs: []verdict.Leg{}}
 		if c.Surface != nil {
 			sv = *c.Surface
 		}
@@ -437,7 +438,7 @@ func writeReusedSummary(out io.Writer, surfaces []gate.SurfaceVerdict, r *ReuseR
 	for _, s := range surfaces {
 		switch {
 		case s.Reused != nil:
-			fmt.Fprintf(out, "  %-22s %s  %s\n", terminal.Escape(s.ID), paintSurfaceVerdict(s.Verdict), reusedLine(*s.Reused))
+			fmt.Fprintf(out, "  %-22s %s  %s\n", terminal.Escape(s.ID), paintContract(s.Verdict), reusedLine(*s.Reused))
 		case s.Deeper != "":
 			fmt.Fprintf(out, "  %-22s ran deeper: %s\n", terminal.Escape(s.ID), terminal.Escape(s.Deeper))
 		}
@@ -445,13 +446,6 @@ func writeReusedSummary(out io.Writer, surfaces []gate.SurfaceVerdict, r *ReuseR
 	if r != nil && !r.On && r.Why != "" {
 		fmt.Fprintf(out, "  (reuse off: %s)\n", terminal.Escape(r.Why))
 	}
-}
-
-func paintSurfaceVerdict(v string) string {
-	if v == "GREEN" {
-		return color.GreenString(v)
-	}
-	return v
 }
 
 // deeper runs each surface whose inputs changed since its certificate

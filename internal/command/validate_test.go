@@ -180,7 +180,7 @@ func TestValidateVerdict(t *testing.T) {
 	surface := func(c verdict.Contract, legs ...verdict.Verdict) []*contract.Result {
 		r := &contract.Result{Surface: "m.store", Contract: c}
 		for i, v := range legs {
-			r.Legs = append(r.Legs, contract.LegResult{Lever: fmt.Sprintf("leg%d", i), Verdict: v})
+			r.Legs = append(r.Legs, verdict.Leg{Lever: fmt.Sprintf("leg%d", i), Verdict: v})
 		}
 		return []*contract.Result{r}
 	}

@@ -257,14 +257,14 @@ func SameVerdicts(t *testing.T, dir, surface string, validate []gate.SurfaceVerd
 	}
 	var want contract.Result
 	ReadJSON(t, filepath.Join(dir, "test-results", "contested", surface+".json"), &want)
-	if got.Verdict != string(want.Contract) {
+	if got.Verdict != want.Contract {
 		t.Errorf("%s: validate says %s, contested says %s", surface, got.Verdict, want.Contract)
 	}
 	if len(got.Legs) != len(want.Legs) {
 		t.Fatalf("%s: validate has %d legs, contested %d", surface, len(got.Legs), len(want.Legs))
 	}
 	for i, l := range want.Legs {
-		if got.Legs[i].Leg != l.Lever || got.Legs[i].Verdict != string(l.Verdict) {
+		if got.Legs[i].Lever != l.Lever || got.Legs[i].Verdict != l.Verdict {
 			t.Errorf("%s leg %s: validate says %s (%s), contested says %s (%s)", surface, l.Lever, got.Legs[i].Verdict, got.Legs[i].Reason, l.Verdict, l.Reason)
 		}
 	}

@@ -82,13 +82,13 @@ func writeSurfaces(p func(string, ...any), run Run) {
 		}
 		var legs []string
 		for _, l := range s.Legs {
-			leg := markdown.Text(l.Leg) + ": " + markdown.Text(l.Verdict)
+			leg := markdown.Text(l.Lever) + ": " + markdown.Text(string(l.Verdict))
 			if d := l.Decision; d != nil {
 				leg += " (arbitrated: " + markdown.Text(d.Say()) + ")"
 			}
 			legs = append(legs, leg)
 		}
-		verdict := markdown.Text(s.Verdict)
+		verdict := markdown.Text(string(s.Verdict))
 		switch {
 		case s.Reused != nil:
 			verdict += " (reused from run " + markdown.Code(s.Reused.RunID)

@@ -203,8 +203,8 @@ func LeafFailures(res *battery.Result) []battery.Test {
 // or package selection), every NOT-RUN leg: a leg its surface declares at
 // this level that the battery did not run. PASS and NOT-AT-LEVEL legs
 // never block.
-func (r *Result) Blocking(wholeBattery bool) []LegResult {
-	var out []LegResult
+func (r *Result) Blocking(wholeBattery bool) []verdict.Leg {
+	var out []verdict.Leg
 	for _, l := range r.Legs {
 		switch {
 		case l.Verdict.Pass(), l.Verdict == verdict.NotAtLevel:
@@ -216,18 +216,11 @@ func (r *Result) Blocking(wholeBattery bool) []LegResult {
 	return out
 }
 
-// Verdict is the surface's entry in validate.json and fault-report.json.
+// Verdict is the surface's entry in validate.json and fault-report.json:
+// its legs are the same values, not copies of their fields.
 func (r *Result) Verdict() gate.SurfaceVerdict {
-	sv := gate.SurfaceVerdict{ID: r.Surface, Verdict: string(r.Contract), Owner: r.Owner, Level: r.Level, Legs: []gate.LegVerdict{}}
-	for _, l := range r.Legs {
-		oracles := l.Oracles
-		if oracles == nil {
-			oracles = []faultrecord.OracleRun{}
-		}
-		sv.Legs = append(sv.Legs, gate.LegVerdict{Leg: l.Lever, Verdict: string(l.Verdict), Reason: l.Reason,
-			Armed: l.Armed, Fired: l.Fired, Oracles: oracles, Levels: l.Levels, Tests: l.Tests, Replay: l.Replay, Missing: l.Missing, Decision: l.Decision})
-	}
-	return sv
+	legs := append([]verdict.Leg{}, r.Legs...)
+	return gate.SurfaceVerdict{ID: r.Surface, Verdict: r.Contract, Owner: r.Owner, Level: r.Level, Legs: legs}
 }
 
 // Verdicts lists the surfaces' entries, in registry order.

@@ -94,35 +94,6 @@ type SeedRun struct {
 	failing []string
 }
 
-// LegResult is the verdict of one leg over all seeds.
-type LegResult struct {
-	Lever   string          `json:"lever"`
-	Verdict verdict.Verdict `json:"verdict"`
-	Reason  string          `json:"reason"`
-	Runs    []verdict.Run   `json:"runs"`
-	Armed   int             `json:"armed"`
-	Fired   int             `json:"fired"` // occurrences across seeds
-	Thin    bool            `json:"thin_coverage"`
-	// Schedules counts the distinct schedules the seeds ran the leg by (by
-	// the digests their records carry; a seed that recorded none counts).
-	Schedules int `json:"schedules"`
-	// Levels are the levels the registry runs the leg at, when its
-	// surface restricts it (nil: every level).
-	Levels    []int                   `json:"levels,omitempty"`
-	Tests     []string                `json:"tests,omitempty"` // the tests that ran it
-	Oracles   []faultrecord.OracleRun `json:"oracles,omitempty"`
-	Injector  string                  `json:"injector,omitempty"` // evidence from one record
-	Victim    string                  `json:"victim,omitempty"`
-	Replay    string                  `json:"replay,omitempty"` // of the first failing or unproven seed
-	FailedRun int64                   `json:"failed_seed,omitempty"`
-	// Missing are the capabilities the leg could not run without, when it
-	// did not run for lack of them (capability.Names).
-	Missing []string `json:"missing_capabilities,omitempty"`
-	// Decision is the arbitration ladder's decision on the leg's failing
-	// test, when validate walked it.
-	Decision *gate.Decision `json:"decision,omitempty"`
-}
-
 // Result is one surface's contract verdict.
 type Result struct {
 	Surface  string           `json:"surface"`
@@ -132,19 +103,19 @@ type Result struct {
 	Oracle   string           `json:"oracle"`
 	Level    int              `json:"level"`
 	Contract verdict.Contract `json:"contract"`
-	Legs     []LegResult      `json:"legs"`
+	Legs     []verdict.Leg    `json:"legs"`
 	Seeds    []SeedRun        `json:"seeds"`
 	Took     time.Duration    `json:"took_ns"`
 }
 
 // Leg returns the result of one lever.
-func (r *Result) Leg(lever string) (LegResult, bool) {
+func (r *Result) Leg(lever string) (verdict.Leg, bool) {
 	for _, l := range r.Legs {
 		if l.Lever == lever {
 			return l, true
 		}
 	}
-	return LegResult{}, false
+	return verdict.Leg{}, false
 }
 
 // Seeds returns the seeds to run a surface's contract with: CONTESTED_SEED

@@ -43,9 +43,9 @@ type Evidence struct {
 // arming). A run failed on its own account when one of its tests failed
 // for its own reason (not merely an unfired fault), when a record says its
 // test had already failed, or when an oracle in a record was violated.
-func Judge(s registry.Surface, ev Evidence) ([]LegResult, verdict.Contract) {
+func Judge(s registry.Surface, ev Evidence) ([]verdict.Leg, verdict.Contract) {
 	level := max(ev.Level, 1)
-	var legs []LegResult
+	var legs []verdict.Leg
 	var vs []verdict.Verdict
 	for _, lever := range s.Legs {
 		l := judgeLeg(s, lever, level, ev)
@@ -55,8 +55,12 @@ func Judge(s registry.Surface, ev Evidence) ([]LegResult, verdict.Contract) {
 	return legs, verdict.Surface(vs)
 }
 
-func judgeLeg(s registry.Surface, lever string, level int, ev Evidence) LegResult {
-	lr := LegResult{Lever: lever}
+// building is a leg while the judge gathers its evidence.
+type building verdict.Leg
+
+func judgeLeg(s registry.Surface, lever string, level int, ev Evidence) verdict.Leg {
+	leg := verdict.Leg{Lever: lever}
+	lr := (*building)(&leg)
 	if _, restricted := s.Levels[lever]; restricted {
 		lr.Levels = s.LegLevels(lever)
 	}
@@ -72,13 +76,13 @@ func judgeLeg(s registry.Surface, lever string, level int, ev Evidence) LegResul
 	lr.Thin = lr.Fired < verdict.CoverageFloor
 	lr.Schedules = distinctSchedules(lr.Runs)
 	lr.decide(s, level, ev, attempted)
-	return lr
+	return leg
 }
 
 // addRun adds the leg's evidence from one run: its records (armed, fired,
 // oracles), its own failures and, for the first failure or unfired fault,
 // the replay (at level). It reports whether the run attempted the leg.
-func (lr *LegResult) addRun(run SeedRun, lever, dir string, level int) bool {
+func (lr *building) addRun(run SeedRun, lever, dir string, level int) bool {
 	vr := verdict.Run{Seed: run.Seed}
 	tests := legTests(run, lever)
 	vr.Attempted = len(tests) > 0
@@ -122,7 +126,7 @@ func (lr *LegResult) addRun(run SeedRun, lever, dir string, level int) bool {
 // each test's oracles, the tests that reported none, the schedules they
 // ran by) and keeps the evidence of an unfired fault, or else the first,
 // for lr.
-func (lr *LegResult) addRecords(vr *verdict.Run, records []faultrecord.Record) {
+func (lr *building) addRecords(vr *verdict.Run, records []faultrecord.Record) {
 	oracleOf := map[string]bool{} // test → its oracles were taken
 	var digests []string
 	for _, r := range records {
@@ -160,7 +164,7 @@ func (lr *LegResult) addRecords(vr *verdict.Run, records []faultrecord.Record) {
 }
 
 // decide gives the leg its verdict and reason from its runs, at level.
-func (lr *LegResult) decide(s registry.Surface, level int, ev Evidence, attempted bool) {
+func (lr *building) decide(s registry.Surface, level int, ev Evidence, attempted bool) {
 	levels := joinLevels(s.LegLevels(lr.Lever))
 	if !s.RunsAt(lr.Lever, level) {
 		if !attempted {

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -124,7 +125,7 @@ func TestJudge(t *testing.T) {
 				ev.Runs = nil
 			}
 			legs, c := Judge(surface(), ev)
-			got := map[string]LegResult{}
+			got := map[string]verdict.Leg{}
 			for _, l := range legs {
 				got[l.Lever] = l
 			}
@@ -166,8 +167,12 @@ func TestJudgeCarriesArmedFiredOraclesAndReplay(t *testing.T) {
 		t.Errorf("burst: armed %d fired %d oracles %v replay %q seed %d; want 2, 1, one oracle, the record's replay, seed 42", b.Armed, b.Fired, b.Oracles, b.Replay, b.FailedRun)
 	}
 	sv := (&Result{Surface: "m.stock", Contract: verdict.Inconclusive, Legs: legs}).Verdict()
-	if sv.ID != "m.stock" || sv.Verdict != "INCONCLUSIVE" || len(sv.Legs) != 2 || sv.Legs[0].Armed != 2 || sv.Legs[1].Verdict != "NOT-AT-LEVEL" || sv.Legs[1].Oracles == nil {
+	if sv.ID != "m.stock" || sv.Verdict != "INCONCLUSIVE" || len(sv.Legs) != 2 || sv.Legs[0].Armed != 2 || sv.Legs[1].Verdict != "NOT-AT-LEVEL" {
 		t.Errorf("surface entry %+v", sv)
+	}
+	// A leg without oracles still lists them, empty, for validate.json's readers.
+	if b, err := json.Marshal(sv.Legs[1]); err != nil || !strings.Contains(string(b), `"oracles":[]`) || !strings.Contains(string(b), `"leg":"reset"`) {
+		t.Errorf("the NOT-AT-LEVEL leg is written %s (%v), want its lever as leg and an empty oracles list", b, err)
 	}
 }
 
@@ -191,7 +196,7 @@ func TestBlocking(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.v), func(t *testing.T) {
-			r := &Result{Legs: []LegResult{{Lever: "burst", Verdict: verdict.PassSmoke}, {Lever: "reset", Verdict: tt.v}}}
+			r := &Result{Legs: []verdict.Leg{{Lever: "burst", Verdict: verdict.PassSmoke}, {Lever: "reset", Verdict: tt.v}}}
 			if got := len(r.Blocking(true)) > 0; got != tt.whole {
 				t.Errorf("whole battery: blocks %v, want %v", got, tt.whole)
 			}

@@ -79,7 +79,7 @@ func TestAWeakLegIsNeverAPass(t *testing.T) {
 				}
 			}
 			sv := got[0].Verdict()
-			if sv.Verdict != string(verdict.Inconclusive) || len(sv.Legs) != 1 || sv.Legs[0].Verdict != string(w.want) {
+			if sv.Verdict != verdict.Inconclusive || len(sv.Legs) != 1 || sv.Legs[0].Verdict != w.want {
 				t.Errorf("surfaces entry %+v, want INCONCLUSIVE with burst %s", sv, w.want)
 			}
 			wantFired := 0

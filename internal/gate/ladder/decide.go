@@ -233,9 +233,9 @@ func isolated(ctx context.Context, o *Outcome, s registry.Surface, name string, 
 }
 
 // legAlone is res judged by one leg alone.
-func legAlone(res *contract.Result, l contract.LegResult) *contract.Result {
+func legAlone(res *contract.Result, l verdict.Leg) *contract.Result {
 	one := *res
-	one.Legs = []contract.LegResult{l}
+	one.Legs = []verdict.Leg{l}
 	one.Contract = verdict.Surface([]verdict.Verdict{l.Verdict})
 	return &one
 }
@@ -290,8 +290,8 @@ func decide(o *Outcome, s registry.Surface, res *contract.Result, opts Options) 
 
 // failingLeg is the failing leg a RED contract is read by: the one the
 // failing test runs when it failed, else the first that failed.
-func failingLeg(o *Outcome, res *contract.Result) contract.LegResult {
-	var first *contract.LegResult
+func failingLeg(o *Outcome, res *contract.Result) verdict.Leg {
+	var first *verdict.Leg
 	for i, l := range res.Legs {
 		if !l.Verdict.Fail() {
 			continue
@@ -306,7 +306,7 @@ func failingLeg(o *Outcome, res *contract.Result) contract.LegResult {
 	if first != nil {
 		return *first
 	}
-	return contract.LegResult{}
+	return verdict.Leg{}
 }
 
 // packageDoesNotRun ends the ladder for a test whose package failed before

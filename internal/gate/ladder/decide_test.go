@@ -40,7 +40,7 @@ func fixtureOptions(t *testing.T) Options {
 	seen := &battery.Result{Tests: []battery.Test{{Package: "example.com/adopter", Name: "TestStockContract/reset", Action: "fail"}}}
 	return Options{Env: env, Registry: reg, Reruns: 1, Out: testlog.Writer(t), Seen: seen, Binaries: batterytest.Binaries(t),
 		Contracts: map[string]*contract.Result{"adopter.stock": {Surface: "adopter.stock", Contract: verdict.Green,
-			Legs: []contract.LegResult{{Lever: "burst", Verdict: verdict.PassSmoke}, {Lever: "reset", Verdict: verdict.PassSmoke}}}}}
+			Legs: []verdict.Leg{{Lever: "burst", Verdict: verdict.PassSmoke}, {Lever: "reset", Verdict: verdict.PassSmoke}}}}}
 }
 
 // TestAFailedPreflightAlwaysCannotRun: whatever else is known, a preflight
@@ -83,8 +83,8 @@ func TestAFailedPreflightAlwaysCannotRun(t *testing.T) {
 	}
 }
 
-func leg(lever string, v verdict.Verdict) contract.LegResult {
-	return contract.LegResult{Lever: lever, Verdict: v, Reason: "because " + lever, FailedRun: 7, Replay: "CONTESTED_SEED=7 go test -run " + lever}
+func leg(lever string, v verdict.Verdict) verdict.Leg {
+	return verdict.Leg{Lever: lever, Verdict: v, Reason: "because " + lever, FailedRun: 7, Replay: "CONTESTED_SEED=7 go test -run " + lever}
 }
 
 // TestDecide reads each contract verdict into its owner, verdict and
@@ -104,23 +104,23 @@ func TestDecide(t *testing.T) {
 		says     []string
 		never    []string
 	}{
-		{"red names the failing leg", contract.Result{Contract: verdict.Red, Legs: []contract.LegResult{leg("reset", verdict.PassSmoke), leg("pool", verdict.NotAtLevel), leg("burst", verdict.FailReproducible)}},
+		{"red names the failing leg", contract.Result{Contract: verdict.Red, Legs: []verdict.Leg{leg("reset", verdict.PassSmoke), leg("pool", verdict.NotAtLevel), leg("burst", verdict.FailReproducible)}},
 			Reruns{Runs: 3, Failures: 3, Class: "consistent"}, nil, Component, string(verdict.FailReproducible), []string{"leg burst", "seed 7", "CONTESTED_SEED=7 go test -run burst"}, []string{"leg reset"}},
-		{"red with a nondeterministic failure", contract.Result{Contract: verdict.Red, Legs: []contract.LegResult{leg("burst", verdict.InconclusiveFaultNotProven), leg("reset", verdict.FailNondeterministic)}},
+		{"red with a nondeterministic failure", contract.Result{Contract: verdict.Red, Legs: []verdict.Leg{leg("burst", verdict.InconclusiveFaultNotProven), leg("reset", verdict.FailNondeterministic)}},
 			Reruns{Runs: 3, Failures: 1, Class: "flaky"}, nil, Component, string(verdict.FailNondeterministic), []string{"leg reset"}, []string{"leg burst"}},
-		{"inconclusive is the test author's, never green", contract.Result{Contract: verdict.Inconclusive, Legs: []contract.LegResult{leg("reset", verdict.PassSmoke), leg("pool", verdict.NotAtLevel), leg("burst", verdict.InconclusiveFaultNotProven)}},
+		{"inconclusive is the test author's, never green", contract.Result{Contract: verdict.Inconclusive, Legs: []verdict.Leg{leg("reset", verdict.PassSmoke), leg("pool", verdict.NotAtLevel), leg("burst", verdict.InconclusiveFaultNotProven)}},
 			Reruns{Runs: 3, Failures: 3, Class: "consistent"}, saturated, TestAuthor, string(verdict.Inconclusive), []string{"burst is INCONCLUSIVE-fault-not-proven (because burst)", "decisive"}, []string{"reset is", "pool is", "holds its contract", "capacity"}},
-		{"cannot run is the fault layer's", contract.Result{Contract: verdict.CannotRun, Legs: []contract.LegResult{leg("burst", verdict.InconclusiveEnv)}},
+		{"cannot run is the fault layer's", contract.Result{Contract: verdict.CannotRun, Legs: []verdict.Leg{leg("burst", verdict.InconclusiveEnv)}},
 			Reruns{}, nil, FaultLayer, string(verdict.CannotRun), []string{"repair the fault layer"}, nil},
-		{"not at this level says to walk at another level", contract.Result{Contract: verdict.NotAtThisLevel, Level: 1, Legs: []contract.LegResult{leg("burst", verdict.NotAtLevel)}},
+		{"not at this level says to walk at another level", contract.Result{Contract: verdict.NotAtThisLevel, Level: 1, Legs: []verdict.Leg{leg("burst", verdict.NotAtLevel)}},
 			Reruns{Runs: 3, Failures: 3, Class: "consistent"}, nil, TestAuthor, string(verdict.NotAtThisLevel), []string{"level 1", "CONTESTED_LEVEL"}, nil},
-		{"green and flaky is the test author's", contract.Result{Contract: verdict.Green, Legs: []contract.LegResult{leg("burst", verdict.PassSmoke)}},
+		{"green and flaky is the test author's", contract.Result{Contract: verdict.Green, Legs: []verdict.Leg{leg("burst", verdict.PassSmoke)}},
 			Reruns{Runs: 3, Failures: 1, Class: "flaky"}, nil, TestAuthor, "GREEN contract, flaky battery", []string{"without loosening it", "failed 1 of 3 reruns"}, nil},
-		{"green and consistent is the test author's", contract.Result{Contract: verdict.Green, Legs: []contract.LegResult{leg("burst", verdict.PassSmoke)}},
+		{"green and consistent is the test author's", contract.Result{Contract: verdict.Green, Legs: []verdict.Leg{leg("burst", verdict.PassSmoke)}},
 			Reruns{Runs: 3, Failures: 3, Class: "consistent"}, nil, TestAuthor, "GREEN contract, consistent battery failure", []string{"holds its contract in isolation"}, nil},
-		{"green in a saturated run, passing alone, failing in time, is capacity, still a fix", contract.Result{Contract: verdict.Green, Legs: []contract.LegResult{leg("burst", verdict.PassSmoke)}},
+		{"green in a saturated run, passing alone, failing in time, is capacity, still a fix", contract.Result{Contract: verdict.Green, Legs: []verdict.Leg{leg("burst", verdict.PassSmoke)}},
 			Reruns{Runs: 3, Class: "passes", Reason: "no reply within 2s"}, saturated, Capacity, "GREEN contract, saturated run", []string{"load: 5.5 per CPU", "still fix it"}, nil},
-		{"green in an unsaturated run is not capacity", contract.Result{Contract: verdict.Green, Legs: []contract.LegResult{leg("burst", verdict.PassSmoke)}},
+		{"green in an unsaturated run is not capacity", contract.Result{Contract: verdict.Green, Legs: []verdict.Leg{leg("burst", verdict.PassSmoke)}},
 			Reruns{Runs: 3, Failures: 1, Class: "flaky"}, &capacity.Report{Saturated: false, Contended: []string{"load: 0.4 per CPU"}}, TestAuthor, "GREEN contract, flaky battery", nil, []string{"capacity"}},
 	}
 	for _, tt := range tests {

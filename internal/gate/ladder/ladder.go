@@ -178,7 +178,7 @@ type Outcome struct {
 	Surface   *Surface             `json:"surface,omitempty"`
 	Step      int                  `json:"step"` // 1, 2 or 3: the step that decided
 	Contract  verdict.Contract     `json:"contract,omitempty"`
-	Legs      []contract.LegResult `json:"legs,omitempty"`
+	Legs      []verdict.Leg `json:"legs,omitempty"`
 	Reruns    Reruns               `json:"reruns"`
 	Owner     Owner                `json:"owner"`
 	OwnerName string               `json:"owner_name,omitempty"` // the team, for a component

@@ -40,7 +40,7 @@ func TestAViolationIsTheComponentsWhateverTheLoad(t *testing.T) {
 	opts := passingLeg(t)
 	opts.Noise = &noise.Evidence{Spec: noise.Spec{CPU: 2 * runtime.NumCPU()}, Seed: 7}
 	opts.Capacity = &capacity.Report{Saturated: true, Contended: []string{"load: 5.0 per CPU"}}
-	opts.Contracts = map[string]*contract.Result{"m.p": {Surface: "m.p", Contract: verdict.Green, Legs: []contract.LegResult{{Lever: "reset", Verdict: verdict.PassSmoke}}}}
+	opts.Contracts = map[string]*contract.Result{"m.p": {Surface: "m.p", Contract: verdict.Green, Legs: []verdict.Leg{{Lever: "reset", Verdict: verdict.PassSmoke}}}}
 	opts.Seen = &battery.Result{Tests: []battery.Test{{Package: "example.com/m/p", Name: "TestPContract/reset", Action: "fail",
 		Failure: "p_test.go:9: oracle delivered-once: VIOLATED [2 anomalies]: job 7 delivered twice, 30 s apart"}}}
 	o, err := Walk(context.Background(), "example.com/m/p.TestPContract/reset", opts)
@@ -65,7 +65,7 @@ func TestAViolationIsTheComponentsWhateverTheLoad(t *testing.T) {
 // machine and its text is consistent with timing.
 func TestDecideRanksTheFailuresOwnEvidenceAboveLoad(t *testing.T) {
 	s := registry.Surface{ID: "adopter.stock", Owner: "stock-team"}
-	green := contract.Result{Contract: verdict.Green, Legs: []contract.LegResult{leg("burst", verdict.PassSmoke)}}
+	green := contract.Result{Contract: verdict.Green, Legs: []verdict.Leg{leg("burst", verdict.PassSmoke)}}
 	saturated := &capacity.Report{Saturated: true, Contended: []string{"load: 5.5 per CPU"}}
 	tests := []struct {
 		name      string

@@ -5,14 +5,14 @@ import (
 	"io"
 	"strings"
 
-	"github.com/contested/contested/internal/gate"
+	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/markdown"
 	"github.com/contested/contested/internal/terminal"
 )
 
 // Decision is the outcome's one decision: every writer renders it, so no
 // two places name two owners for one failure.
-func (o *Outcome) Decision() gate.Decision {
+func (o *Outcome) Decision() verdict.Decision {
 	owner := string(o.Owner)
 	if o.OwnerName != "" {
 		owner += " (" + o.OwnerName + ")"
@@ -20,7 +20,7 @@ func (o *Outcome) Decision() gate.Decision {
 	if owner == "" || o.NoFailure() {
 		owner = "none"
 	}
-	return gate.Decision{Test: o.qualified(), Owner: owner, Verdict: o.Verdict, Action: o.Action}
+	return verdict.Decision{Test: o.qualified(), Owner: owner, Verdict: o.Verdict, Action: o.Action}
 }
 
 // Write prints a readable summary of the outcome.

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/verdict"
 )
 
@@ -15,8 +14,8 @@ import (
 // leg sections only when there is something to put in them.
 func TestTheSummaryAndTheIssueSayWhereTheLadderEnded(t *testing.T) {
 	stock := &Surface{ID: "adopter.stock", Class: "store", Owner: "stock-team", Behavior: "applied once", Oracle: "exactly-once", Where: "reg.toml:13"}
-	failing := contract.LegResult{Lever: "burst", Verdict: verdict.FailReproducible, Reason: "exactly-once violated", FailedRun: 7, Replay: "CONTESTED_SEED=7 go test -run burst"}
-	passing := contract.LegResult{Lever: "reset", Verdict: verdict.PassSmoke, Reason: "a | b"}
+	failing := verdict.Leg{Lever: "burst", Verdict: verdict.FailReproducible, Reason: "exactly-once violated", FailedRun: 7, Replay: "CONTESTED_SEED=7 go test -run burst"}
+	passing := verdict.Leg{Lever: "reset", Verdict: verdict.PassSmoke, Reason: "a | b"}
 	tests := []struct {
 		name            string
 		o               Outcome
@@ -37,7 +36,7 @@ func TestTheSummaryAndTheIssueSayWhereTheLadderEnded(t *testing.T) {
 				"| surface | `adopter.stock` (reg.toml:13), class `store` |", "| behaviour | applied once |", "| oracle | exactly-once |", "| ladder | step 2: CANNOT RUN |", "**Action:** repair the fault layer"},
 			[]string{"the test alone", "**Evidence**", "**Leg verdicts"}},
 		{"a component's failing leg", Outcome{Test: "TestStockContract/burst", Surface: stock, Step: 3, Owner: Component, OwnerName: "stock-team",
-			Contract: verdict.Red, Legs: []contract.LegResult{passing, failing}, Reruns: Reruns{Runs: 3, Failures: 3, Class: "consistent"},
+			Contract: verdict.Red, Legs: []verdict.Leg{passing, failing}, Reruns: Reruns{Runs: 3, Failures: 3, Class: "consistent"},
 			Verdict: string(verdict.FailReproducible), Evidence: []string{"leg burst: exactly-once violated"}},
 			[]string{"ladder for TestStockContract/burst\n", "step 2  fault-layer preflight passed", "step 3  the test alone: 3 of 3 reruns failed (consistent); the contract in isolation: RED",
 				"burst             FAIL-reproducible  exactly-once violated", "owner   component (stock-team)\n", "          leg burst: exactly-once violated\n"},
@@ -120,7 +119,7 @@ func TestTheIssueAndTheSummaryShowHostileTextAsData(t *testing.T) {
 			s := &Surface{ID: "s" + h, Class: "store", Owner: "team" + h, Behavior: "b" + h, Oracle: "o" + h, Where: "reg.toml:1"}
 			o := Outcome{Test: "TestX/" + h, Package: "example.com/m", Surface: s, Step: 3, Owner: Component, OwnerName: "team" + h,
 				Verdict: string(verdict.FailReproducible), Action: "fix " + h, Reason: "failed: " + h, Evidence: []string{"e " + h}, Contended: []string{"c " + h},
-				Legs: []contract.LegResult{{Lever: "burst", Verdict: verdict.FailReproducible, Reason: "r " + h, FailedRun: 7, Replay: "go test -run '" + h + "'"}}}
+				Legs: []verdict.Leg{{Lever: "burst", Verdict: verdict.FailReproducible, Reason: "r " + h, FailedRun: 7, Replay: "go test -run '" + h + "'"}}}
 			issue := o.Issue()
 			// A code span shows what it holds as written.
 			prose := codeSpan.ReplaceAllString(issue, "`code`")
@@ -131,7 +130,7 @@ func TestTheIssueAndTheSummaryShowHostileTextAsData(t *testing.T) {
 			}
 			if got, want := strings.Count(issue, "\n"), strings.Count((&Outcome{Test: "TestX/plain", Package: "example.com/m", Surface: &Surface{ID: "s", Class: "store", Where: "reg.toml:1"},
 				Step: 3, Owner: Component, OwnerName: "team", Verdict: "v", Action: "a", Reason: "r", Evidence: []string{"e"}, Contended: []string{"c"},
-				Legs: []contract.LegResult{{Lever: "burst", Verdict: verdict.FailReproducible, Reason: "r", FailedRun: 7, Replay: "x"}}}).Issue(), "\n"); got != want {
+				Legs: []verdict.Leg{{Lever: "burst", Verdict: verdict.FailReproducible, Reason: "r", FailedRun: 7, Replay: "x"}}}).Issue(), "\n"); got != want {
 				t.Errorf("the issue body has %d lines, a plain one %d: a value made lines of its own:\n%s", got, want, issue)
 			}
 			var w strings.Builder

@@ -37,12 +37,12 @@ func samplePage() Page {
 			},
 		},
 		Level: 1,
-		Surfaces: []*contract.Result{{Surface: "ledger.store", Contract: verdict.Inconclusive, Legs: []contract.LegResult{
+		Surfaces: []*contract.Result{{Surface: "ledger.store", Contract: verdict.Inconclusive, Legs: []verdict.Leg{
 			{Lever: "reset", Verdict: verdict.PassSmoke, Armed: 2, Fired: 2, Oracles: []faultrecord.OracleRun{{Name: "exactly-once", Result: "held", OpsProduced: 20, OpsChecked: 20}}},
 			{Lever: "confirm-timeout", Verdict: verdict.PartialModel, Armed: 1, Fired: 1, Reason: "oracle linearizability checked 770 of 779 operations", Replay: "CONTESTED_SEED=7 go test ./examples/ledger"},
 			{Lever: "burst", Verdict: verdict.NotAtLevel, Reason: "runs only at levels 2, 3 (this run: level 1)"}}}},
 		Plain: []ladder.Plain{{Package: "example.com/m/faultlayer", Test: "TestProviders/containers", FirstLine: "layer_test.go:42: debootstrap is not installed", Owner: ladder.PlainOwner, Action: "not a contract test: run it alone"}},
-		Contracts: []*contract.Result{{Surface: "ledger.consumer", Contract: verdict.Red, Legs: []contract.LegResult{
+		Contracts: []*contract.Result{{Surface: "ledger.consumer", Contract: verdict.Red, Legs: []verdict.Leg{
 			{Lever: "burst", Verdict: verdict.FailReproducible, Reason: "seed 42 failed, and again on rerun", Replay: "CONTESTED_SEED=42 go test ./examples/ledger"}}}},
 		Ladder: []*ladder.Outcome{{Test: "TestConsumerContract/burst", Owner: ladder.Component, OwnerName: "ledger-team", Verdict: "FAIL-reproducible", Action: "fix ledger.consumer <now>"}},
 		Battery: &battery.Result{
