@@ -173,19 +173,19 @@ type Count struct {
 
 // Outcome is where the ladder ended.
 type Outcome struct {
-	Test      string               `json:"test"`
-	Package   string               `json:"package,omitempty"`
-	Surface   *Surface             `json:"surface,omitempty"`
-	Step      int                  `json:"step"` // 1, 2 or 3: the step that decided
-	Contract  verdict.Contract     `json:"contract,omitempty"`
-	Legs      []verdict.Leg `json:"legs,omitempty"`
-	Reruns    Reruns               `json:"reruns"`
-	Owner     Owner                `json:"owner"`
-	OwnerName string               `json:"owner_name,omitempty"` // the team, for a component
-	Verdict   string               `json:"verdict"`              // the finer verdict that decided
-	Action    string               `json:"action"`
-	Evidence  []string             `json:"evidence,omitempty"`
-	Contended []string             `json:"contended,omitempty"` // for capacity
+	Test      string           `json:"test"`
+	Package   string           `json:"package,omitempty"`
+	Surface   *Surface         `json:"surface,omitempty"`
+	Step      int              `json:"step"` // 1, 2 or 3: the step that decided
+	Contract  verdict.Contract `json:"contract,omitempty"`
+	Legs      []verdict.Leg    `json:"legs,omitempty"`
+	Reruns    Reruns           `json:"reruns"`
+	Owner     Owner            `json:"owner"`
+	OwnerName string           `json:"owner_name,omitempty"` // the team, for a component
+	Verdict   string           `json:"verdict"`              // the finer verdict that decided
+	Action    string           `json:"action"`
+	Evidence  []string         `json:"evidence,omitempty"`
+	Contended []string         `json:"contended,omitempty"` // for capacity
 	// Seed and Replay are the failing run's seed and the command that
 	// replays it (a leg's; none for a test that drew no seed).
 	Seed   int64  `json:"seed,omitempty"`
