@@ -85,7 +85,7 @@ func TestAnIdleLegIsNotProvenThroughContestedAndTheLadder(t *testing.T) {
 	}
 	var o ladder.Outcome
 	e2etest.ReadJSON(t, filepath.Join(dir, "test-results", "ladder", ladder.FileName("TestStockIdle/disconnect")+".json"), &o)
-	if o.Step != 3 || o.Contract != verdict.Inconclusive || o.Owner != ladder.TestAuthor || o.Verdict != string(verdict.Inconclusive) {
+	if o.Step != 3 || o.Contract != verdict.Inconclusive || o.Owner != ladder.TestAuthor || string(o.Verdict) != string(verdict.Inconclusive) {
 		t.Fatalf("ladder: step %d, contract %s, owner %s, verdict %s; want step 3, INCONCLUSIVE, test author, INCONCLUSIVE\n%s",
 			o.Step, o.Contract, o.Owner, o.Verdict, out)
 	}

@@ -103,7 +103,7 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 		// without a layer or a rerun.
 		fmt.Fprintln(out)
 		o.Write(out)
-		fmt.Fprintf(out, "\nladder: %s: no failure to arbitrate; no outcome saved, no issue body\n", color.GreenString(ladder.NoFailure))
+		fmt.Fprintf(out, "\nladder: %s: no failure to arbitrate; no outcome saved, no issue body\n", color.GreenString(string(ladder.NoFailure)))
 		return nil
 	}
 	if l, err := faultlayer.Up(ctx, cfg); err != nil {
@@ -137,7 +137,7 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	o.Write(out)
 	fmt.Fprintln(out)
 	if o.NoFailure() {
-		fmt.Fprintf(out, "ladder: %s: no failure to arbitrate; no outcome saved, no issue body\n", color.GreenString(ladder.NoFailure))
+		fmt.Fprintf(out, "ladder: %s: no failure to arbitrate; no outcome saved, no issue body\n", color.GreenString(string(ladder.NoFailure)))
 		return nil
 	}
 	saveOutcome(root, o, out)

@@ -33,7 +33,7 @@ func TestThePlainSummariesShowHostileTextAsData(t *testing.T) {
 				{Package: "example.com/m", Test: "TestX" + h, FirstLine: "failed: " + h, Owner: "o" + h, Action: "a" + h},
 				{Package: "example.com/m" + h, What: "does not build", FirstLine: "f" + h, Owner: "o" + h, Action: "a" + h}})
 			writeLadderSummary(&out, &ValidateReport{Ladder: []*ladder.Outcome{{Package: "example.com/m", Test: "TestX" + h, Owner: ladder.Component,
-				OwnerName: "team" + h, Verdict: "v" + h, Action: "a" + h, Replay: "r" + h, Evidence: []string{"e" + h}, Incomplete: "i" + h}},
+				OwnerName: "team" + h, Verdict: ladder.Finding("v" + h), Action: "a" + h, Replay: "r" + h, Evidence: []string{"e" + h}, Incomplete: "i" + h}},
 				NotArbitrated: []string{"example.com/m.TestY" + h}})
 			WriteContractSummary(&out, &contract.Result{Surface: "s" + h, Behavior: "b" + h, Oracle: "o" + h,
 				Legs: []verdict.Leg{{Lever: "reset", Verdict: verdict.FailReproducible, Reason: "r" + h, Injector: "i" + h, Victim: "v" + h, Replay: "p" + h}}})

@@ -59,29 +59,29 @@ func decidePlain(o *Outcome, pkg string, seen battery.Test) {
 	defer func() { o.Action = prefix + o.Action }()
 	switch {
 	case o.Reruns.Class == Consistent:
-		o.Verdict = "consistent failure"
+		o.Verdict = ConsistentFailure
 		o.Action = fmt.Sprintf("it fails every time alone (in the battery and %d of %d reruns)%s: a defect in the test or in the code it tests; no surface lists it, so no contract decides between them: reproduce with %s and fix it",
 			o.Reruns.Failures, o.Reruns.Runs, because(o), cmd)
 		if o.Reruns.allBusy() {
 			o.Action += fmt.Sprintf(" (every rerun ran while other work saturated the machine, run queue up to %.1f per core: should it pass on a quiet machine, it depends on one)", o.Reruns.BusyRunQueue)
 		}
 	case o.Violation != "":
-		o.Verdict = "oracle violation"
+		o.Verdict = OracleViolation
 		o.Action = fmt.Sprintf("an oracle named a violation (%s), which a busy machine does not cause (it makes a test late, not wrong); it failed %d of %d reruns alone: a defect in the test or in the code it tests: reproduce with %s -count=20 and fix it",
 			o.Violation, o.Reruns.Failures, o.Reruns.Runs, cmd)
 	case o.Capacity.Fragile:
 		capacityFragile(o, cmd)
 	case o.Reruns.Class == Flaky:
-		o.Verdict = "flaky alone"
+		o.Verdict = FlakyAlone
 		o.Action = fmt.Sprintf("it failed %d of %d reruns alone%s: it is nondeterministic on its own (a race, an order it assumes, a bound of time): reproduce with %s -count=20 and remove the nondeterminism without loosening the test (no added sleeps, no wider bounds, no weaker assertions)",
 			o.Reruns.Failures, o.Reruns.Runs, because(o), cmd)
 		o.Evidence = append(o.Evidence, "capacity: "+o.Capacity.Say())
 	case o.Capacity.Saturated && timingText(o):
-		o.Owner, o.Verdict, o.Contended = Capacity, "saturated run", o.Capacity.Contended
+		o.Owner, o.Verdict, o.Contended = Capacity, SaturatedRun, o.Capacity.Contended
 		o.Action = fmt.Sprintf("it failed while the machine was saturated (%s)%s, and passed %d reruns alone%s: record the capacity attribution and still fix it: own the test's resources, or run this battery out of band",
 			strings.Join(o.Capacity.Contended, "; "), because(o), o.Reruns.Runs, besideSaid(o))
 	default:
-		o.Verdict = "fails only in the battery"
+		o.Verdict = FailsOnlyInBattery
 		o.Action = fmt.Sprintf("it passed %d reruns alone%s and failed in the battery%s: it depends on what else the battery runs (state, a port, a file or a database another test also uses, an order it assumes): give it a fixture of its own; %s reproduces it alone if it ever does",
 			o.Reruns.Runs, besideSaid(o), because(o), cmd)
 		if o.Capacity.Saturated {
@@ -246,7 +246,7 @@ func decide(o *Outcome, s registry.Surface, res *contract.Result, opts Options) 
 	case verdict.Red:
 		o.Owner, o.OwnerName = Component, s.Owner
 		l := failingLeg(o, res)
-		o.Verdict = string(l.Verdict)
+		o.Verdict = legFinding(l.Verdict)
 		o.Action = fmt.Sprintf("fix %s (%s): leg %s is %s in isolation with seed %d (%s); reproduce with %s; file it as a fix: issue with the leg and the seed",
 			s.ID, s.Behavior, l.Lever, l.Verdict, l.FailedRun, l.Reason, l.Replay)
 		o.Evidence = append(o.Evidence, "leg "+l.Lever+": "+l.Reason, "injector: "+l.Injector, "victim: "+l.Victim)
@@ -262,22 +262,22 @@ func decide(o *Outcome, s registry.Surface, res *contract.Result, opts Options) 
 			if c != nil {
 				contended = c.Contended
 			}
-			o.Owner, o.Verdict, o.Contended = Capacity, "GREEN contract, saturated run", contended
+			o.Owner, o.Verdict, o.Contended = Capacity, GreenSaturated, contended
 			o.Action = fmt.Sprintf("record the capacity attribution (%s) and still fix it: own the fixture's resources or run this battery out of band; %s; the component holds its contract in isolation",
 				strings.Join(contended, "; "), flake)
 			return
 		}
 		o.Owner = TestAuthor
-		o.Verdict = "GREEN contract, " + map[bool]string{true: "flaky battery", false: "consistent battery failure"}[o.Reruns.Class != Consistent]
+		o.Verdict = map[bool]Finding{true: GreenFlaky, false: GreenConsistent}[o.Reruns.Class != Consistent]
 		o.Action = fmt.Sprintf("fix the test or its fixture without loosening it (no added serialization, no wider timeouts, no weaker assertions): %s holds its contract in isolation, so the defect is in the test, its fixture or its envelope; %s", s.ID, flake)
 	case verdict.CannotRun:
-		o.Owner, o.Verdict = FaultLayer, string(verdict.CannotRun)
+		o.Owner, o.Verdict = FaultLayer, contractFinding(verdict.CannotRun)
 		o.Action = "repair the fault layer, then walk the ladder again"
 	case verdict.NotAtThisLevel:
-		o.Owner, o.Verdict = TestAuthor, string(verdict.NotAtThisLevel)
+		o.Owner, o.Verdict = TestAuthor, contractFinding(verdict.NotAtThisLevel)
 		o.Action = fmt.Sprintf("no leg of %s runs at level %d, so its contract cannot judge this failure: walk the ladder again at a level its legs run at (CONTESTED_LEVEL), or fix the test if it should not run here", s.ID, res.Level)
 	default:
-		o.Owner, o.Verdict = TestAuthor, string(verdict.Inconclusive)
+		o.Owner, o.Verdict = TestAuthor, contractFinding(verdict.Inconclusive)
 		var weak []string
 		for _, l := range res.Legs {
 			if !l.Verdict.Pass() && l.Verdict != verdict.NotAtLevel {
@@ -315,7 +315,7 @@ func failingLeg(o *Outcome, res *contract.Result) verdict.Leg {
 // the package runs its tests.
 func packageDoesNotRun(o *Outcome, s registry.Surface, contractTest bool) {
 	pf := o.PackageFailure
-	o.Owner, o.Verdict = TestAuthor, "package "+pf.What
+	o.Owner, o.Verdict = TestAuthor, packageFinding(pf.What)
 	o.Action = fmt.Sprintf("%s: %s; the test never ran, so it cannot be judged until its package runs its tests", pf.Package, pf.Action)
 	if contractTest {
 		o.Action = fmt.Sprintf("%s: %s; the test never ran, so neither it nor %s's contract can be judged until its package runs its tests", pf.Package, pf.Action, s.ID)
@@ -326,7 +326,7 @@ func packageDoesNotRun(o *Outcome, s registry.Surface, contractTest bool) {
 // neverRuns ends the ladder for a test its package passed without running,
 // in every rerun: the test author owns it.
 func neverRuns(o *Outcome, s registry.Surface, pkg string, contractTest bool) {
-	o.Owner, o.Verdict = TestAuthor, "test never runs"
+	o.Owner, o.Verdict = TestAuthor, TestNeverRuns
 	if pkg == "" {
 		pkg = "./..."
 	}
@@ -362,7 +362,7 @@ func noFailure(o *Outcome, opts Options) {
 // to reproduce (the component's until shown otherwise); any other test is
 // its author's.
 func undecided(o *Outcome, s registry.Surface, contractTest bool) {
-	o.Owner, o.Verdict = TestAuthor, "undecided"
+	o.Owner, o.Verdict = TestAuthor, Undecided
 	if contractTest {
 		o.Owner, o.OwnerName = Component, s.Owner
 	}

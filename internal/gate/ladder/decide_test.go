@@ -70,7 +70,7 @@ func TestAFailedPreflightAlwaysCannotRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.Step != 2 || o.Owner != FaultLayer || o.Contract != verdict.CannotRun || o.Verdict != string(verdict.CannotRun) {
+			if o.Step != 2 || o.Owner != FaultLayer || o.Contract != verdict.CannotRun || o.Verdict != contractFinding(verdict.CannotRun) {
 				t.Fatalf("step %d, owner %s, contract %s, verdict %s; want step 2, fault layer, CANNOT RUN", o.Step, o.Owner, o.Contract, o.Verdict)
 			}
 			if !strings.Contains(o.Action, tt.says) || !strings.Contains(o.Action, "repair the fault layer") {
@@ -100,20 +100,20 @@ func TestDecide(t *testing.T) {
 		reruns   Reruns
 		capacity *capacity.Report
 		owner    Owner
-		verdict  string
+		verdict  Finding
 		says     []string
 		never    []string
 	}{
 		{"red names the failing leg", contract.Result{Contract: verdict.Red, Legs: []verdict.Leg{leg("reset", verdict.PassSmoke), leg("pool", verdict.NotAtLevel), leg("burst", verdict.FailReproducible)}},
-			Reruns{Runs: 3, Failures: 3, Class: "consistent"}, nil, Component, string(verdict.FailReproducible), []string{"leg burst", "seed 7", "CONTESTED_SEED=7 go test -run burst"}, []string{"leg reset"}},
+			Reruns{Runs: 3, Failures: 3, Class: "consistent"}, nil, Component, Finding(verdict.FailReproducible), []string{"leg burst", "seed 7", "CONTESTED_SEED=7 go test -run burst"}, []string{"leg reset"}},
 		{"red with a nondeterministic failure", contract.Result{Contract: verdict.Red, Legs: []verdict.Leg{leg("burst", verdict.InconclusiveFaultNotProven), leg("reset", verdict.FailNondeterministic)}},
-			Reruns{Runs: 3, Failures: 1, Class: "flaky"}, nil, Component, string(verdict.FailNondeterministic), []string{"leg reset"}, []string{"leg burst"}},
+			Reruns{Runs: 3, Failures: 1, Class: "flaky"}, nil, Component, Finding(verdict.FailNondeterministic), []string{"leg reset"}, []string{"leg burst"}},
 		{"inconclusive is the test author's, never green", contract.Result{Contract: verdict.Inconclusive, Legs: []verdict.Leg{leg("reset", verdict.PassSmoke), leg("pool", verdict.NotAtLevel), leg("burst", verdict.InconclusiveFaultNotProven)}},
-			Reruns{Runs: 3, Failures: 3, Class: "consistent"}, saturated, TestAuthor, string(verdict.Inconclusive), []string{"burst is INCONCLUSIVE-fault-not-proven (because burst)", "decisive"}, []string{"reset is", "pool is", "holds its contract", "capacity"}},
+			Reruns{Runs: 3, Failures: 3, Class: "consistent"}, saturated, TestAuthor, Finding(verdict.Inconclusive), []string{"burst is INCONCLUSIVE-fault-not-proven (because burst)", "decisive"}, []string{"reset is", "pool is", "holds its contract", "capacity"}},
 		{"cannot run is the fault layer's", contract.Result{Contract: verdict.CannotRun, Legs: []verdict.Leg{leg("burst", verdict.InconclusiveEnv)}},
-			Reruns{}, nil, FaultLayer, string(verdict.CannotRun), []string{"repair the fault layer"}, nil},
+			Reruns{}, nil, FaultLayer, Finding(verdict.CannotRun), []string{"repair the fault layer"}, nil},
 		{"not at this level says to walk at another level", contract.Result{Contract: verdict.NotAtThisLevel, Level: 1, Legs: []verdict.Leg{leg("burst", verdict.NotAtLevel)}},
-			Reruns{Runs: 3, Failures: 3, Class: "consistent"}, nil, TestAuthor, string(verdict.NotAtThisLevel), []string{"level 1", "CONTESTED_LEVEL"}, nil},
+			Reruns{Runs: 3, Failures: 3, Class: "consistent"}, nil, TestAuthor, Finding(verdict.NotAtThisLevel), []string{"level 1", "CONTESTED_LEVEL"}, nil},
 		{"green and flaky is the test author's", contract.Result{Contract: verdict.Green, Legs: []verdict.Leg{leg("burst", verdict.PassSmoke)}},
 			Reruns{Runs: 3, Failures: 1, Class: "flaky"}, nil, TestAuthor, "GREEN contract, flaky battery", []string{"without loosening it", "failed 1 of 3 reruns"}, nil},
 		{"green and consistent is the test author's", contract.Result{Contract: verdict.Green, Legs: []verdict.Leg{leg("burst", verdict.PassSmoke)}},

@@ -86,7 +86,7 @@ func TestAFailingLegIsRerunAloneWithTheSeedItStartedWith(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.Write(testlog.Writer(t))
-	if o.Owner != Component || o.OwnerName != "p-team" || o.Verdict != string(verdict.FailReproducible) || o.Reruns.Class != Consistent || o.Reruns.Seed != 42 {
+	if o.Owner != Component || o.OwnerName != "p-team" || o.Verdict != Finding(verdict.FailReproducible) || o.Reruns.Class != Consistent || o.Reruns.Seed != 42 {
 		t.Fatalf("owner %s (%s), verdict %s, reruns %+v; want the component's FAIL-reproducible, consistent with seed 42", o.Owner, o.OwnerName, o.Verdict, o.Reruns)
 	}
 	for _, want := range []string{"leg reset", "seed 42", replay, "could not acquire the lock within 4s"} {
@@ -119,7 +119,7 @@ func TestAFlakyLegIsNondeterministicAndItsActionNamesIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Owner != Component || o.Verdict != string(verdict.FailNondeterministic) || o.Reruns.Class != Flaky {
+	if o.Owner != Component || o.Verdict != Finding(verdict.FailNondeterministic) || o.Reruns.Class != Flaky {
 		t.Fatalf("owner %s, verdict %s, reruns %+v; want the component's FAIL-nondeterministic, flaky", o.Owner, o.Verdict, o.Reruns)
 	}
 	if !strings.Contains(o.Action, "leg burst") || strings.Contains(o.Action, "leg reset") {

@@ -59,15 +59,6 @@ var ErrCannotList = errors.New("cannot list the module's tests")
 // evidence, without a contract to run.
 var ErrNotContractTest = errors.New("not a contract test")
 
-// NoFailure is the verdict of a test that did not fail: not in the battery
-// it was reported from (Options.Seen), nor in any rerun. There is nothing
-// to arbitrate: no owner, no action to take, no issue.
-const NoFailure = "NO FAILURE"
-
-// CapacityFragile is the verdict of a test that passes alone and fails
-// beside a noisy neighbour: it depends on a quiet machine.
-const CapacityFragile = "capacity-fragile"
-
 // Surface is the registry entry a test maps to.
 type Surface struct {
 	ID       string `json:"id"`
@@ -182,7 +173,7 @@ type Outcome struct {
 	Reruns    Reruns           `json:"reruns"`
 	Owner     Owner            `json:"owner"`
 	OwnerName string           `json:"owner_name,omitempty"` // the team, for a component
-	Verdict   string           `json:"verdict"`              // the finer verdict that decided
+	Verdict   Finding          `json:"verdict"`              // the finer verdict that decided
 	Action    string           `json:"action"`
 	Evidence  []string         `json:"evidence,omitempty"`
 	Contended []string         `json:"contended,omitempty"` // for capacity
@@ -334,7 +325,7 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 	// (arbitrate hands over a failed preflight of a layer that came up),
 	// and so does a preflight that checked nothing: it vouches for nothing.
 	if !layerPassed(opts) {
-		o.Step, o.Owner, o.Verdict, o.Contract = 2, FaultLayer, string(verdict.CannotRun), verdict.CannotRun
+		o.Step, o.Owner, o.Verdict, o.Contract = 2, FaultLayer, contractFinding(verdict.CannotRun), verdict.CannotRun
 		o.Action = "repair the fault layer, then walk the ladder again: " + layerProblem(opts)
 		return o, nil
 	}

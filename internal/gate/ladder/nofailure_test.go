@@ -73,7 +73,7 @@ func TestATestWhosePackageDoesNotRunIsTheTestAuthors(t *testing.T) {
 			if o.Reruns.Class != PackageFails || o.Reruns.NotRun != 2 || o.PackageFailure == nil || o.PackageFailure.What != tt.what {
 				t.Fatalf("reruns %+v, package failure %+v; want %s twice: %s", o.Reruns, o.PackageFailure, PackageFails, tt.what)
 			}
-			if o.Owner != TestAuthor || o.Step != 3 || o.Contract != "" || !strings.Contains(o.Verdict, tt.what) {
+			if o.Owner != TestAuthor || o.Step != 3 || o.Contract != "" || !strings.Contains(string(o.Verdict), tt.what) {
 				t.Errorf("owner %q, step %d, contract %q, verdict %q; want the test author at step 3, no contract", o.Owner, o.Step, o.Contract, o.Verdict)
 			}
 			if !strings.Contains(strings.Join(o.Evidence, "\n"), tt.says) || !strings.Contains(o.Action, "m.p's contract") {

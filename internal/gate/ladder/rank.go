@@ -117,10 +117,6 @@ const slack = 5 * time.Second
 // the machine's capacity can fix it.
 const Infrastructure Owner = "infrastructure"
 
-// Interfered is the verdict of a failure another run on this Docker host
-// caused.
-const Interfered = "interference"
-
 // interfered ends the ladder for a failure that passes alone and that
 // another run on this Docker host caused while it ran.
 func interfered(o *Outcome, cmd string) {

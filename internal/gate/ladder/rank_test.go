@@ -48,7 +48,7 @@ func TestAViolationIsTheComponentsWhateverTheLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.Write(testlog.Writer(t))
-	if o.Owner != Component || o.Verdict != string(verdict.FailNondeterministic) {
+	if o.Owner != Component || o.Verdict != Finding(verdict.FailNondeterministic) {
 		t.Fatalf("owner %s, verdict %q; want the component's FAIL-nondeterministic", o.Owner, o.Verdict)
 	}
 	if !strings.Contains(o.Violation, "delivered twice") {
@@ -73,7 +73,7 @@ func TestDecideRanksTheFailuresOwnEvidenceAboveLoad(t *testing.T) {
 		reason    string
 		violation string
 		owner     Owner
-		verdict   string
+		verdict   Finding
 	}{
 		{"consistent alone is the test author's", Reruns{Runs: 2, Failures: 2, Class: Consistent}, "report_test.go:12: got 3 rows, want 4", "", TestAuthor, "GREEN contract, consistent battery failure"},
 		{"consistent alone with a timing text is still the test author's", Reruns{Runs: 2, Failures: 2, Class: Consistent}, "report took 4s, over its 2s bound", "", TestAuthor, "GREEN contract, consistent battery failure"},
@@ -106,7 +106,7 @@ func TestAPlainTestIsCapacitysOnlyWhenItsTextIsOfTime(t *testing.T) {
 		name      string
 		reason    string
 		violation string
-		verdict   string
+		verdict   Finding
 		owner     Owner
 		says      string
 	}{

@@ -20,7 +20,7 @@ func (o *Outcome) Decision() verdict.Decision {
 	if owner == "" || o.NoFailure() {
 		owner = "none"
 	}
-	return verdict.Decision{Test: o.qualified(), Owner: owner, Verdict: o.Verdict, Action: o.Action}
+	return verdict.Decision{Test: o.qualified(), Owner: owner, Verdict: string(o.Verdict), Action: o.Action}
 }
 
 // Write prints a readable summary of the outcome.

@@ -28,7 +28,7 @@ func TestTheSummaryAndTheIssueSayWhereTheLadderEnded(t *testing.T) {
 			[]string{"fix: TestX: the test is not in the registry\n", "| owner | none |", "| failing test | `TestX` |", "| ladder | step 1: "},
 			[]string{"| surface |", "the test alone", "**Evidence**", "**Leg verdicts"}},
 		{"a fault layer that failed preflight", Outcome{Test: "TestStockContract/reset", Package: "example.com/adopter", Surface: stock, Step: 2,
-			Owner: FaultLayer, Verdict: string(verdict.CannotRun), Contract: verdict.CannotRun, Action: "repair the fault layer"},
+			Owner: FaultLayer, Verdict: Finding(verdict.CannotRun), Contract: verdict.CannotRun, Action: "repair the fault layer"},
 			[]string{"ladder for example.com/adopter TestStockContract/reset\n", "step 1  surface adopter.stock (reg.toml:13), applied once; oracle exactly-once; owner stock-team",
 				"step 2  fault-layer preflight FAILED", "owner   fault layer\n"},
 			[]string{"step 3", "passed", "none"},
@@ -37,7 +37,7 @@ func TestTheSummaryAndTheIssueSayWhereTheLadderEnded(t *testing.T) {
 			[]string{"the test alone", "**Evidence**", "**Leg verdicts"}},
 		{"a component's failing leg", Outcome{Test: "TestStockContract/burst", Surface: stock, Step: 3, Owner: Component, OwnerName: "stock-team",
 			Contract: verdict.Red, Legs: []verdict.Leg{passing, failing}, Reruns: Reruns{Runs: 3, Failures: 3, Class: "consistent"},
-			Verdict: string(verdict.FailReproducible), Evidence: []string{"leg burst: exactly-once violated"}},
+			Verdict: Finding(verdict.FailReproducible), Evidence: []string{"leg burst: exactly-once violated"}},
 			[]string{"ladder for TestStockContract/burst\n", "step 2  fault-layer preflight passed", "step 3  the test alone: 3 of 3 reruns failed (consistent); the contract in isolation: RED",
 				"burst             FAIL-reproducible  exactly-once violated", "owner   component (stock-team)\n", "          leg burst: exactly-once violated\n"},
 			[]string{"FAILED", "none"},
@@ -118,7 +118,7 @@ func TestTheIssueAndTheSummaryShowHostileTextAsData(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := &Surface{ID: "s" + h, Class: "store", Owner: "team" + h, Behavior: "b" + h, Oracle: "o" + h, Where: "reg.toml:1"}
 			o := Outcome{Test: "TestX/" + h, Package: "example.com/m", Surface: s, Step: 3, Owner: Component, OwnerName: "team" + h,
-				Verdict: string(verdict.FailReproducible), Action: "fix " + h, Reason: "failed: " + h, Evidence: []string{"e " + h}, Contended: []string{"c " + h},
+				Verdict: Finding(verdict.FailReproducible), Action: "fix " + h, Reason: "failed: " + h, Evidence: []string{"e " + h}, Contended: []string{"c " + h},
 				Legs: []verdict.Leg{{Lever: "burst", Verdict: verdict.FailReproducible, Reason: "r " + h, FailedRun: 7, Replay: "go test -run '" + h + "'"}}}
 			issue := o.Issue()
 			// A code span shows what it holds as written.

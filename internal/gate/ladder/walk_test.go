@@ -55,7 +55,7 @@ func TestAComponentDefectIsTheComponentsWithAReproducibleSeed(t *testing.T) {
 	if o.Step != 3 || o.Contract != verdict.Red || o.Owner != Component || o.OwnerName != "stock-team" {
 		t.Fatalf("ended at step %d, contract %s, owner %s (%s); want step 3, RED, component (stock-team)", o.Step, o.Contract, o.Owner, o.OwnerName)
 	}
-	if o.Verdict != string(verdict.FailReproducible) {
+	if o.Verdict != Finding(verdict.FailReproducible) {
 		t.Errorf("verdict %s, want FAIL-reproducible", o.Verdict)
 	}
 	if !strings.Contains(o.Action, "CONTESTED_SEED=") || !strings.Contains(o.Action, "leg burst") {
@@ -86,7 +86,7 @@ func TestATestThatFlakesOnItsFixtureIsTheTestAuthors(t *testing.T) {
 	if o.Step != 3 || o.Contract != verdict.Green || o.Owner != TestAuthor {
 		t.Fatalf("ended at step %d, contract %s, owner %s; want step 3, GREEN, test author", o.Step, o.Contract, o.Owner)
 	}
-	if o.Reruns.Class != "flaky" || o.Reruns.Failures != 1 || !strings.Contains(o.Verdict, "flaky battery") {
+	if o.Reruns.Class != "flaky" || o.Reruns.Failures != 1 || !strings.Contains(string(o.Verdict), "flaky battery") {
 		t.Errorf("reruns %+v, verdict %q; want flaky", o.Reruns, o.Verdict)
 	}
 	if !strings.Contains(o.Action, "without loosening it") {
