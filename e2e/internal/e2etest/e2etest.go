@@ -173,10 +173,24 @@ func LayerEnv(t testing.TB) []string {
 	return append(append(os.Environ(), faulttest.Layer(t).Env()...), "NO_COLOR=1", "CONTESTED_RESULTS_DIR=", "CONTESTED_SURFACES=")
 }
 
+// targetBound is how long one target may run: what is left of the test
+// binary's own deadline (go test -timeout), less a minute to report what
+// it printed. A busy machine makes a target slower, not wrong, so the
+// bound is the battery's, not a figure from a quiet machine; without a
+// deadline it is 30 minutes.
+func targetBound(t testing.TB) time.Duration {
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if at, ok := d.Deadline(); ok {
+			return max(time.Until(at)-time.Minute, time.Second)
+		}
+	}
+	return 30 * time.Minute
+}
+
 func runTarget(t testing.TB, dir string, env, argv []string) (string, int) {
 	t.Helper()
 	args := argv[1:]
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), targetBound(t))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], args...)
 	cmd.Dir = dir
