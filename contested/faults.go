@@ -87,6 +87,9 @@ func (l *Leg) arm(ctx context.Context, burst levers.BurstTarget, i int, w levers
 		if sc, ok := armed.(levers.Scoped); ok {
 			f.struck = sc.Struck()
 		}
+		if _, ok := armed.(levers.Slowing); ok {
+			l.slowing.Store(true)
+		}
 		l.mu.Unlock()
 		l.injector(f, in, what)
 	}
@@ -142,6 +145,7 @@ func (l *Leg) heal(ctx context.Context) error {
 	f := l.current
 	l.current = nil
 	l.scoped.Store(false)
+	l.slowing.Store(false)
 	l.mu.Unlock()
 	if f == nil {
 		return nil
@@ -181,6 +185,31 @@ func (l *Leg) observe(err error, where string, client int) bool {
 	}
 	f.victimSaw(what, time.Now())
 	return true
+}
+
+// roundTrip reports one of the victim's round trips, a write and the
+// first answer after it, to the armed fault when it slows the victim down
+// (levers.Slowing): victim-side evidence when the write left once the
+// fault was armed (an earlier one may have been slow on its own account),
+// and the fault says the round trip took long enough. A fault that strikes
+// some clients only counts its own clients' round trips.
+func (l *Leg) roundTrip(client int, wrote, answered time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f := l.current
+	if f == nil || wrote.Before(f.armedAt) || (f.spared != nil && !slices.Contains(f.struck, client)) {
+		return
+	}
+	s, ok := f.armed.(levers.Slowing)
+	if !ok {
+		return
+	}
+	if landed, what := s.Slowed(answered.Sub(wrote)); landed {
+		if f.spared != nil {
+			what = fmt.Sprintf("client %d: %s", client, what)
+		}
+		f.victimSaw(what, answered)
+	}
 }
 
 // Note records victim-side evidence the test observed itself: a duplicate

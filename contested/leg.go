@@ -49,6 +49,7 @@ type Leg struct {
 	hold    int
 	hist    *history.Recorder
 	scoped  atomic.Bool // a fault that strikes some clients only is armed
+	slowing atomic.Bool // a fault whose victim side is a slow round trip is armed (levers.Slowing)
 
 	mu      sync.Mutex
 	oracles []faultrecord.OracleRun

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 )
@@ -182,6 +183,19 @@ type Scoped interface {
 	Fault
 	// Struck are the indices, in Target.Clients, of the clients it cut off.
 	Struck() []int
+}
+
+// Slowing is a fault whose victim side is no error but time: it slows the
+// victim's traffic down without breaking it, and proves it landed by a
+// round trip through its path (a request and the first answer after it)
+// that took long enough. A leg times its victim's round trips while one is
+// armed and asks it; a lever of this kind needs no Signals.
+type Slowing interface {
+	Fault
+	// Slowed says whether a round trip that took took carries the fault's
+	// signature, and names what it saw in words that do not vary from one
+	// round trip to the next (they are counted as one kind of evidence).
+	Slowed(took time.Duration) (landed bool, what string)
 }
 
 // Striking are a window's parameters that name, among n clients, the ones
