@@ -41,11 +41,17 @@
 //	const NameLatency = "latency"
 //
 //	var Latency Lever = latency{spec{name: NameLatency, meaning: "...", needs: NeedProxy,
-//		signals: []Signal{SigTimeout}, doc: Doc{Arm: "...", Injector: "...", Victim: "..."}}}
+//		doc: Doc{Arm: "...", Injector: "...", Victim: "..."}}}
 //
 //	type latency struct{ spec }
 //
 //	func (l latency) Arm(ctx context.Context, t Target) (Fault, error) { ... }
+//
+// A lever whose victim sees an error names its Signals; one whose victim
+// sees no error but slowed traffic arms a fault that implements Slowing,
+// and a leg times the victim's round trips for it:
+//
+//	func (f *latencyFault) Slowed(took time.Duration) (bool, string) { ... }
 //
 // Its schedule comes from the seed: spec's Draw gives each window its
 // timing (the step it is armed on, how long it holds); a lever whose
@@ -64,7 +70,9 @@
 //	// in Arm: p, _ := t.Window.Params.(LatencyParams)
 //
 // The registry accepts it in a surface's legs at once, and contested.Start
-// arms it through the same Target. Its test arms it against the real
+// arms it through the same Target. The docs' pages that list the levers
+// take it too (docs/concepts/levers.md, "Adding a lever", names each
+// place; the docs tests hold them to the set). Its test arms it against the real
 // Toxiproxy and Postgres (faulttest), proves it fired, heals it, and shows
 // the unfired case is caught.
 package levers
