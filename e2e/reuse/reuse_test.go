@@ -92,9 +92,17 @@ func twoSurfaces(t *testing.T) string {
 	return e2etest.Adopter(t, map[string]string{
 		"counter/counter.go":      counterCode,
 		"counter/counter_test.go": counterTest,
-		"contested-surfaces.toml": registry + counterSurface,
+		"contested-surfaces.toml": registry + counterSurface + counterReads,
+		"expected/counts.txt":     "1\n",
 	})
 }
+
+// counterReads names a file outside the counter's package that its tests
+// are taken to read at run time.
+const counterReads = `
+[reuse.reads]
+"./counter" = ["expected/counts.txt"]
+`
 
 func read(t *testing.T, p string) string {
 	t.Helper()
@@ -254,6 +262,12 @@ func TestReuseFollowsWhatAChangeCouldReach(t *testing.T) {
 	edit(t, dir, "contested-surfaces.toml", `behavior = "a delivery is counted exactly once"`, `behavior = "a delivery is counted once and only once"`)
 	entry, _, _ := validate(t, dir, nil)
 	wantReused(t, "adopter.counter's entry changed", entry, lib.RunID, []string{stockPkg}, []string{"adopter.stock"})
+
+	// A file the counter's tests read outside their package, named in
+	// [reuse] reads: the counter runs again, stock is reused.
+	edit(t, dir, "expected/counts.txt", "1", "2")
+	reads, _, _ := validate(t, dir, nil)
+	wantReused(t, "a file the counter's tests read", reads, lib.RunID, []string{stockPkg}, []string{"adopter.stock"})
 
 	// Build tags and the level reach every package.
 	tags, _, _ := validate(t, dir, []string{"GOFLAGS=-tags=reuse_e2e"})

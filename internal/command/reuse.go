@@ -3,9 +3,12 @@ package command
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -106,12 +109,15 @@ func planReuse(ctx context.Context, opts ValidateOptions, ws *workspace, sharded
 		return r
 	}
 	start := time.Now()
-	mod, err := digest.Load(ctx, ws.env.ModuleRoot, digest.WithEnv(os.Environ()))
+	mod, err := digest.Load(ctx, ws.env.ModuleRoot, digest.WithEnv(os.Environ()), digest.WithReads(readsOf(ws.reg)))
 	r.rep.DigestTook = time.Since(start)
 	if err != nil {
 		r.rep.On, r.rep.Why = false, "the inputs' digests could not be computed: "+err.Error()
 		fmt.Fprintf(out, "validate: reuse: %s; every package runs\n", terminal.Escape(r.rep.Why))
 		return r
+	}
+	for _, line := range absentReads(ws.env.ModuleRoot, ws.reg) {
+		fmt.Fprintf(out, "validate: reuse: %s\n", terminal.Escape(line))
 	}
 	if mod.CacheRefused != "" {
 		fmt.Fprintf(out, "validate: reuse: the digests' caches were not used (%s), so the digests took longer\n", terminal.Escape(mod.CacheRefused))
@@ -151,6 +157,34 @@ func planReuse(ctx context.Context, opts ValidateOptions, ws *workspace, sharded
 	fmt.Fprintf(out, "validate: reuse: %d of %d packages and %d of %d surfaces reused from earlier certified runs (%s; digests in %s); %d packages run\n",
 		len(r.pkgs), len(r.all), len(r.surfs), len(ws.reg.Surfaces), where, r.rep.DigestTook.Round(10*time.Millisecond), r.rep.Ran)
 	return r
+}
+
+// readsOf is [reuse] reads as digest.WithReads takes it: the paths every
+// entry whose pattern matches a package's directory names.
+func readsOf(reg *registry.Registry) func(dir string) []string {
+	return func(dir string) []string {
+		var out []string
+		for _, r := range reg.Reuse.Reads {
+			if r.Matches(dir) {
+				out = append(out, r.Paths...)
+			}
+		}
+		return out
+	}
+}
+
+// absentReads says which paths [reuse] reads names are not there: most
+// likely a typo, which would leave the files the tests read unwatched.
+func absentReads(root string, reg *registry.Registry) []string {
+	var out []string
+	for _, r := range reg.Reuse.Reads {
+		for _, p := range r.Paths {
+			if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(p))); errors.Is(err, fs.ErrNotExist) {
+				out = append(out, fmt.Sprintf("%s:%d: [reuse] reads names %s for %s, which is not there; correct the path, or remove it", filepath.Base(reg.Path), r.Line, p, r.Pattern))
+			}
+		}
+	}
+	return out
 }
 
 // certificateStore is where the certificates live: beside the flake

@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,6 +91,7 @@ type Option func(*config)
 type config struct {
 	cacheDir string
 	env      []string
+	reads    func(dir string) []string
 }
 
 // WithCacheDir keeps the caches in dir instead of the user's cache
@@ -99,6 +101,15 @@ func WithCacheDir(dir string) Option { return func(c *config) { c.cacheDir = dir
 // WithEnv is the environment go list and go env run with (the battery's),
 // instead of this process's.
 func WithEnv(env []string) Option { return func(c *config) { c.env = env } }
+
+// WithReads names what each package's tests read at run time beyond its
+// own directory: reads gets the package's directory relative to the
+// module root ("." or slash-separated, "e2e/stages") and returns paths
+// relative to the root, files or directories. Their contents join the
+// package's digest, as its testdata directory's do.
+func WithReads(reads func(dir string) []string) Option {
+	return func(c *config) { c.reads = reads }
+}
 
 // DefaultCacheDir is where the caches live unless WithCacheDir says
 // otherwise: under the user's cache directory, never in the module.
@@ -179,6 +190,7 @@ func Load(ctx context.Context, dir string, opts ...Option) (*Module, error) {
 	if err != nil {
 		return nil, err
 	}
+	read := map[string]string{} // path → its digest, once per Load
 	for _, p := range pkgs.byPath {
 		if p.ForTest != "" || strings.HasSuffix(p.ImportPath, ".test") || p.Module == nil || !p.Module.Main {
 			continue
@@ -188,11 +200,53 @@ func Load(ctx context.Context, dir string, opts ...Option) (*Module, error) {
 		if err != nil {
 			return nil, err
 		}
-		m.Packages = append(m.Packages, Package{ImportPath: p.ImportPath, Dir: p.Dir, Tests: tests,
-			Digest: Sum("contested/digest@1", envSum, m.Tool, graph, d)})
+		parts := []string{"contested/digest@1", envSum, m.Tool, graph, d}
+		if c.reads != nil {
+			r, err := reads(root, p.Dir, c.reads, hashes, read)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, r...)
+		}
+		m.Packages = append(m.Packages, Package{ImportPath: p.ImportPath, Dir: p.Dir, Tests: tests, Digest: Sum(parts...)})
 	}
 	slices.SortFunc(m.Packages, func(a, b Package) int { return strings.Compare(a.ImportPath, b.ImportPath) })
 	return m, nil
+}
+
+// reads is the digest parts of what a package in dir reads at run time
+// beyond it: each path the caller names, and its contents (a directory's
+// tree, a file's hash, or "absent"). done keeps each path's digest for
+// the other packages that read it.
+func reads(root, dir string, of func(string) []string, h *hashes, done map[string]string) ([]string, error) {
+	rel, err := filepath.Rel(root, dir)
+	if err != nil {
+		return nil, err
+	}
+	var parts []string
+	for _, p := range of(filepath.ToSlash(rel)) {
+		sum, ok := done[p]
+		if !ok {
+			abs := filepath.Join(root, filepath.FromSlash(p))
+			fi, err := os.Lstat(abs)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				sum, err = "absent", nil
+			case err != nil:
+				return nil, err
+			case fi.IsDir():
+				sum, err = h.tree(abs)
+			default:
+				sum, err = h.hash(abs)
+			}
+			if err != nil {
+				return nil, err
+			}
+			done[p] = sum
+		}
+		parts = append(parts, "reads", p, sum)
+	}
+	return parts, nil
 }
 
 // goEnv is the build environment the digest covers, as one string.

@@ -209,3 +209,54 @@ func TestACacheAnotherUserCouldWriteIsNotUsed(t *testing.T) {
 		}
 	}
 }
+
+// TestWhatAPackageReadsAtRunTimeIsItsInput: the files WithReads names for
+// a package join its digest, and only its.
+func TestWhatAPackageReadsAtRunTimeIsItsInput(t *testing.T) {
+	reads := digest.WithReads(func(dir string) []string {
+		if dir == "b" {
+			return []string{"fixture", "README.md", "later.txt"}
+		}
+		return nil
+	})
+	tests := []struct {
+		name    string
+		change  func(t *testing.T, root string)
+		changed bool // b's digest; a's never changes
+	}{
+		{"nothing", func(*testing.T, string) {}, false},
+		{"a file in the tree", func(t *testing.T, root string) { write(t, filepath.Join(root, "fixture/f.txt"), "other\n") }, true},
+		{"a new file in the tree", func(t *testing.T, root string) { write(t, filepath.Join(root, "fixture/sub/g.txt"), "g\n") }, true},
+		{"the file", func(t *testing.T, root string) { write(t, filepath.Join(root, "README.md"), "# other\n") }, true},
+		{"the tree removed", func(t *testing.T, root string) { os.RemoveAll(filepath.Join(root, "fixture")) }, true},
+		{"a path that was absent appears", func(t *testing.T, root string) { write(t, filepath.Join(root, "later.txt"), "now\n") }, true},
+		{"a file nobody reads", func(t *testing.T, root string) { write(t, filepath.Join(root, "other.txt"), "x\n") }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root, cache := module(t), filepath.Join(t.TempDir(), "cache")
+			write(t, filepath.Join(root, "fixture/f.txt"), "f\n")
+			write(t, filepath.Join(root, "README.md"), "# m\n")
+			get := func() map[string]string {
+				m, err := digest.Load(context.Background(), root, digest.WithCacheDir(cache), reads)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := map[string]string{}
+				for _, p := range m.Packages {
+					out[p.ImportPath] = p.Digest
+				}
+				return out
+			}
+			before := get()
+			tt.change(t, root)
+			after := get()
+			if before["example.com/m/a"] != after["example.com/m/a"] {
+				t.Errorf("a's digest changed, though a reads nothing")
+			}
+			if got := before["example.com/m/b"] != after["example.com/m/b"]; got != tt.changed {
+				t.Errorf("b's digest changed %v, want %v", got, tt.changed)
+			}
+		})
+	}
+}
