@@ -206,6 +206,20 @@ var scenarios = []struct {
 		},
 	},
 	{
+		lever: Latency, surface: "test.store",
+		fire: func(tb testing.TB, ctx context.Context, leg *Leg) {
+			pool := leg.Pool(ctx)
+			mustExec(tb, ctx, pool, "SELECT 1")
+			leg.Arm(ctx)
+			mustExec(tb, ctx, pool, "SELECT 1") // slowed, not failed
+			leg.Heal(ctx)
+		},
+		idle: func(tb testing.TB, ctx context.Context, leg *Leg) {
+			leg.Arm(ctx) // nothing goes through the proxy
+			leg.Heal(ctx)
+		},
+	},
+	{
 		lever: PoolExhaustion, surface: "test.store",
 		fire: func(tb testing.TB, ctx context.Context, leg *Leg) {
 			leg.Arm(ctx)

@@ -39,6 +39,9 @@ const (
 	// time the seed draws while the others keep working: start its leg
 	// with Clients(n) and reach Postgres as each client through Client(i).
 	Isolate Lever = levers.NameIsolate
+	// Latency delays every answer through the proxy (a Toxiproxy latency
+	// toxic): the victim's operations slow down without failing.
+	Latency Lever = levers.NameLatency
 )
 
 // value is the lever's value in the fault set. A lever that is not in the

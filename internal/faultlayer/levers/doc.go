@@ -15,6 +15,7 @@
 //	pool-exhaustion   pool_exhaustion.go   the victim database    Signals: 53300, timeout
 //	crash-and-resume  crash_and_resume.go  a Process              the resumed worker's work
 //	isolate           isolate.go           each client's proxy    the struck client's Signals, the others' work
+//	latency           latency.go           a Toxiproxy proxy      an operation at least the latency slow
 //	mass-restart      mass_restart.go      a Cluster              Judged: work before and after
 //	partition         partition.go         a Cluster's link       Judged: the cut-off replica idle
 //

@@ -281,6 +281,7 @@ var set = []Lever{
 	PoolExhaustion,
 	CrashAndResume,
 	Isolate,
+	Latency,
 	MassRestart,
 	Partition,
 }

@@ -244,8 +244,13 @@ func checkTableParams(t *testing.T, lever string, seed int64, w Window) {
 		if len(p.Picks) != want || p.WhileBusy != (w.Kind == Recovery) || w.Hold != 0 || w.For < lo || w.For > hi {
 			t.Errorf("seed %d: %s isolate window %s does not cut %d client(s) off for %v-%v (waiting for a busy client only at level 3)", seed, w.Kind, w, want, lo, hi)
 		}
+	case LatencyParams:
+		ms := map[Kind][2]time.Duration{Base: {100, 300}, More: {300, 600}, Recovery: {50, 150}}[w.Kind]
+		if p.Latency < ms[0]*time.Millisecond || p.Latency > ms[1]*time.Millisecond || p.Jitter < 0 || p.Jitter > p.Latency/5 {
+			t.Errorf("seed %d: %s latency window %s outside %d-%dms with a jitter of at most a fifth", seed, w.Kind, p, ms[0], ms[1])
+		}
 	case nil:
-		if slices.Contains([]string{NameReset, NameBurst, NameCrashAndResume, NameIsolate}, lever) {
+		if slices.Contains([]string{NameReset, NameBurst, NameCrashAndResume, NameIsolate, NameLatency}, lever) {
 			t.Errorf("seed %d: %s window %s has no parameters", seed, lever, w)
 		}
 	default:
