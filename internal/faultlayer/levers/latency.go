@@ -14,8 +14,9 @@ const NameLatency = "latency"
 // Toxiproxy latency toxic on the proxy's downstream delays every answer by
 // the drawn latency, give or take the drawn jitter. Nothing fails, so no
 // error signal proves it: the victim side is an operation through the
-// proxy that took at least the least delay the toxic adds (Least). The
-// injector side reads the toxic back from the proxy's toxic list.
+// proxy that took at least the least delay the toxic adds (Least), which
+// a leg times for it (Slowing). The injector side reads the toxic back
+// from the proxy's toxic list.
 var Latency Lever = latency{spec{
 	name:    NameLatency,
 	meaning: "every answer through the proxy arrives late: the victim's operations slow down without failing",
@@ -84,6 +85,18 @@ func (l latency) Arm(ctx context.Context, t Target) (Fault, error) {
 	if !ok || p.Latency <= 0 {
 		p = defaultLatency
 	}
-	return armToxics(ctx, t, toxic{name: "contested-latency", typ: "latency", stream: "downstream",
+	f, err := armToxics(ctx, t, toxic{name: "contested-latency", typ: "latency", stream: "downstream",
 		attrs: map[string]any{"latency": p.Latency.Milliseconds(), "jitter": p.Jitter.Milliseconds()}})
+	return latencyFault{f, p}, err
+}
+
+// latencyFault is an armed latency toxic: no error proves it, a round trip
+// through it that took at least the least delay does (Slowing).
+type latencyFault struct {
+	Fault
+	p LatencyParams
+}
+
+func (f latencyFault) Slowed(took time.Duration) (bool, string) {
+	return f.p.Slowed(took), fmt.Sprintf("a round trip of at least %v, the latency less the jitter", f.p.Least())
 }

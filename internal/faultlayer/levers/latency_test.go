@@ -55,8 +55,12 @@ func TestLatency(t *testing.T) {
 			start := time.Now()
 			mustExec(t, ctx, pool, "SELECT 1")
 			slow := time.Since(start)
+			s, ok := f.(Slowing)
+			if !ok {
+				t.Fatalf("a latency fault (%T) is not Slowing: a leg could not prove it", f)
+			}
 			victim := 0
-			if tt.params.Slowed(slow) {
+			if landed, _ := s.Slowed(slow); landed {
 				victim = 1
 			}
 			if fired := Latency.Fired(Proof{Injected: in, Victim: victim}); fired != nil {
