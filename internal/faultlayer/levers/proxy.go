@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
@@ -70,7 +72,8 @@ func armToxics(ctx context.Context, t Target, toxics ...toxic) (Fault, error) {
 // attrText shows a toxic's attributes other than a zero timeout.
 func attrText(attrs map[string]any) string {
 	var parts []string
-	for k, v := range attrs {
+	for _, k := range slices.Sorted(maps.Keys(attrs)) {
+		v := attrs[k]
 		if k == "timeout" && fmt.Sprint(v) == "0" {
 			continue
 		}
