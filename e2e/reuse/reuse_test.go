@@ -145,6 +145,7 @@ type report struct {
 		} `json:"surfaces"`
 		Ignored   []string `json:"ignored_certificates"`
 		Certified int      `json:"certified"`
+		Ran       int      `json:"ran"`
 	} `json:"reuse"`
 }
 
@@ -295,8 +296,8 @@ func TestCIRunsEverythingAndATamperedCertificateIsIgnored(t *testing.T) {
 	}
 	wantReused(t, "CI with -reuse", withReuse, ci.RunID, []string{stockPkg}, []string{"adopter.stock"})
 	forced, _, _ := validate(t, dir, nil, "-full")
-	if forced.Reuse.On || !strings.Contains(forced.Reuse.Why, "-full") || len(forced.Reuse.Packages) != 0 {
-		t.Errorf("-full: reuse %+v; want off, saying -full", forced.Reuse)
+	if forced.Reuse.On || !strings.Contains(forced.Reuse.Why, "-full") || len(forced.Reuse.Packages) != 0 || forced.Reuse.Ran != len(forced.Battery.Packages) {
+		t.Errorf("-full: reuse %+v; want off, saying -full, with every one of the %d packages ran", forced.Reuse, len(forced.Battery.Packages))
 	}
 	if first.RunID == "" {
 		t.Fatal("no run id")

@@ -144,6 +144,7 @@ func planReuse(ctx context.Context, opts ValidateOptions, ws *workspace, sharded
 	if !on {
 		fmt.Fprintf(out, "validate: reuse off (%s); digests of %d packages in %s\n", why, len(r.all), r.rep.DigestTook.Round(10*time.Millisecond))
 		r.pkgs, r.surfs = map[string]certify.Certificate{}, map[string]certify.Certificate{}
+		r.rep.Ran = len(r.all)
 		return r
 	}
 	r.rep.Ran = len(r.all) - len(r.pkgs)
