@@ -26,6 +26,11 @@ var Burst Lever = burst{spec{
 		Arm:      "`leg.Deliveries`: a seeded order with duplicates and reorderings",
 		Injector: "the plan has perturbations",
 		Victim:   "`leg.Consumed` of a perturbed delivery",
+		Levels: [3]string{
+			"is a burst: its own permutation, 20-35% duplicates, reordered within 4-8",
+			"are heavier: 40-60% duplicates within 8-16",
+			"is a flood: 60-80% duplicates within 16-32",
+		},
 	},
 }}
 

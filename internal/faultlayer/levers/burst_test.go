@@ -130,3 +130,13 @@ func TestPlanKinds(t *testing.T) {
 		maxSeen = max(maxSeen, x.Index)
 	}
 }
+
+// checkTable: the levels table's burst row, its duplicates and reordering
+// heavier at each level.
+func (p BurstParams) checkTable(t *testing.T, seed int64, w Window) {
+	t.Helper()
+	r := map[Kind][3]float64{Base: {0.20, 0.35, 4}, More: {0.40, 0.60, 8}, Recovery: {0.60, 0.80, 16}}[w.Kind]
+	if p.Plan.DuplicateRate < r[0] || p.Plan.DuplicateRate > r[1] || p.Plan.Window < int(r[2]) || p.Plan.Window > 2*int(r[2]) {
+		t.Errorf("seed %d: %s burst %s outside %.0f-%.0f%% duplicates within %d-%d", seed, w.Kind, p, r[0]*100, r[1]*100, int(r[2]), 2*int(r[2]))
+	}
+}

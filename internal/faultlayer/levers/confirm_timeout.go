@@ -19,6 +19,11 @@ var ConfirmTimeout Lever = confirmTimeout{spec{
 		Arm:      "`timeout` toxic on the downstream: the write arrives, its reply never does",
 		Injector: "toxic read back, **and** `leg.Committed` finds the write committed server-side",
 		Victim:   "the client's timeout",
+		Levels: [3]string{
+			"drops the answers of writes that reached the server, held at least until a client timed out",
+			"drop answers again",
+			"drops answers again right after the heal",
+		},
 	},
 }}
 

@@ -23,6 +23,11 @@ var CrashAndResume Lever = crashAndResume{spec{
 		Arm:      "SIGKILL the worker from `leg.StartWorker`; `Heal` restarts it",
 		Injector: "exit status: killed by SIGKILL",
 		Victim:   "`leg.Note` that the resumed worker finished the remainder",
+		Levels: [3]string{
+			"kills the worker (SIGKILL) at a seeded point of progress and restarts it 0-150ms later",
+			"kill it again",
+			"kills the restarted worker before it has recovered",
+		},
 	},
 }}
 

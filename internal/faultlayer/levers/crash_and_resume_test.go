@@ -92,3 +92,12 @@ func TestCrashAndResume(t *testing.T) {
 		}
 	})
 }
+
+// checkTable: the levels table's crash-and-resume row, a restart 0-150ms
+// after the kill, which is the window's hold.
+func (p CrashParams) checkTable(t *testing.T, seed int64, w Window) {
+	t.Helper()
+	if p.Restart < 0 || p.Restart > 150*time.Millisecond || w.For != p.Restart || w.Hold != 0 {
+		t.Errorf("seed %d: crash window %s does not restart 0-150ms later", seed, w)
+	}
+}

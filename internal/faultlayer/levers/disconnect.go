@@ -21,6 +21,11 @@ var Disconnect Lever = disconnect{spec{
 		Arm:      "disable the proxy",
 		Injector: "proxy read back disabled",
 		Victim:   "refused, reset or EOF",
+		Levels: [3]string{
+			"disables the proxy at a seeded step for 2-6% of the span or 80-400ms",
+			"disable it again, one between level 1's and one after them",
+			"disables it 0-2 steps after the heal, for 2-6 steps or 30-150ms, while the clients reconnect",
+		},
 	},
 }}
 

@@ -7,17 +7,10 @@
 // of levers, the leg API of package contested and the cluster rig all use
 // this set (All, Lookup).
 //
-//	lever             file                 acts on (Needs)        victim-side proof
-//	disconnect        disconnect.go        a Toxiproxy proxy      Signals: refused, reset, EOF, ...
-//	reset             reset.go             a Toxiproxy proxy      Signals: reset, EOF, ...
-//	confirm-timeout   confirm_timeout.go   a Toxiproxy proxy      Signals: timeout (+ Proof.Confirmed)
-//	burst             burst.go             a seeded plan          a perturbed delivery consumed
-//	pool-exhaustion   pool_exhaustion.go   the victim database    Signals: 53300, timeout
-//	crash-and-resume  crash_and_resume.go  a Process              the resumed worker's work
-//	isolate           isolate.go           each client's proxy    the struck client's Signals, the others' work
-//	latency           latency.go           a Toxiproxy proxy      an operation at least the latency slow
-//	mass-restart      mass_restart.go      a Cluster              Judged: work before and after
-//	partition         partition.go         a Cluster's link       Judged: the cut-off replica idle
+// The levers are listed in one place, set in lever.go (All gives them in
+// its order); what each does and proves, and what it draws at each level,
+// is its Doc, from which the docs' tables are written and checked: see
+// docs/concepts/levers.md.
 //
 // Using one:
 //
@@ -32,17 +25,34 @@
 //	... the victim's errors: count those whose levers.Classify is in Reset.Signals()
 //	err = levers.Reset.Fired(levers.Proof{Injected: in, Victim: seen}) // nil: it fired
 //
-// Adding a lever is one new file and its test, and one entry in the set
-// (lever.go), where contract levers come before cluster levers: declare
-// its name, a value of a type that embeds spec (name, meaning, cluster,
-// needs, signals, and its docs row) and implements Arm (and Fired, when
-// its rule is more than "the injector proved it in place and the victim
-// saw it"):
+// Adding a lever touches these files, and no other list of levers:
+//
+//   - its own file and its test (latency.go, latency_test.go): its name
+//     constant and a value of a type that embeds spec (name, meaning,
+//     cluster, needs, signals, and its Doc: its rows in the docs' tables)
+//     and implements Arm (and Fired, when its rule is more than "the
+//     injector proved it in place and the victim saw it"); when it draws
+//     parameters of its own, its test gives their type a checkTable method,
+//     their ranges as the levels table says them (TestTheLevelsTableHolds
+//     refuses parameters without one);
+//   - one entry in set (lever.go), where contract levers come before
+//     cluster levers;
+//   - its two docs rows, in docs/concepts/levers.md and
+//     docs/concepts/seeds-and-levels.md: the docs tests
+//     (internal/doccheck) fail until they are there, and print the tables
+//     to paste;
+//   - for a contract lever, by package contested's convention, its
+//     constant (contested/lever.go) and its scenario in
+//     TestEveryLeverFires (contested/leg_test.go), with its leg in
+//     contested/testdata/surfaces.toml.
+//
+// Its file, in outline:
 //
 //	const NameLatency = "latency"
 //
 //	var Latency Lever = latency{spec{name: NameLatency, meaning: "...", needs: NeedProxy,
-//		doc: Doc{Arm: "...", Injector: "...", Victim: "..."}}}
+//		doc: Doc{Arm: "...", Injector: "...", Victim: "...",
+//			Levels: [3]string{"...", "...", "..."}}}}
 //
 //	type latency struct{ spec }
 //
@@ -71,9 +81,7 @@
 //	// in Arm: p, _ := t.Window.Params.(LatencyParams)
 //
 // The registry accepts it in a surface's legs at once, and contested.Start
-// arms it through the same Target. The docs' pages that list the levers
-// take it too (docs/concepts/levers.md, "Adding a lever", names each
-// place; the docs tests hold them to the set). Its test arms it against the real
+// arms it through the same Target. Its test arms it against the real
 // Toxiproxy and Postgres (faulttest), proves it fired, heals it, and shows
 // the unfired case is caught.
 package levers

@@ -40,6 +40,11 @@ var Isolate Lever = isolate{spec{
 		Arm:      "disable the struck client's own proxy (`contested.Clients(n)`, n ≥ 2)",
 		Injector: "every client's proxy read back: the struck ones disabled, the others enabled",
 		Victim:   "the struck client's own errors (refused, reset, EOF), **and** work by the clients it spared meanwhile (their reads and answered ops)",
+		Levels: [3]string{
+			"cuts the client a seeded pick names off (its own proxy disabled) for 1.5-4 s, held by time alone, while the others go on",
+			"cut two clients off at once (one when the leg has two)",
+			"cuts one off again for 0.3-1 s, armed only while a client it spares is inside `Client.Begin` (mid-acquire)",
+		},
 	},
 }}
 

@@ -89,3 +89,18 @@ func TestIsolateVictims(t *testing.T) {
 		}
 	}
 }
+
+// checkTable: the levels table's isolate row, one client cut off for
+// 1.5-4 s, two at level 2, and at level 3 one for 0.3-1 s that waits for a
+// busy client.
+func (p IsolateParams) checkTable(t *testing.T, seed int64, w Window) {
+	t.Helper()
+	want := map[Kind]int{Base: 1, More: 2, Recovery: 1}[w.Kind]
+	lo, hi := 1500*time.Millisecond, 4*time.Second
+	if w.Kind == Recovery {
+		lo, hi = 300*time.Millisecond, time.Second
+	}
+	if len(p.Picks) != want || p.WhileBusy != (w.Kind == Recovery) || w.Hold != 0 || w.For < lo || w.For > hi {
+		t.Errorf("seed %d: %s isolate window %s does not cut %d client(s) off for %v-%v (waiting for a busy client only at level 3)", seed, w.Kind, w, want, lo, hi)
+	}
+}

@@ -25,6 +25,11 @@ var Latency Lever = latency{spec{
 		Arm:      "`latency` toxic on the proxy's downstream, its latency and jitter as the schedule draws",
 		Injector: "toxic read back",
 		Victim:   "an operation through the proxy took at least the latency less the jitter",
+		Levels: [3]string{
+			"delays every answer through the proxy by 100-300ms, half the time with a jitter of up to a fifth of that",
+			"are heavier: 300-600ms",
+			"delays answers again by 50-150ms while the clients recover",
+		},
 	},
 }}
 

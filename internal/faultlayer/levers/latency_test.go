@@ -124,3 +124,13 @@ func TestLatencySlowed(t *testing.T) {
 		})
 	}
 }
+
+// checkTable: the levels table's latency row, 100-300ms, 300-600ms at
+// level 2 and 50-150ms at level 3, with a jitter of at most a fifth.
+func (p LatencyParams) checkTable(t *testing.T, seed int64, w Window) {
+	t.Helper()
+	ms := map[Kind][2]time.Duration{Base: {100, 300}, More: {300, 600}, Recovery: {50, 150}}[w.Kind]
+	if p.Latency < ms[0]*time.Millisecond || p.Latency > ms[1]*time.Millisecond || p.Jitter < 0 || p.Jitter > p.Latency/5 {
+		t.Errorf("seed %d: %s latency window %s outside %d-%dms with a jitter of at most a fifth", seed, w.Kind, p, ms[0], ms[1])
+	}
+}

@@ -37,7 +37,7 @@ type Lever interface {
 	// nil when it landed, otherwise an error wrapping ErrNotInPlace,
 	// ErrUnseen or ErrUnconfirmed that says what is missing.
 	Fired(p Proof) error
-	// Doc is the lever's row in the docs' table of levers.
+	// Doc is the lever's rows in the docs' tables of levers.
 	Doc() Doc
 	// Draw draws the lever's windows for a scope from the schedule's
 	// random sources (NewSchedule seeds them): when each fault is armed,
@@ -248,13 +248,21 @@ type spec struct {
 	doc     Doc
 }
 
-// Doc is a lever's row in the docs' table of levers (docs/concepts/levers.md),
-// in Markdown: how it is armed, and what proves from each side that it
-// fired. The row lives beside the lever so that a new lever brings its own.
+// Doc is a lever's documentation, in Markdown: its rows in the docs'
+// tables of levers, which the docs tests (internal/doccheck) hold to it.
+// It lives beside the lever so that a new lever brings its own, and no
+// docs page lists the levers by hand.
 type Doc struct {
+	// Arm, Injector and Victim are its row in the table of
+	// docs/concepts/levers.md: how it is armed, and what proves from each
+	// side that it fired.
 	Arm      string
 	Injector string
 	Victim   string
+	// Levels is its row in the levels table of
+	// docs/concepts/seeds-and-levels.md: what level 1 (sunny), 2 (stormy)
+	// and 3 (radioactive) draw, each cell continuing its column's header.
+	Levels [3]string
 }
 
 func (s spec) Name() string        { return s.name }
@@ -272,7 +280,7 @@ func (s spec) Draw(st Streams, p Scope) []Window { return drawWindows(st, p, nil
 
 // set is every lever, in the order of All: the contract levers, then the
 // cluster levers. A new lever is its own file and one entry here; the
-// docs' table of levers is checked against this list and each lever's Doc.
+// docs' tables of levers are checked against this list and each lever's Doc.
 var set = []Lever{
 	Disconnect,
 	Reset,

@@ -19,6 +19,7 @@ var MassRestart Lever = massRestart{spec{
 		Arm:      "SIGKILL every replica of the cluster rig at once; `Heal` restarts them all",
 		Injector: "every replica's exit status: killed by SIGKILL",
 		Victim:   "judged: a killed replica was working the second before, and a restarted one took work again",
+		Levels:   clusterLevels,
 	},
 }}
 

@@ -25,6 +25,7 @@ var Partition Lever = partition{spec{
 		Arm:      "disable one replica's proxy to the database (its link)",
 		Injector: "the link read back disabled",
 		Victim:   "judged: while cut off the replica acknowledged nothing and the others did",
+		Levels:   clusterLevels,
 	},
 }}
 

@@ -26,6 +26,11 @@ var PoolExhaustion Lever = poolExhaustion{spec{
 		Arm:      "PgFaultArmer sets the victim database's connection limit to the client backends it has, counted again and lowered if one left meanwhile; it opens no connection of its own unless `contested.Hold(n)` asks it to hold n (opened at once, counted in the limit)",
 		Injector: "`pg_stat_activity` at the limit",
 		Victim:   "SQLSTATE 53300 (or an acquire timeout)",
+		Levels: [3]string{
+			"sets the database's connection limit to the backends it has: the victim's pool cannot grow",
+			"exhaust it again",
+			"exhausts it again, as the pool refills",
+		},
 	},
 }}
 

@@ -28,6 +28,11 @@ var Reset Lever = reset{spec{
 		Arm:      "`reset_peer` on the proxy's upstream, downstream or both, as the schedule draws",
 		Injector: "toxics read back",
 		Victim:   "ECONNRESET, EOF, connection closed: only when traffic flows",
+		Levels: [3]string{
+			"resets one direction, upstream (the request is dropped before the server sees it) or downstream (the server executed it, its answer is dropped: an ambiguous outcome), after a 0-20ms delay",
+			"reset both directions at once",
+			"resets one direction again while the clients reconnect",
+		},
 	},
 }}
 

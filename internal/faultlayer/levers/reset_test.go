@@ -123,3 +123,15 @@ func TestResetDirection(t *testing.T) {
 		}
 	})
 }
+
+// checkTable: the levels table's reset row, one direction at levels 1 and
+// 3, both at once at level 2, after a 0-20ms delay.
+func (p ResetParams) checkTable(t *testing.T, seed int64, w Window) {
+	t.Helper()
+	if want := map[Kind]int{Base: 1, More: 2, Recovery: 1}[w.Kind]; len(p.Streams) != want {
+		t.Errorf("seed %d: %s reset window resets %v, want %d direction(s)", seed, w.Kind, p.Streams, want)
+	}
+	if p.Delay < 0 || p.Delay > 20*time.Millisecond {
+		t.Errorf("seed %d: reset delay %v outside 0-20ms", seed, p.Delay)
+	}
+}
