@@ -61,7 +61,8 @@ type strike struct {
 // between a sixth and a third of the stream so the replicas are busy when
 // it lands, held for the leg's own hold plus the window's time. Level 2
 // (stormy) adds a second strike from the schedule's first added window,
-// later in the stream but before its half, on a replica of its own draw;
+// in the stream's third quarter (after the first phase's hold at its
+// half), on a replica of its own draw;
 // level 3 (radioactive) adds a strike as soon as the first healed, on the
 // same replica, while it recovers. The stream waits for each phase to heal
 // (holds), so restarted replicas find work.

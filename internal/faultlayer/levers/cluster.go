@@ -31,7 +31,7 @@ type Cluster interface {
 // on the cluster rig alone: the rig, not the lever's windows, plans their
 // strikes (package cluster's planLeg), so every such lever draws alike.
 var clusterLevels = [3]string{
-	"one strike per leg: the first window's step (kept between a sixth and a third of the stream), 0-400ms added to the leg's hold, the replica a one-replica lever strikes",
+	"one strike per leg: the first window's step (kept between a sixth and a third of the stream), 80-400ms added to the leg's hold, the replica a one-replica lever strikes",
 	"a second strike in the stream's third quarter, on a replica of its own draw",
 	"a strike as soon as the first healed, on the same replica, while it recovers (its victim need not have been working yet)",
 }
