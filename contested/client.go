@@ -151,7 +151,7 @@ func (l *Leg) worked(client, bytes int, op bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	f := l.current
-	if f == nil || f.spared == nil || slices.Contains(f.struck, client) {
+	if f == nil || f.strikes(client) {
 		return
 	}
 	w := f.spared[client]

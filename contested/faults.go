@@ -30,6 +30,19 @@ type fault struct {
 
 func (f *fault) victimSaw(what string, at time.Time) { f.Victim(what, true, at) }
 
+// strikes reports whether f strikes client: every client, unless f is a
+// scoped fault that cut some off only.
+func (f *fault) strikes(client int) bool { return f.spared == nil || slices.Contains(f.struck, client) }
+
+// clientSaw is victim-side evidence one of f's clients saw, naming the
+// client when f strikes some clients only.
+func (f *fault) clientSaw(client int, what string, at time.Time) {
+	if f.spared != nil {
+		what = fmt.Sprintf("client %d: %s", client, what)
+	}
+	f.victimSaw(what, at)
+}
+
 // Arm sets the fault up now, with the parameters of the schedule's next
 // window, and proves it from the injector side (the proxy's state read
 // back, the toxic in place, the connection limit reached, the worker's
@@ -176,14 +189,10 @@ func (l *Leg) observe(err error, where string, client int) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	f := l.current
-	if f == nil || (f.spared != nil && !slices.Contains(f.struck, client)) {
+	if f == nil || !f.strikes(client) {
 		return false
 	}
-	what := fmt.Sprintf("%s (%s)", s, where)
-	if f.spared != nil {
-		what = fmt.Sprintf("client %d: %s", client, what)
-	}
-	f.victimSaw(what, time.Now())
+	f.clientSaw(client, fmt.Sprintf("%s (%s)", s, where), time.Now())
 	return true
 }
 
@@ -197,7 +206,7 @@ func (l *Leg) roundTrip(client int, wrote, answered time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	f := l.current
-	if f == nil || wrote.Before(f.armedAt) || (f.spared != nil && !slices.Contains(f.struck, client)) {
+	if f == nil || wrote.Before(f.armedAt) || !f.strikes(client) {
 		return
 	}
 	s, ok := f.armed.(levers.Slowing)
@@ -205,10 +214,7 @@ func (l *Leg) roundTrip(client int, wrote, answered time.Time) {
 		return
 	}
 	if landed, what := s.Slowed(answered.Sub(wrote)); landed {
-		if f.spared != nil {
-			what = fmt.Sprintf("client %d: %s", client, what)
-		}
-		f.victimSaw(what, answered)
+		f.clientSaw(client, what, answered)
 	}
 }
 

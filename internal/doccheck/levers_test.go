@@ -2,7 +2,6 @@ package doccheck
 
 import (
 	"fmt"
-	"path"
 	"strings"
 	"testing"
 
@@ -116,7 +115,7 @@ func linksTo(p *page, target string) bool {
 		if file == "" || strings.Contains(file, "://") {
 			continue
 		}
-		if path.Clean(path.Join(path.Dir(p.path), file))+"#"+anchor == target {
+		if p.resolve(file)+"#"+anchor == target {
 			return true
 		}
 	}

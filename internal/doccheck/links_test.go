@@ -3,7 +3,6 @@ package doccheck
 import (
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,7 +25,7 @@ func checkLinks(p *page, exists func(string) bool, pageOf func(string) *page) []
 		file, anchor, _ := strings.Cut(d, "#")
 		target := p
 		if file != "" {
-			rel := path.Clean(path.Join(path.Dir(p.path), file))
+			rel := p.resolve(file)
 			if rel == ".." || strings.HasPrefix(rel, "../") {
 				problems = append(problems, fmt.Sprintf("%s:%d: link %q leaves the repository", p.path, l.line, d))
 				continue

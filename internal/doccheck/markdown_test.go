@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -25,6 +26,10 @@ type page struct {
 	links   []link
 	anchors map[string]bool // the headings' anchors, by both slug rules
 }
+
+// resolve is the path from the module root that a link from p to file
+// (a relative path, without its anchor) reaches.
+func (p *page) resolve(file string) string { return path.Clean(path.Join(path.Dir(p.path), file)) }
 
 // block is a fenced code block.
 type block struct {

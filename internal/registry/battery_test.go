@@ -25,13 +25,9 @@ func TestTheBatteryTable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			reg, err := Parse("m.toml", []byte(minimalDoc+tt.doc))
-			if tt.bad != nil {
-				assertProblems(t, "m.toml", err, []problem{{shift(tt.bad.at, minimalDocLines), tt.bad.msg}})
+			reg := parseTable(t, tt.doc, tt.bad)
+			if reg == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if tt.name == "a neighbour" && (reg.Battery.Noise.CPU != 2 || reg.Battery.Noise.IO != 1) {
 				t.Errorf("noise %+v, want cpu:2,io:1", reg.Battery.Noise)

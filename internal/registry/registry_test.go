@@ -19,6 +19,22 @@ type problem struct {
 	msg string
 }
 
+// parseTable parses the minimal registry with doc appended (a table under
+// test). When bad is set it asserts that one problem, at its position in
+// doc, and returns nil; otherwise it returns the registry.
+func parseTable(t *testing.T, doc string, bad *problem) *Registry {
+	t.Helper()
+	reg, err := Parse("m.toml", []byte(minimalDoc+doc))
+	if bad != nil {
+		assertProblems(t, "m.toml", err, []problem{{shift(bad.at, minimalDocLines), bad.msg}})
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
 // assertProblems checks that err is an ErrorList matching ErrInvalid that
 // holds exactly the expected problems, in order, each prefixed with
 // file:line:col.

@@ -27,13 +27,9 @@ func TestTheReuseTable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			reg, err := Parse("m.toml", []byte(minimalDoc+tt.doc))
-			if tt.bad != nil {
-				assertProblems(t, "m.toml", err, []problem{{shift(tt.bad.at, minimalDocLines), tt.bad.msg}})
+			reg := parseTable(t, tt.doc, tt.bad)
+			if reg == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if reg.Reuse.Changed != tt.want || reg.Reuse.Seeds(reg.Surfaces[0]) != tt.seeds {
 				t.Errorf("changed %q, seeds %d; want %q, %d", reg.Reuse.Changed, reg.Reuse.Seeds(reg.Surfaces[0]), tt.want, tt.seeds)
@@ -71,13 +67,9 @@ func TestReuseReads(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			reg, err := Parse("m.toml", []byte(minimalDoc+tt.doc))
-			if tt.bad != nil {
-				assertProblems(t, "m.toml", err, []problem{{shift(tt.bad.at, minimalDocLines), tt.bad.msg}})
+			reg := parseTable(t, tt.doc, tt.bad)
+			if reg == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.want, reg.Reuse.Reads, cmpopts.IgnoreFields(Read{}, "Line")); diff != "" {
 				t.Errorf("reads (-want +got):\n%s", diff)
