@@ -17,46 +17,11 @@ package targets
 
 import (
 	"context"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/contested/contested/internal/command"
 )
-
-// A worker process runs its target here, before Mage's main: see workers.
-// In Mage's own process, the package patterns after mutants become its
-// -packages option (see foldPatterns).
-func init() {
-	command.Serve(workers)
-	os.Args = foldShardArgs(foldPatterns(os.Args))
-}
-
-// foldPatterns rewrites "mutants ./a ./b/..." on Mage's command line into
-// "mutants -packages=./a,./b/...": Mage takes no variable argument list,
-// and would run ./a as a target. A package pattern is an argument after
-// mutants that starts with "." or holds a "/", which no target name does.
-func foldPatterns(argv []string) []string {
-	for i := 1; i < len(argv); i++ {
-		if !strings.EqualFold(argv[i], "mutants") {
-			continue
-		}
-		j := i + 1
-		for j < len(argv) && isPattern(argv[j]) {
-			j++
-		}
-		if j == i+1 {
-			return argv
-		}
-		out := append(append([]string(nil), argv[:i+1]...), "-packages="+strings.Join(argv[i+1:j], ","))
-		return append(out, argv[j:]...)
-	}
-	return argv
-}
-
-func isPattern(arg string) bool {
-	return arg != "" && !strings.HasPrefix(arg, "-") && (strings.HasPrefix(arg, ".") || strings.Contains(arg, "/"))
-}
 
 // FaultPreflight (fault-preflight) checks the fault layer. Toxiproxy must
 // answer /version, its control API be published on loopback only, its
@@ -150,51 +115,6 @@ func splitMerge(v string) []string {
 		}
 	}
 	return dirs
-}
-
-// foldShardArgs rewrites Mage's command line so that the documented forms
-// reach the targets: "program-gate -merge a b c" becomes "program-gate
-// -merge=a\nb\nc" (Mage takes one value per option), and "validate -shard
-// 2/3" becomes "validate -shard=2/3". The directories after -merge are the
-// arguments up to the next one that starts with "-".
-func foldShardArgs(argv []string) []string {
-	out := make([]string, 0, len(argv))
-	for i := 0; i < len(argv); i++ {
-		a := argv[i]
-		out = append(out, a)
-		if i == 0 || i+1 >= len(argv) {
-			continue
-		}
-		switch {
-		case strings.EqualFold(a, "program-gate") || strings.EqualFold(a, "programgate"):
-			if next := argv[i+1]; next == "-merge" || next == "--merge" {
-				j := i + 2
-				for j < len(argv) && !strings.HasPrefix(argv[j], "-") {
-					j++
-				}
-				out = append(out, "-merge="+strings.Join(argv[i+2:j], mergeSep))
-				i = j - 1
-			}
-		case strings.EqualFold(a, "history"):
-			if next := argv[i+1]; !strings.HasPrefix(next, "-") {
-				out = append(out, "-test="+next)
-				i++
-			}
-		case strings.EqualFold(a, "arbitrate"):
-			// Mage reads a target's flags after its arguments: "arbitrate
-			// -rerun TestX" is "arbitrate TestX -rerun".
-			if next := argv[i+1]; (next == "-rerun" || next == "--rerun") && i+2 < len(argv) {
-				out = append(out, argv[i+2], "-rerun")
-				i += 2
-			}
-		case strings.EqualFold(a, "validate"):
-			if next := argv[i+1]; (next == "-shard" || next == "--shard") && i+2 < len(argv) {
-				out = append(out, "-shard="+argv[i+2])
-				i += 2
-			}
-		}
-	}
-	return out
 }
 
 // Contested runs a surface's fault legs in isolation over its seed budget

@@ -64,29 +64,3 @@ func TestUnderGitHubActionsATargetsOutputIsNeverACommand(t *testing.T) {
 		t.Errorf("commands are still stopped after the target:\n%s", stdout.String())
 	}
 }
-
-// TestFoldPatterns: package patterns after mutants become its -packages
-// option, so Mage does not take them for targets; nothing else changes.
-func TestFoldPatterns(t *testing.T) {
-	tests := []struct {
-		name string
-		argv string
-		want string
-	}{
-		{"patterns after mutants", "mage mutants ./a ./b/...", "mage mutants -packages=./a,./b/..."},
-		{"the module root", "mage mutants .", "mage mutants -packages=."},
-		{"an import path", "mage mutants example.com/m/x", "mage mutants -packages=example.com/m/x"},
-		{"Mage's flags first, a target after", "mage -v -t 5m Mutants ./a validate", "mage -v -t 5m Mutants -packages=./a validate"},
-		{"no patterns", "mage mutants", "mage mutants"},
-		{"the option itself", "mage mutants -packages=./a", "mage mutants -packages=./a"},
-		{"another target's argument", "mage contested ledger.store", "mage contested ledger.store"},
-		{"a target after mutants", "mage mutants validate", "mage mutants validate"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := strings.Join(foldPatterns(strings.Fields(tt.argv)), " "); got != tt.want {
-				t.Errorf("foldPatterns(%q) = %q, want %q", tt.argv, got, tt.want)
-			}
-		})
-	}
-}
