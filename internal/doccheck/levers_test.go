@@ -2,6 +2,7 @@ package doccheck
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -186,6 +187,85 @@ func TestTheLeversChecksCanFail(t *testing.T) {
 			}
 			if linksTo(parse(rel, []byte(strings.ReplaceAll(src, anchor, "levers.md#per-client-faults"))), leversTableAnchor) {
 				t.Error("a page without the link passed")
+			}
+		})
+	}
+}
+
+// introPages open with the sentence that lists a contract's fault legs:
+// the levers a surface's own legs can pull (the cluster's are the rig's).
+var introPages = []string{"README.md", "docs/index.md"}
+
+// introLead is what comes just before the intro's list of legs.
+const introLead = "deterministic fault legs ("
+
+// introLegs returns the lever names the intro sentence of page lists, in
+// its order ("seeded burst" is the burst lever), or nil when the page has
+// no such sentence.
+func introLegs(page string) []string {
+	_, rest, ok := strings.Cut(page, introLead)
+	if !ok {
+		return nil
+	}
+	list, _, ok := strings.Cut(rest, ")")
+	if !ok {
+		return nil
+	}
+	var names []string
+	for _, item := range strings.Split(strings.Join(strings.Fields(list), " "), ",") {
+		name := strings.TrimSpace(item)
+		if name == "seeded "+levers.NameBurst {
+			name = levers.NameBurst
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
+// surfaceLevers are the names of the levers a surface's own legs pull, in
+// the order of levers.All.
+func surfaceLevers() []string {
+	var names []string
+	for _, l := range levers.All() {
+		if !l.Cluster() {
+			names = append(names, l.Name())
+		}
+	}
+	return names
+}
+
+// TestTheIntroListsEveryLeg: the README's and the docs index's first
+// sentence list the levers a surface's legs pull, each once, in the
+// order of levers.All, so that a new lever cannot be left out of the
+// first thing a reader sees.
+func TestTheIntroListsEveryLeg(t *testing.T) {
+	want := surfaceLevers()
+	for _, rel := range introPages {
+		if got := introLegs(readPage(t, rel)); !slices.Equal(got, want) {
+			t.Errorf("%s lists the legs %q after %q; want %q (the levers that are not the cluster's, in the order of levers.All)", rel, got, introLead, want)
+		}
+	}
+}
+
+// TestTheIntroCheckCanFail: an intro that leaves a lever out, names one
+// that does not exist, or lists them out of order is refused.
+func TestTheIntroCheckCanFail(t *testing.T) {
+	page := readPage(t, introPages[0])
+	list := strings.Join(introLegs(page), ", ")
+	tests := []struct{ name, old, new string }{
+		{"a lever left out", levers.NameLatency, ""},
+		{"a lever that does not exist", levers.NameIsolate, levers.NameIsolate + ", slowloris"},
+		{"two levers swapped", levers.NameDisconnect + ", " + levers.NameReset, levers.NameReset + ", " + levers.NameDisconnect},
+		{"no list", introLead, "fault legs ("},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			broken := strings.Replace(page, tt.old, tt.new, 1)
+			if broken == page {
+				t.Fatalf("%q is not in %s's intro (%s)", tt.old, introPages[0], list)
+			}
+			if slices.Equal(introLegs(broken), surfaceLevers()) {
+				t.Error("the broken intro passed")
 			}
 		})
 	}

@@ -44,7 +44,9 @@
 //   - for a contract lever, by package contested's convention, its
 //     constant (contested/lever.go) and its scenario in
 //     TestEveryLeverFires (contested/leg_test.go), with its leg in
-//     contested/testdata/surfaces.toml.
+//     contested/testdata/surfaces.toml;
+//   - for a contract lever, its name in the first sentence of README.md
+//     and docs/index.md, held to the set by the docs tests.
 //
 // Its file, in outline:
 //
