@@ -275,6 +275,20 @@ func TestReuseFollowsWhatAChangeCouldReach(t *testing.T) {
 	wantReused(t, "build tags", tags, "", nil, nil)
 	level, _, _ := validate(t, dir, []string{"GOFLAGS=-tags=reuse_e2e", "CONTESTED_LEVEL=2"})
 	wantReused(t, "the level", level, "", nil, nil)
+
+	// Back to the inputs before the tags and the level, as after a
+	// revert or a switch back to a branch: the certificates those inputs
+	// earned are still held, each from the run that earned it.
+	back, _, _ := validate(t, dir, nil)
+	if !back.Reuse.All {
+		t.Errorf("back to earlier inputs: reuse %+v; want everything reused", back.Reuse)
+	}
+	from := map[string]string{"adopter.stock": lib.RunID, "adopter.counter": reads.RunID}
+	for _, s := range back.Surfaces {
+		if s.Reused == nil || s.Reused.RunID != from[s.ID] {
+			t.Errorf("back to earlier inputs: surface %s reused %+v, want from run %s", s.ID, s.Reused, from[s.ID])
+		}
+	}
 }
 
 // TestCIRunsEverythingAndATamperedCertificateIsIgnored: under CI=true

@@ -272,24 +272,20 @@ func (r *reuse) keys(mod *digest.Module, reg *registry.Registry, level int) {
 // decide reuses a package whose certificate matches its digest when every
 // surface whose tests it declares is reused too, and a surface whose
 // certificate matches when all its packages are: a surface never half
-// runs. A surface whose certificate is for other inputs has changed.
+// runs. A surface with certificates, none of them for its inputs, has
+// changed.
 func (r *reuse) decide(reg *registry.Registry) {
 	surfOK := map[string]bool{}
 	for _, s := range reg.Surfaces {
-		c, ok := r.certs.Get(certify.KindSurface, s.ID)
-		switch {
-		case !ok:
-		case c.Digest == r.surfKey[s.ID] && len(r.surfPkgs[s.ID]) > 0:
+		if _, ok := r.certs.Get(certify.KindSurface, s.ID, r.surfKey[s.ID]); ok && len(r.surfPkgs[s.ID]) > 0 {
 			surfOK[s.ID] = true
-		default:
+		} else if c, ok := r.certs.Latest(certify.KindSurface, s.ID); ok {
 			r.changed[s.ID] = fmt.Sprintf("its inputs changed since its certificate (run %s, %s)", c.RunID, c.At.Format(time.DateTime))
 		}
 	}
 	pkgOK := map[string]bool{}
 	for _, p := range r.all {
-		if c, ok := r.certs.Get(certify.KindPackage, p); ok && c.Digest == r.pkgKey[p] {
-			pkgOK[p] = true
-		}
+		_, pkgOK[p] = r.certs.Get(certify.KindPackage, p, r.pkgKey[p])
 	}
 	for _, s := range reg.Surfaces {
 		for _, p := range r.surfPkgs[s.ID] {
@@ -307,12 +303,12 @@ func (r *reuse) decide(reg *registry.Registry) {
 	}
 	for p, ok := range pkgOK {
 		if ok {
-			r.pkgs[p], _ = r.certs.Get(certify.KindPackage, p)
+			r.pkgs[p], _ = r.certs.Get(certify.KindPackage, p, r.pkgKey[p])
 		}
 	}
 	for s, ok := range surfOK {
 		if ok {
-			r.surfs[s], _ = r.certs.Get(certify.KindSurface, s)
+			r.surfs[s], _ = r.certs.Get(certify.KindSurface, s, r.surfKey[s])
 		}
 	}
 }

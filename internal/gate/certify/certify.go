@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/contested/contested/internal/gate"
@@ -131,22 +132,43 @@ func Open(data []byte, module string) (Certificate, error) {
 	return c, nil
 }
 
-// Set is the certificates a store holds for a module, by kind and key,
-// and one line for each it ignored.
+// Keep is how many certificates of one kind and key a store holds, one
+// per digest, the newest kept: enough for a reverted change, or a switch
+// between a few branches, to find the result its inputs already earned,
+// and for one developer's branch not to take main's certificate from the
+// rest of the team.
+const Keep = 8
+
+// Set is the certificates a store holds for a module, by kind, key and
+// digest, and one line for each it ignored.
 type Set struct {
-	byKey   map[string]Certificate
+	byKey   map[string][]Certificate // newest first
 	Ignored []string
 }
 
 func key(kind, k string) string { return kind + "\x00" + k }
 
-// Get returns the certificate of kind for key, if a valid one is held.
-func (s *Set) Get(kind, k string) (Certificate, bool) {
+// Get returns the certificate of kind for key whose inputs had digest, if
+// a valid one is held.
+func (s *Set) Get(kind, k, digest string) (Certificate, bool) {
 	if s == nil {
 		return Certificate{}, false
 	}
-	c, ok := s.byKey[key(kind, k)]
-	return c, ok
+	for _, c := range s.byKey[key(kind, k)] {
+		if c.Digest == digest {
+			return c, true
+		}
+	}
+	return Certificate{}, false
+}
+
+// Latest returns the newest valid certificate of kind for key, whatever
+// its digest: the one a changed result is told apart from.
+func (s *Set) Latest(kind, k string) (Certificate, bool) {
+	if s == nil || len(s.byKey[key(kind, k)]) == 0 {
+		return Certificate{}, false
+	}
+	return s.byKey[key(kind, k)][0], true
 }
 
 // Len is how many valid certificates the set holds.
@@ -154,17 +176,28 @@ func (s *Set) Len() int {
 	if s == nil {
 		return 0
 	}
-	return len(s.byKey)
+	n := 0
+	for _, cs := range s.byKey {
+		n += len(cs)
+	}
+	return n
 }
 
+// add holds c, newest first; of two with one digest the newer stays.
 func (s *Set) add(c Certificate) {
 	if s.byKey == nil {
-		s.byKey = map[string]Certificate{}
+		s.byKey = map[string][]Certificate{}
 	}
 	k := key(c.Kind, c.Key)
-	if old, ok := s.byKey[k]; !ok || c.At.After(old.At) {
-		s.byKey[k] = c
+	cs := s.byKey[k]
+	if i := slices.IndexFunc(cs, func(o Certificate) bool { return o.Digest == c.Digest }); i >= 0 {
+		if !c.At.After(cs[i].At) {
+			return
+		}
+		cs = slices.Delete(cs, i, i+1)
 	}
+	i, _ := slices.BinarySearchFunc(cs, c, func(o, c Certificate) int { return c.At.Compare(o.At) })
+	s.byKey[k] = slices.Insert(cs, i, c)
 }
 
 func marshal(c Certificate) ([]byte, error) { return json.Marshal(c) }

@@ -2,6 +2,7 @@ package certify_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,7 +36,7 @@ func TestACertificateReadsBackAsWritten(t *testing.T) {
 	if err != nil || set.Len() != 2 || len(set.Ignored) != 0 {
 		t.Fatalf("read %d certificates, ignored %v, %v; want 2, none", set.Len(), set.Ignored, err)
 	}
-	if c, ok := set.Get(certify.KindSurface, "m.store"); !ok || c.Digest != "d-m.store" || c.RunID != "run-1" || c.Fired != 2 {
+	if c, ok := set.Get(certify.KindSurface, "m.store", "d-m.store"); !ok || c.Digest != "d-m.store" || c.RunID != "run-1" || c.Fired != 2 {
 		t.Errorf("surface certificate %+v, %v", c, ok)
 	}
 }
@@ -110,16 +111,109 @@ func TestACertificateThatDoesNotVerifyIsIgnoredSayingWhy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := set.Get(certify.KindSurface, "m.store"); ok {
+			if _, ok := set.Get(certify.KindSurface, "m.store", "d-m.store"); ok {
 				t.Error("the spoiled certificate was trusted")
 			}
-			if _, ok := set.Get(certify.KindPackage, "example.com/m/a"); !ok {
+			if _, ok := set.Get(certify.KindPackage, "example.com/m/a", "d-example.com/m/a"); !ok {
 				t.Error("the good certificate beside it was not read")
 			}
 			if len(set.Ignored) != 1 || !strings.Contains(set.Ignored[0], filepath.Base(p)) || !strings.Contains(set.Ignored[0], tt.says) || strings.Contains(set.Ignored[0], "\n") {
 				t.Errorf("ignored %q; want one line naming %s and saying %q", set.Ignored, filepath.Base(p), tt.says)
 			}
 		})
+	}
+}
+
+// TestARevertFindsTheCertificateItsInputsEarned: certificates of one key
+// are held one per digest, so inputs that come back (a reverted change, a
+// branch switched back to) find theirs, and Latest is the newest.
+func TestARevertFindsTheCertificateItsInputsEarned(t *testing.T) {
+	root := t.TempDir()
+	s := certify.NewFile(root)
+	ctx := context.Background()
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for i, d := range []string{"d-before", "d-changed", "d-before-again"} {
+		c := cert(t, certify.KindSurface, "m.store", "GREEN")
+		c.Digest, c.RunID, c.At = d, fmt.Sprintf("run-%d", i+1), at.Add(time.Duration(i)*time.Minute)
+		if i == 2 {
+			c.Digest = "d-before" // the same inputs as the first run, certified again
+		}
+		c, _ = certify.Sealed(c)
+		if err := s.Write(ctx, []certify.Certificate{c}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			set, err := s.Read(ctx, module)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c, ok := set.Get(certify.KindSurface, "m.store", "d-before"); !ok || c.RunID != "run-1" {
+				t.Errorf("after a change, the first inputs' certificate is %+v, %v; want run-1's", c, ok)
+			}
+		}
+	}
+	set, err := s.Read(ctx, module)
+	if err != nil || set.Len() != 2 || len(set.Ignored) != 0 {
+		t.Fatalf("read %d certificates, ignored %v, %v; want 2 (one per digest), none", set.Len(), set.Ignored, err)
+	}
+	if c, ok := set.Get(certify.KindSurface, "m.store", "d-before"); !ok || c.RunID != "run-3" {
+		t.Errorf("the first inputs' certificate is %+v, %v; want run-3's, the newer of the two", c, ok)
+	}
+	if c, ok := set.Get(certify.KindSurface, "m.store", "d-changed"); !ok || c.RunID != "run-2" {
+		t.Errorf("the changed inputs' certificate is %+v, %v; want run-2's", c, ok)
+	}
+	if c, ok := set.Latest(certify.KindSurface, "m.store"); !ok || c.RunID != "run-3" {
+		t.Errorf("Latest is %+v, %v; want run-3's", c, ok)
+	}
+	if _, ok := set.Get(certify.KindSurface, "m.store", "d-never"); ok {
+		t.Error("a digest never certified found a certificate")
+	}
+}
+
+// TestTheStoreKeepsTheNewestOfEachKey: past Keep certificates of one key
+// the oldest are removed; other keys, and a file that does not verify,
+// are left alone.
+func TestTheStoreKeepsTheNewestOfEachKey(t *testing.T) {
+	root := t.TempDir()
+	s := certify.NewFile(root)
+	ctx := context.Background()
+	other := cert(t, certify.KindPackage, "example.com/m/a", "PASS")
+	if err := s.Write(ctx, []certify.Certificate{other}); err != nil {
+		t.Fatal(err)
+	}
+	junk := filepath.Join(root, certify.DirName, filepath.Base(only(t, root, "package-")))
+	junk = strings.Replace(junk, "package-", "surface-", 1)
+	if err := os.WriteFile(junk, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	n := certify.Keep + 3
+	for i := range n {
+		c := cert(t, certify.KindSurface, "m.store", "GREEN")
+		c.Digest, c.RunID, c.At = fmt.Sprintf("d-%d", i), fmt.Sprintf("run-%d", i), at.Add(time.Duration(i)*time.Minute)
+		c, _ = certify.Sealed(c)
+		if err := s.Write(ctx, []certify.Certificate{c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set, err := s.Read(ctx, module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set.Len() != certify.Keep+1 || len(set.Ignored) != 1 {
+		t.Errorf("%d certificates, ignored %q; want %d of the surface, the package's, and the junk file ignored", set.Len(), set.Ignored, certify.Keep)
+	}
+	for i := range n {
+		_, ok := set.Get(certify.KindSurface, "m.store", fmt.Sprintf("d-%d", i))
+		if want := i >= n-certify.Keep; ok != want {
+			t.Errorf("certificate %d of %d held: %v, want %v", i+1, n, ok, want)
+		}
+	}
+	if _, ok := set.Get(certify.KindPackage, "example.com/m/a", other.Digest); !ok {
+		t.Error("another key's certificate was removed")
+	}
+	if _, err := os.Stat(junk); err != nil {
+		t.Errorf("the file that does not verify was removed: %v", err)
 	}
 }
 

@@ -20,7 +20,8 @@ import (
 
 // Store keeps certificates.
 type Store interface {
-	// Write stores certs, each replacing the one of its kind and key.
+	// Write stores certs, each replacing the one of its kind, key and
+	// digest, and keeps the newest Keep of each kind and key.
 	Write(ctx context.Context, certs []Certificate) error
 	// Read returns the module's valid certificates and a line for each
 	// it ignored.
@@ -34,9 +35,9 @@ const DirName = "history/certificates"
 // maxFile caps a certificate file: a real one is a few kilobytes.
 const maxFile = 1 << 20
 
-// File is the local store: one file per kind and key under the results
-// directory, written atomically, read without following a link and
-// without waiting on a FIFO.
+// File is the local store: one file per kind, key and digest under the
+// results directory, written atomically, read without following a link
+// and without waiting on a FIFO.
 type File struct {
 	root string
 }
@@ -46,14 +47,23 @@ var _ Store = (*File)(nil)
 // NewFile is the local store of the results directory root.
 func NewFile(root string) *File { return &File{root: root} }
 
-// fileName is the file of a certificate: its kind and a hash of its key,
-// so that no key names a path.
-func fileName(kind, k string) string {
-	h := sha256.Sum256([]byte(k))
-	return kind + "-" + hex.EncodeToString(h[:12]) + ".json"
+// fileName is the file of a certificate: its kind and hashes of its key
+// and digest, so that neither names a path. The files of one kind and key
+// share the prefix keyPrefix gives.
+func fileName(kind, k, digest string) string {
+	h := sha256.Sum256([]byte(digest))
+	return keyPrefix(kind, k) + hex.EncodeToString(h[:8]) + ".json"
 }
 
-// Write stores each certificate in its own file, atomically.
+func keyPrefix(kind, k string) string {
+	h := sha256.Sum256([]byte(k))
+	return kind + "-" + hex.EncodeToString(h[:12]) + "-"
+}
+
+// Write stores each certificate in its own file, atomically, then removes
+// the valid certificates of each kind and key written beyond the newest
+// Keep. A file that does not verify is left where it is, for the line
+// Read gives it.
 func (f *File) Write(ctx context.Context, certs []Certificate) error {
 	if len(certs) == 0 {
 		return nil
@@ -63,8 +73,34 @@ func (f *File) Write(ctx context.Context, certs []Certificate) error {
 		return fmt.Errorf("write the certificates: %w", err)
 	}
 	for _, c := range certs {
-		if err := r.WriteJSON(path.Join(DirName, fileName(c.Kind, c.Key)), c); err != nil {
+		if err := r.WriteJSON(path.Join(DirName, fileName(c.Kind, c.Key, c.Digest)), c); err != nil {
 			return fmt.Errorf("write the certificates: %w", err)
+		}
+	}
+	if err := f.prune(r, certs); err != nil {
+		return fmt.Errorf("write the certificates: %w", err)
+	}
+	return nil
+}
+
+// prune removes, for each kind and key in certs, the valid certificate
+// files older than the newest Keep.
+func (f *File) prune(r *atomicfile.Root, certs []Certificate) error {
+	d, err := r.OpenDir(DirName)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	s, err := readDir(d, certs[0].Module)
+	if err != nil {
+		return err
+	}
+	for _, c := range certs {
+		held := s.byKey[key(c.Kind, c.Key)]
+		for _, old := range held[min(Keep, len(held)):] {
+			if err := d.Remove(fileName(old.Kind, old.Key, old.Digest)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
 		}
 	}
 	return nil
@@ -89,9 +125,19 @@ func (f *File) Read(ctx context.Context, module string) (*Set, error) {
 		return s, fmt.Errorf("read the certificates: %w", err)
 	}
 	defer d.Close()
+	s, err = readDir(d, module)
+	if err != nil {
+		return s, fmt.Errorf("read the certificates: %w", err)
+	}
+	return s, nil
+}
+
+// readDir reads every certificate file in d.
+func readDir(d *atomicfile.Dir, module string) (*Set, error) {
+	s := &Set{}
 	entries, err := d.ReadDir(-1)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return s, fmt.Errorf("read the certificates: %w", err)
+		return s, err
 	}
 	var buf []byte
 	for _, e := range entries {
@@ -111,7 +157,7 @@ func (f *File) Read(ctx context.Context, module string) (*Set, error) {
 			s.Ignored = append(s.Ignored, fmt.Sprintf("certificate %s ignored: %v; what it certified runs", where, err))
 			continue
 		}
-		if name != fileName(c.Kind, c.Key) {
+		if name != fileName(c.Kind, c.Key, c.Digest) {
 			s.Ignored = append(s.Ignored, fmt.Sprintf("certificate %s ignored: it certifies %s %s, whose file is another; what it certified runs", where, c.Kind, c.Key))
 			continue
 		}
@@ -130,15 +176,31 @@ var _ Store = (*Postgres)(nil)
 // table is the certificates' table.
 const table = "contested_certificates"
 
+// migration creates the table, one row per kind, key and digest. A table
+// of the first shape (one row per kind and key, no digest) is dropped
+// first: certificates are a cache of results, and the next GREEN run
+// writes them again.
 const migration = `
+DO $$ BEGIN
+	IF to_regclass('` + table + `') IS NOT NULL AND NOT EXISTS (
+		SELECT 1 FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = '` + table + `' AND column_name = 'digest') THEN
+		DROP TABLE ` + table + `;
+	END IF;
+END $$;
 CREATE TABLE IF NOT EXISTS ` + table + ` (
 	module  text NOT NULL,
 	kind    text NOT NULL,
 	key     text NOT NULL,
+	digest  text NOT NULL,
 	body    text NOT NULL,
 	written timestamptz NOT NULL DEFAULT now(),
-	PRIMARY KEY (module, kind, key)
+	PRIMARY KEY (module, kind, key, digest)
 );`
+
+// prune keeps the newest Keep rows of one module, kind and key.
+const prune = `DELETE FROM ` + table + ` WHERE module = $1 AND kind = $2 AND key = $3 AND digest NOT IN (
+	SELECT digest FROM ` + table + ` WHERE module = $1 AND kind = $2 AND key = $3 ORDER BY written DESC, digest LIMIT $4)`
 
 // migrationLock is the advisory lock key of the migration.
 const migrationLock = 0x636f6e7465737467
@@ -159,7 +221,8 @@ func NewPostgres(ctx context.Context, pool *pgxpool.Pool) (*Postgres, error) {
 	return &Postgres{pool: pool}, nil
 }
 
-// Write upserts certs in one transaction.
+// Write upserts certs and keeps the newest Keep of each kind and key, in
+// one transaction.
 func (p *Postgres) Write(ctx context.Context, certs []Certificate) error {
 	if len(certs) == 0 {
 		return nil
@@ -170,8 +233,11 @@ func (p *Postgres) Write(ctx context.Context, certs []Certificate) error {
 			if err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO `+table+` (module, kind, key, body) VALUES ($1, $2, $3, $4)
-ON CONFLICT (module, kind, key) DO UPDATE SET body = EXCLUDED.body, written = now()`, c.Module, c.Kind, c.Key, string(b)); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO `+table+` (module, kind, key, digest, body) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (module, kind, key, digest) DO UPDATE SET body = EXCLUDED.body, written = now()`, c.Module, c.Kind, c.Key, c.Digest, string(b)); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, prune, c.Module, c.Kind, c.Key, Keep); err != nil {
 				return err
 			}
 		}
@@ -187,18 +253,18 @@ ON CONFLICT (module, kind, key) DO UPDATE SET body = EXCLUDED.body, written = no
 // ignored with a line that says why.
 func (p *Postgres) Read(ctx context.Context, module string) (*Set, error) {
 	s := &Set{}
-	rows, err := p.pool.Query(ctx, `SELECT kind, key, body FROM `+table+` WHERE module = $1 ORDER BY kind, key`, module)
+	rows, err := p.pool.Query(ctx, `SELECT kind, key, digest, body FROM `+table+` WHERE module = $1 ORDER BY kind, key, written DESC`, module)
 	if err != nil {
 		return s, fmt.Errorf("read the certificates: %s", secret.ScrubString(err.Error()))
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var kind, k, body string
-		if err := rows.Scan(&kind, &k, &body); err != nil {
+		var kind, k, digest, body string
+		if err := rows.Scan(&kind, &k, &digest, &body); err != nil {
 			return s, fmt.Errorf("read the certificates: %w", err)
 		}
 		c, err := Open([]byte(body), module)
-		if err == nil && (c.Kind != kind || c.Key != k) {
+		if err == nil && (c.Kind != kind || c.Key != k || c.Digest != digest) {
 			err = fmt.Errorf("%w: its row is %s %s, it certifies %s %s", ErrSeal, kind, k, c.Kind, c.Key)
 		}
 		if err != nil {
