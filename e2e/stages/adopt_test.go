@@ -84,7 +84,7 @@ package = "./setupfails"
 		"setup: start postgres: pull image postgres:16: 403 Forbidden",
 		"package example.com/adopter/syntaxerr: cannot be loaded",
 		"owner test author / the package's maintainers",
-		"battery failed (0 tests, 3 packages: example.com/adopter/broken does not build",
+		"battery failed (3 packages failed outside their tests: example.com/adopter/broken does not build",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("validate does not say %q:\n%s", want, out)

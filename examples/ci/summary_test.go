@@ -42,7 +42,7 @@ func summaryRun() cisummary.Run {
 		RunID:   "gh-12-1",
 		Layer:   "containers",
 		Took:    3*time.Minute + 400*time.Millisecond,
-		Reasons: []string{"battery failed (2 tests, 1 packages)", "surface " + hostile + " is RED"},
+		Reasons: []string{"battery failed (2 tests in 1 package)", "surface " + hostile + " is RED"},
 		Surfaces: []gate.SurfaceVerdict{
 			{ID: "ledger.store", Verdict: "RED", Legs: []verdict.Leg{{Lever: "reset", Verdict: "FAIL-reproducible"}, {Lever: "confirm-timeout", Verdict: "PASS-smoke"}}},
 			{ID: hostile, Verdict: "GREEN", Legs: []verdict.Leg{{Lever: hostile, Verdict: "PASS-smoke"}}},
@@ -93,7 +93,7 @@ func TestMarkdownShowsTheVerdictAndEscapesTextFromDisk(t *testing.T) {
 	seen := text(h)
 	for _, want := range []string{
 		"contested validate: RED", "run gh-12-1", "layer containers", "took 3m0s",
-		"battery failed (2 tests, 1 packages)", "surface " + shown + " is RED",
+		"battery failed (2 tests in 1 package)", "surface " + shown + " is RED",
 		"reset: FAIL-reproducible", "confirm-timeout: PASS-smoke",
 		"example.com/tiny/a TestAlpha/reset", "owner component (ledger-team)", "failure: a_test.go:9: " + shown,
 		"action: fix: " + shown, "replay: CONTESTED_SEED=42 go test ./a -run '^TestAlpha$/^reset$' `x` " + shown,

@@ -15,7 +15,7 @@ import (
 
 // ciReport is a RED validate with one failing test, as finish holds it.
 func ciReport() *ValidateReport {
-	return &ValidateReport{RunID: "gh-7-1", Layer: "containers", Reasons: []string{"battery failed (1 tests, 0 packages)"},
+	return &ValidateReport{RunID: "gh-7-1", Layer: "containers", Reasons: []string{"battery failed (1 test in 1 package)"},
 		BatteryFailures: []ladder.Plain{{Package: "example.com/m", Test: "TestB", FirstLine: "b_test.go:3: boom",
 			Owner: "component (ledger-team)", Action: "fix the store", Replay: "CONTESTED_SEED=7 go test ./ -run '^TestB$'"}},
 		Battery: &battery.Result{Elapsed: time.Second,

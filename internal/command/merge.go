@@ -128,7 +128,7 @@ func mergeReasons(res *shard.Result, judged []*contract.Result, merr error) []st
 		out = append(out, "gate refused the union: "+failedPhases(res.Union))
 	}
 	if b := res.Battery; b != nil && !b.OK() {
-		out = append(out, fmt.Sprintf("battery failed in a shard (%d tests, %d packages)", len(b.Failed()), len(b.FailedPackages())))
+		out = append(out, "battery failed in a shard"+batteryFailures(b))
 	}
 	out = append(out, surfaceReasons(judged, true, nil)...)
 	return out

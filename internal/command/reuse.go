@@ -427,7 +427,13 @@ func (r *reuse) write(ctx context.Context, root string, canonical []string, rep 
 		return
 	}
 	r.rep.Certified = len(certs)
-	fmt.Fprintf(out, "validate: certified %d packages and surfaces for reuse (%s)\n", len(certs), where)
+	var pkgs int
+	for _, c := range certs {
+		if c.Kind == certify.KindPackage {
+			pkgs++
+		}
+	}
+	fmt.Fprintf(out, "validate: certified %s and %s for reuse (%s)\n", count(pkgs, "package"), count(len(certs)-pkgs, "surface"), where)
 }
 
 // reusedLine says where a reused result came from, for the terminal.

@@ -64,7 +64,7 @@ func arbitrateAll(ctx context.Context, tests []battery.Test, budget time.Duratio
 	}
 	tests = slices.Clone(tests)
 	slices.SortStableFunc(tests, func(a, b battery.Test) int { return cmp.Compare(a.Elapsed, b.Elapsed) })
-	fmt.Fprintf(out, "\nvalidate: walking the arbitration ladder for %d failing tests, the quickest first (budget %s, %s)\n", len(tests), budget, envvar.LadderBudget)
+	fmt.Fprintf(out, "\nvalidate: walking the arbitration ladder for %s, the quickest first (budget %s, %s)\n", count(len(tests), "failing test"), budget, envvar.LadderBudget)
 	deadline := time.Now().Add(budget)
 	var done []*ladder.Outcome
 	var left []string

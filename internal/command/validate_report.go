@@ -143,7 +143,7 @@ func writeSurfaceSummary(out io.Writer, judged []*contract.Result, level int, no
 func validateReasons(res *battery.Result, verified *gate.Report, judged []*contract.Result, whole bool, registryProblems []string, caps capability.Matrix) []string {
 	var out []string
 	if !res.OK() {
-		out = append(out, fmt.Sprintf("battery failed (%d tests, %d packages%s)", len(res.Failed()), len(res.FailedPackages()), packageReasons(res)))
+		out = append(out, "battery failed"+batteryFailures(res))
 	}
 	for _, p := range res.TimedOut() {
 		out = append(out, ladder.TimeoutReason(p))
@@ -161,15 +161,43 @@ func validateReasons(res *battery.Result, verified *gate.Report, judged []*contr
 // packageReasons names the packages that failed outside any test and
 // what happened to each, for the verdict line: ": example.com/m/x does not
 // build", or nothing.
-func packageReasons(res *battery.Result) string {
+// batteryFailures says, after "battery failed", what failed: the failing
+// tests (the most specific, a contract's leg rather than its parent) and
+// the packages they are in, then each package that failed outside its
+// tests and why, as in " (2 tests in 1 package; 1 package failed outside
+// its tests: example.com/m/broken does not build)".
+func batteryFailures(res *battery.Result) string {
 	var parts []string
-	for _, p := range res.FailedPackages() {
-		parts = append(parts, p.Name+" "+ladder.PlainPackage(p, testsRan(res, p.Name)).What)
+	if leaves := contract.LeafFailures(res); len(leaves) > 0 {
+		pkgs := map[string]bool{}
+		for _, t := range leaves {
+			pkgs[t.Package] = true
+		}
+		parts = append(parts, fmt.Sprintf("%s in %s", count(len(leaves), "test"), count(len(pkgs), "package")))
+	}
+	if failed := res.FailedPackages(); len(failed) > 0 {
+		var why []string
+		for _, p := range failed {
+			why = append(why, p.Name+" "+ladder.PlainPackage(p, testsRan(res, p.Name)).What)
+		}
+		their := "their"
+		if len(failed) == 1 {
+			their = "its"
+		}
+		parts = append(parts, fmt.Sprintf("%s failed outside %s tests: %s", count(len(failed), "package"), their, strings.Join(why, "; ")))
 	}
 	if len(parts) == 0 {
 		return ""
 	}
-	return ": " + strings.Join(parts, "; ")
+	return " (" + strings.Join(parts, "; ") + ")"
+}
+
+// count is n and noun, the noun plural unless n is 1.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // surfaceReasons says which surfaces keep validate from GREEN, and, for

@@ -240,3 +240,34 @@ func TestWholeBattery(t *testing.T) {
 		})
 	}
 }
+
+// TestTheBatteryReasonCountsWhatFailed: the verdict line counts a
+// contract's failing legs, not their parent as well, names the packages
+// they are in, and lists a package that failed outside its tests apart.
+func TestTheBatteryReasonCountsWhatFailed(t *testing.T) {
+	fail := func(pkg, name string) battery.Test { return battery.Test{Package: pkg, Name: name, Action: "fail"} }
+	tests := []struct {
+		name string
+		res  *battery.Result
+		want string
+	}{
+		{"a leg and its parent", &battery.Result{Tests: []battery.Test{fail("m", "TestC"), fail("m", "TestC/reset")},
+			Packages: []battery.Package{{Name: "m", Action: "fail"}}}, "battery failed (1 test in 1 package)"},
+		{"two legs", &battery.Result{Tests: []battery.Test{fail("m", "TestC"), fail("m", "TestC/reset"), fail("m", "TestC/burst")},
+			Packages: []battery.Package{{Name: "m", Action: "fail"}}}, "battery failed (2 tests in 1 package)"},
+		{"tests in two packages", &battery.Result{Tests: []battery.Test{fail("m/a", "TestA"), fail("m/b", "TestB")},
+			Packages: []battery.Package{{Name: "m/a", Action: "fail"}, {Name: "m/b", Action: "fail"}}}, "battery failed (2 tests in 2 packages)"},
+		{"a package that does not build", &battery.Result{Packages: []battery.Package{{Name: "m/broken", Action: "fail", Output: "x.go:1:1: undefined: y\nFAIL\tm/broken [build failed]\n"}}},
+			"battery failed (1 package failed outside its tests: m/broken does not build"},
+		{"both", &battery.Result{Tests: []battery.Test{fail("m", "TestC")},
+			Packages: []battery.Package{{Name: "m", Action: "fail"}, {Name: "m/broken", Action: "fail", Output: "x.go:1:1: undefined: y\nFAIL\tm/broken [build failed]\n"}}},
+			"battery failed (1 test in 1 package; 1 package failed outside its tests: m/broken does not build"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := "battery failed" + batteryFailures(tt.res); !strings.HasPrefix(got, tt.want) {
+				t.Errorf("%q, want it to start %q", got, tt.want)
+			}
+		})
+	}
+}
