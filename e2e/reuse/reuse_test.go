@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -155,7 +156,10 @@ func validate(t *testing.T, dir string, env []string, args ...string) (report, s
 	t.Helper()
 	e2etest.Targets(t) // compiled once, before the clock starts
 	start := time.Now()
-	out, code := e2etest.Mage(t, dir, append([]string{"CI="}, env...), append([]string{"validate"}, args...)...)
+	// Each validate gets a run id of its own, as a user's does, not the
+	// shared layer's: the run a reused result came from is checked.
+	id := "reuse-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	out, code := e2etest.Mage(t, dir, append([]string{"CI=", "CONTESTED_RUN_ID=" + id}, env...), append([]string{"validate"}, args...)...)
 	took := time.Since(start)
 	if code != 0 || !strings.Contains(out, "validate: GREEN") {
 		t.Fatalf("validate %v %v: exit %d, want 0 and GREEN:\n%s", env, args, code, out)
@@ -283,6 +287,7 @@ func TestReuseFollowsWhatAChangeCouldReach(t *testing.T) {
 	if !back.Reuse.All {
 		t.Errorf("back to earlier inputs: reuse %+v; want everything reused", back.Reuse)
 	}
+	t.Logf("runs: full %s, counter %s, library %s, entry %s, reads %s, tags %s, level %s, back %s", full.RunID, counter.RunID, lib.RunID, entry.RunID, reads.RunID, tags.RunID, level.RunID, back.RunID)
 	from := map[string]string{"adopter.stock": lib.RunID, "adopter.counter": reads.RunID}
 	for _, s := range back.Surfaces {
 		if s.Reused == nil || s.Reused.RunID != from[s.ID] {
