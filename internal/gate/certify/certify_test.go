@@ -2,7 +2,11 @@ package certify_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -214,6 +218,43 @@ func TestTheStoreKeepsTheNewestOfEachKey(t *testing.T) {
 	}
 	if _, err := os.Stat(junk); err != nil {
 		t.Errorf("the file that does not verify was removed: %v", err)
+	}
+}
+
+// TestACertificateOfTheFirstShapeIsReadThenReplaced: a file named as when
+// a store held one certificate per key is read as valid, not reported on
+// every run, and removed once its key is certified again.
+func TestACertificateOfTheFirstShapeIsReadThenReplaced(t *testing.T) {
+	root := t.TempDir()
+	s := certify.NewFile(root)
+	ctx := context.Background()
+	old := cert(t, certify.KindSurface, "m.store", "GREEN")
+	if err := s.Write(ctx, []certify.Certificate{old}); err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.Sum256([]byte(old.Key))
+	first := filepath.Join(root, certify.DirName, "surface-"+hex.EncodeToString(h[:12])+".json")
+	if err := os.Rename(only(t, root, "surface-"), first); err != nil {
+		t.Fatal(err)
+	}
+	set, err := s.Read(ctx, module)
+	if err != nil || len(set.Ignored) != 0 {
+		t.Fatalf("read: ignored %q, %v; want the first shape's file read as valid", set.Ignored, err)
+	}
+	if _, ok := set.Get(certify.KindSurface, "m.store", old.Digest); !ok {
+		t.Fatal("the first shape's certificate was not found")
+	}
+	next := old
+	next.Digest, next.RunID, next.At = "d-next", "run-2", old.At.Add(time.Minute)
+	next, _ = certify.Sealed(next)
+	if err := s.Write(ctx, []certify.Certificate{next}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(first); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the first shape's file is still there after its key was written again: %v", err)
+	}
+	if set, _ := s.Read(ctx, module); set.Len() != 1 || len(set.Ignored) != 0 {
+		t.Errorf("after the write: %d certificates, ignored %q; want the new one alone", set.Len(), set.Ignored)
 	}
 }
 

@@ -60,6 +60,13 @@ func keyPrefix(kind, k string) string {
 	return kind + "-" + hex.EncodeToString(h[:12]) + "-"
 }
 
+// firstShapeName is the file a certificate of kind and key had when a
+// store held one per key: still read, and removed once its key is written
+// again.
+func firstShapeName(kind, k string) string {
+	return strings.TrimSuffix(keyPrefix(kind, k), "-") + ".json"
+}
+
 // Write stores each certificate in its own file, atomically, then removes
 // the valid certificates of each kind and key written beyond the newest
 // Keep. A file that does not verify is left where it is, for the line
@@ -83,14 +90,19 @@ func (f *File) Write(ctx context.Context, certs []Certificate) error {
 	return nil
 }
 
-// prune removes, for each kind and key in certs, the valid certificate
-// files older than the newest Keep.
+// prune removes, for each kind and key in certs, its file of the first
+// shape and the valid certificate files older than the newest Keep.
 func (f *File) prune(r *atomicfile.Root, certs []Certificate) error {
 	d, err := r.OpenDir(DirName)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
+	for _, c := range certs {
+		if err := d.Remove(firstShapeName(c.Kind, c.Key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
 	s, err := readDir(d, certs[0].Module)
 	if err != nil {
 		return err
@@ -157,7 +169,7 @@ func readDir(d *atomicfile.Dir, module string) (*Set, error) {
 			s.Ignored = append(s.Ignored, fmt.Sprintf("certificate %s ignored: %v; what it certified runs", where, err))
 			continue
 		}
-		if name != fileName(c.Kind, c.Key, c.Digest) {
+		if name != fileName(c.Kind, c.Key, c.Digest) && name != firstShapeName(c.Kind, c.Key) {
 			s.Ignored = append(s.Ignored, fmt.Sprintf("certificate %s ignored: it certifies %s %s, whose file is another; what it certified runs", where, c.Kind, c.Key))
 			continue
 		}
