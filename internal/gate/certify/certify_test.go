@@ -29,13 +29,20 @@ func cert(t *testing.T, kind, key, verdict string) certify.Certificate {
 	return c
 }
 
-func TestACertificateReadsBackAsWritten(t *testing.T) {
-	root := t.TempDir()
-	s := certify.NewFile(root)
-	ctx := context.Background()
-	if err := s.Write(ctx, []certify.Certificate{cert(t, certify.KindPackage, "example.com/m/a", "PASS"), cert(t, certify.KindSurface, "m.store", "GREEN")}); err != nil {
+// stored is a file store in a new results directory, certs written to it.
+func stored(t *testing.T, certs ...certify.Certificate) (s *certify.File, root string) {
+	t.Helper()
+	root = t.TempDir()
+	s = certify.NewFile(root)
+	if err := s.Write(context.Background(), certs); err != nil {
 		t.Fatal(err)
 	}
+	return s, root
+}
+
+func TestACertificateReadsBackAsWritten(t *testing.T) {
+	s, _ := stored(t, cert(t, certify.KindPackage, "example.com/m/a", "PASS"), cert(t, certify.KindSurface, "m.store", "GREEN"))
+	ctx := context.Background()
 	set, err := s.Read(ctx, module)
 	if err != nil || set.Len() != 2 || len(set.Ignored) != 0 {
 		t.Fatalf("read %d certificates, ignored %v, %v; want 2, none", set.Len(), set.Ignored, err)
@@ -89,12 +96,8 @@ func TestACertificateThatDoesNotVerifyIsIgnoredSayingWhy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			root := t.TempDir()
-			s := certify.NewFile(root)
+			s, root := stored(t, cert(t, certify.KindSurface, "m.store", "GREEN"), cert(t, certify.KindPackage, "example.com/m/a", "PASS"))
 			ctx := context.Background()
-			if err := s.Write(ctx, []certify.Certificate{cert(t, certify.KindSurface, "m.store", "GREEN"), cert(t, certify.KindPackage, "example.com/m/a", "PASS")}); err != nil {
-				t.Fatal(err)
-			}
 			p := only(t, root, "surface-")
 			good, err := os.ReadFile(p)
 			if err != nil {
@@ -132,8 +135,7 @@ func TestACertificateThatDoesNotVerifyIsIgnoredSayingWhy(t *testing.T) {
 // are held one per digest, so inputs that come back (a reverted change, a
 // branch switched back to) find theirs, and Latest is the newest.
 func TestARevertFindsTheCertificateItsInputsEarned(t *testing.T) {
-	root := t.TempDir()
-	s := certify.NewFile(root)
+	s, _ := stored(t)
 	ctx := context.Background()
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	for i, d := range []string{"d-before", "d-changed", "d-before-again"} {
@@ -178,13 +180,9 @@ func TestARevertFindsTheCertificateItsInputsEarned(t *testing.T) {
 // the oldest are removed; other keys, and a file that does not verify,
 // are left alone.
 func TestTheStoreKeepsTheNewestOfEachKey(t *testing.T) {
-	root := t.TempDir()
-	s := certify.NewFile(root)
-	ctx := context.Background()
 	other := cert(t, certify.KindPackage, "example.com/m/a", "PASS")
-	if err := s.Write(ctx, []certify.Certificate{other}); err != nil {
-		t.Fatal(err)
-	}
+	s, root := stored(t, other)
+	ctx := context.Background()
 	junk := filepath.Join(root, certify.DirName, filepath.Base(only(t, root, "package-")))
 	junk = strings.Replace(junk, "package-", "surface-", 1)
 	if err := os.WriteFile(junk, []byte("{"), 0o644); err != nil {
@@ -225,13 +223,9 @@ func TestTheStoreKeepsTheNewestOfEachKey(t *testing.T) {
 // a store held one certificate per key is read as valid, not reported on
 // every run, and removed once its key is certified again.
 func TestACertificateOfTheFirstShapeIsReadThenReplaced(t *testing.T) {
-	root := t.TempDir()
-	s := certify.NewFile(root)
-	ctx := context.Background()
 	old := cert(t, certify.KindSurface, "m.store", "GREEN")
-	if err := s.Write(ctx, []certify.Certificate{old}); err != nil {
-		t.Fatal(err)
-	}
+	s, root := stored(t, old)
+	ctx := context.Background()
 	h := sha256.Sum256([]byte(old.Key))
 	first := filepath.Join(root, certify.DirName, "surface-"+hex.EncodeToString(h[:12])+".json")
 	if err := os.Rename(only(t, root, "surface-"), first); err != nil {
@@ -271,10 +265,7 @@ func TestOnlyAPassingPackageAndAGreenSurfaceAreCertifiable(t *testing.T) {
 
 func writeJSON(t *testing.T, p string, c certify.Certificate) {
 	t.Helper()
-	root := t.TempDir()
-	if err := certify.NewFile(root).Write(context.Background(), []certify.Certificate{c}); err != nil {
-		t.Fatal(err)
-	}
+	_, root := stored(t, c)
 	b, err := os.ReadFile(only(t, root, c.Kind+"-"))
 	if err != nil {
 		t.Fatal(err)
