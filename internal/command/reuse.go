@@ -275,40 +275,30 @@ func (r *reuse) keys(mod *digest.Module, reg *registry.Registry, level int) {
 // runs. A surface with certificates, none of them for its inputs, has
 // changed.
 func (r *reuse) decide(reg *registry.Registry) {
-	surfOK := map[string]bool{}
 	for _, s := range reg.Surfaces {
-		if _, ok := r.certs.Get(certify.KindSurface, s.ID, r.surfKey[s.ID]); ok && len(r.surfPkgs[s.ID]) > 0 {
-			surfOK[s.ID] = true
+		if c, ok := r.certs.Get(certify.KindSurface, s.ID, r.surfKey[s.ID]); ok && len(r.surfPkgs[s.ID]) > 0 {
+			r.surfs[s.ID] = c
 		} else if c, ok := r.certs.Latest(certify.KindSurface, s.ID); ok {
 			r.changed[s.ID] = fmt.Sprintf("its inputs changed since its certificate (run %s, %s)", c.RunID, c.At.Format(time.DateTime))
 		}
 	}
-	pkgOK := map[string]bool{}
 	for _, p := range r.all {
-		_, pkgOK[p] = r.certs.Get(certify.KindPackage, p, r.pkgKey[p])
+		if c, ok := r.certs.Get(certify.KindPackage, p, r.pkgKey[p]); ok {
+			r.pkgs[p] = c
+		}
 	}
 	for _, s := range reg.Surfaces {
 		for _, p := range r.surfPkgs[s.ID] {
-			if !pkgOK[p] {
-				surfOK[s.ID] = false
+			if _, ok := r.pkgs[p]; !ok {
+				delete(r.surfs, s.ID)
 			}
 		}
 	}
 	for _, s := range reg.Surfaces {
-		if !surfOK[s.ID] {
+		if _, ok := r.surfs[s.ID]; !ok {
 			for _, p := range r.surfPkgs[s.ID] {
-				pkgOK[p] = false
+				delete(r.pkgs, p)
 			}
-		}
-	}
-	for p, ok := range pkgOK {
-		if ok {
-			r.pkgs[p], _ = r.certs.Get(certify.KindPackage, p, r.pkgKey[p])
-		}
-	}
-	for s, ok := range surfOK {
-		if ok {
-			r.surfs[s], _ = r.certs.Get(certify.KindSurface, s, r.surfKey[s])
 		}
 	}
 }

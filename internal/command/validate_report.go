@@ -158,9 +158,6 @@ func validateReasons(res *battery.Result, verified *gate.Report, judged []*contr
 	return out
 }
 
-// packageReasons names the packages that failed outside any test and
-// what happened to each, for the verdict line: ": example.com/m/x does not
-// build", or nothing.
 // batteryFailures says, after "battery failed", what failed: the failing
 // tests (the most specific, a contract's leg rather than its parent) and
 // the packages they are in, then each package that failed outside its

@@ -277,7 +277,7 @@ func (p *Postgres) Read(ctx context.Context, module string) (*Set, error) {
 		}
 		c, err := Open([]byte(body), module)
 		if err == nil && (c.Kind != kind || c.Key != k || c.Digest != digest) {
-			err = fmt.Errorf("%w: its row is %s %s, it certifies %s %s", ErrSeal, kind, k, c.Kind, c.Key)
+			err = fmt.Errorf("%w: its row is %s %s with digest %.12s, it certifies %s %s with digest %.12s", ErrSeal, kind, k, digest, c.Kind, c.Key, c.Digest)
 		}
 		if err != nil {
 			s.Ignored = append(s.Ignored, fmt.Sprintf("certificate %s %q in the history database ignored: %v; what it certified runs", kind, k, err))
