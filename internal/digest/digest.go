@@ -54,6 +54,11 @@ type Package struct {
 	Digest string `json:"digest"`
 	// Tests are the top-level test functions its test files declare.
 	Tests []string `json:"tests,omitempty"`
+	// Files are the module's own files its outcome stands on: every
+	// source file of the module its test binary is built from, and its
+	// testdata directory (ending in "/"), slash-separated and relative to
+	// the module root, sorted. A change to one of them reaches the package.
+	Files []string `json:"files,omitempty"`
 }
 
 // Module is the digest of every package of a module.
@@ -200,6 +205,7 @@ func Load(ctx context.Context, dir string, opts ...Option) (*Module, error) {
 		if err != nil {
 			return nil, err
 		}
+		files := pkgs.moduleFiles(root, p)
 		parts := []string{"contested/digest@1", envSum, m.Tool, graph, d}
 		if c.reads != nil {
 			r, err := reads(root, p.Dir, c.reads, hashes, read)
@@ -208,7 +214,7 @@ func Load(ctx context.Context, dir string, opts ...Option) (*Module, error) {
 			}
 			parts = append(parts, r...)
 		}
-		m.Packages = append(m.Packages, Package{ImportPath: p.ImportPath, Dir: p.Dir, Tests: tests, Digest: Sum(parts...)})
+		m.Packages = append(m.Packages, Package{ImportPath: p.ImportPath, Dir: p.Dir, Tests: tests, Files: files, Digest: Sum(parts...)})
 	}
 	slices.SortFunc(m.Packages, func(a, b Package) int { return strings.Compare(a.ImportPath, b.ImportPath) })
 	return m, nil
@@ -424,6 +430,36 @@ func (l *listing) packageDigest(p *listed, h *hashes) (string, []string, error) 
 	}
 	slices.Sort(tests)
 	return Sum(parts...), slices.Compact(tests), nil
+}
+
+// moduleFiles are the files under root that p's test binary is built
+// from, and p's testdata directory, relative to root (see Package.Files).
+func (l *listing) moduleFiles(root string, p *listed) []string {
+	top := p
+	if t, ok := l.byPath[p.ImportPath+".test"]; ok {
+		top = t
+	}
+	var out []string
+	add := func(abs string) {
+		if rel, err := filepath.Rel(root, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			out = append(out, filepath.ToSlash(rel))
+		}
+	}
+	for _, d := range append(slices.Clone(top.Deps), top.ImportPath, p.ImportPath) {
+		dp, ok := l.byPath[d]
+		if !ok || !dp.local() || dp.Dir == "" || dp.ForTest == "" && strings.HasSuffix(dp.ImportPath, ".test") {
+			continue // the generated test main is no file of the module
+		}
+		for _, f := range dp.buildFiles() {
+			add(filepath.Join(dp.Dir, f))
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(p.Dir, "testdata")); err == nil && fi.IsDir() {
+		add(filepath.Join(p.Dir, "testdata"))
+		out[len(out)-1] += "/"
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // runList runs go list over args in root.

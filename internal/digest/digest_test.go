@@ -260,3 +260,20 @@ func TestWhatAPackageReadsAtRunTimeIsItsInput(t *testing.T) {
 		})
 	}
 }
+
+// TestFilesAreWhatAChangeReachesThePackageThrough: a package's files are
+// its own sources and tests, those of the module's packages it links, and
+// its testdata, never another package's tests.
+func TestFilesAreWhatAChangeReachesThePackageThrough(t *testing.T) {
+	root := module(t)
+	pkgs := load(t, root, "")
+	want := map[string]string{
+		"example.com/m/a": "a/a.go a/a_test.go",
+		"example.com/m/b": "a/a.go b/b.go b/b_test.go b/testdata/",
+	}
+	for p, w := range want {
+		if got := strings.Join(pkgs[p].Files, " "); got != w {
+			t.Errorf("%s: files %q, want %q", p, got, w)
+		}
+	}
+}
