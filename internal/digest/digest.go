@@ -1,25 +1,36 @@
 // Package digest computes the input digest of each package of a module's
-// battery: what its test binary is built from and what its tests read, so
-// that validate can tell a package whose outcome could have changed from
-// one whose inputs are exactly those of an earlier certified run.
+// battery from what the go command builds its test binary from, so that
+// validate can tell a package whose outcome could have changed from one
+// whose inputs are exactly those of an earlier certified run.
 //
 // A package's digest covers, for its test binary and every package linked
-// into it: the content of every Go, cgo, assembly, syso and embedded file
-// of the module's own packages and of any module replaced by a local
-// directory; the path, version and checksum of every other module; the
-// module graph (go.mod and go.sum); the package's testdata directory; the
-// build environment (Go version, GOOS, GOARCH, GOEXPERIMENT, CGO_ENABLED,
-// GOFLAGS and its build tags); and the code that runs validate itself (the
-// packages the module's magefiles link). It does not see what a test reads
-// outside its own directory at run time (files elsewhere on disk, the
-// network, environment variables other than those above), nor the
-// standard library's sources beyond the Go version that names them.
+// into it, as the go command resolves them in this build environment
+// (go.work above the module, replace directives, vendor/, build tags and
+// constraints):
 //
-// Listing a module's packages costs seconds, so the listing is cached,
-// keyed by the identity (size, modification and change time, inode) of
-// every file and directory it came from; and so are file hashes, keyed by
-// the same identity. Both live in the user's cache directory, outside the
-// module, so a warm digest of an unchanged module reads no file contents.
+//   - the content of every file the go command compiles, embeds or links
+//     from any directory that can change under the same module version:
+//     the main module, workspace modules, modules replaced by a directory,
+//     vendor/. That is every Go file (those a build constraint leaves out
+//     too, so an edited constraint changes the digest however the file was
+//     edited), cgo, C, C++, assembly and syso file, every embedded file,
+//     and the headers a C file or cgo preamble includes from such a
+//     directory or from an -I directory its flags name;
+//   - for any other module, its path, version and go.sum checksum, which
+//     the go command verifies;
+//   - the module graph: every go.mod of those modules, go.sum, the go.work
+//     in use and its go.work.sum, vendor/modules.txt;
+//   - the package's testdata directory, followed through links;
+//   - the build environment (Go version, GOOS, GOARCH, GOEXPERIMENT,
+//     CGO_ENABLED, GOFLAGS and its build tags, CGO_CFLAGS and the like)
+//     and the code that runs validate (the packages the module's magefiles
+//     link).
+//
+// Every file is hashed by content on every Load: no entry of any cache
+// stands on file times. Listing and hashing this repository takes well
+// under a second warm (BenchmarkDigestOfThisRepository). What a test
+// reads at run time is the other half of its inputs: package touched
+// records it from the test binary's own log.
 package digest
 
 import (
@@ -30,16 +41,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
-
-	"github.com/contested/contested/internal/private"
 )
 
 // ErrList means go list could not list the module's packages.
@@ -50,7 +56,7 @@ type Package struct {
 	ImportPath string `json:"import_path"`
 	Dir        string `json:"dir"`
 	// Digest is the hex SHA-256 of everything the package's test binary
-	// and its tests' own files are made of (see the package comment).
+	// and its testdata are made of (see the package comment).
 	Digest string `json:"digest"`
 	// Tests are the top-level test functions its test files declare.
 	Tests []string `json:"tests,omitempty"`
@@ -72,13 +78,6 @@ type Module struct {
 	// Tool is the digest of the code that runs validate: the packages the
 	// module's magefiles link (empty when it has none).
 	Tool string
-	// Relisted says the package listing was not in the cache (or was
-	// stale) and go list ran.
-	Relisted bool
-	// CacheRefused says why the caches were not used, when they were not:
-	// their directory is not this user's own (another user could have
-	// written what the digests would then trust).
-	CacheRefused string
 }
 
 // Package returns the package with the import path, if the module has it.
@@ -94,36 +93,22 @@ func (m *Module) Package(importPath string) (Package, bool) {
 type Option func(*config)
 
 type config struct {
-	cacheDir string
-	env      []string
-	reads    func(dir string) []string
+	env   []string
+	reads func(dir string) []string
 }
-
-// WithCacheDir keeps the caches in dir instead of the user's cache
-// directory (os.UserCacheDir()/contested/digest); "" keeps none.
-func WithCacheDir(dir string) Option { return func(c *config) { c.cacheDir = dir } }
 
 // WithEnv is the environment go list and go env run with (the battery's),
 // instead of this process's.
 func WithEnv(env []string) Option { return func(c *config) { c.env = env } }
 
-// WithReads names what each package's tests read at run time beyond its
-// own directory: reads gets the package's directory relative to the
-// module root ("." or slash-separated, "e2e/stages") and returns paths
-// relative to the root, files or directories. Their contents join the
-// package's digest, as its testdata directory's do.
+// WithReads names what each package's tests read at run time beyond what
+// the test binary's log records (a file a child process reads, say):
+// reads gets the package's directory relative to the module root ("." or
+// slash-separated, "e2e/stages") and returns paths relative to the root,
+// files or directories. Their contents join the package's digest, as its
+// testdata directory's do.
 func WithReads(reads func(dir string) []string) Option {
 	return func(c *config) { c.reads = reads }
-}
-
-// DefaultCacheDir is where the caches live unless WithCacheDir says
-// otherwise: under the user's cache directory, never in the module.
-func DefaultCacheDir() string {
-	d, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(d, "contested", "digest")
 }
 
 // Sum folds parts into one hex SHA-256, each part length-prefixed so that
@@ -136,12 +121,15 @@ func Sum(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// envVars are the variables of the build environment a digest covers.
-var envVars = []string{"GOVERSION", "GOOS", "GOARCH", "GOEXPERIMENT", "CGO_ENABLED", "GOFLAGS", "GOAMD64", "GOARM64", "GOARM", "GO386", "GOWORK", "GOTOOLCHAIN"}
+// envVars are the variables of the build environment a digest covers by
+// value. GOWORK is covered by the content of the file it names, and
+// GOMODCACHE only decides which directories are a verified module's.
+var envVars = []string{"GOVERSION", "GOOS", "GOARCH", "GOEXPERIMENT", "CGO_ENABLED", "GOFLAGS", "GOAMD64", "GOARM64", "GOARM", "GO386", "GOTOOLCHAIN",
+	"CGO_CFLAGS", "CGO_CPPFLAGS", "CGO_CXXFLAGS", "CGO_LDFLAGS", "CGO_FFLAGS", "CC", "CXX"}
 
 // Load computes the digest of every package of the module rooted at dir.
 func Load(ctx context.Context, dir string, opts ...Option) (*Module, error) {
-	c := config{cacheDir: DefaultCacheDir(), env: os.Environ()}
+	c := config{env: os.Environ()}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -149,40 +137,29 @@ func Load(ctx context.Context, dir string, opts ...Option) (*Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	var refused string
-	if c.cacheDir != "" {
-		if err := private.MkdirAll(c.cacheDir); err != nil {
-			refused, c.cacheDir = err.Error(), ""
-		}
-	}
-	goEnv, err := goEnv(ctx, root, c.env)
+	ge, err := goEnv(ctx, root, c.env)
 	if err != nil {
 		return nil, err
 	}
-	envSum := Sum(goEnv)
-	hashes := openHashes(c.cacheDir)
-	defer hashes.save()
-	m := &Module{Root: root, Env: envSum, CacheRefused: refused}
+	h := newHasher(ge.modCache)
+	m := &Module{Root: root, Env: ge.sum}
 
-	pkgs, relisted, err := cachedList(ctx, c, root, envSum, hashes, []string{"-test", "./..."})
+	pkgs, err := runList(ctx, root, c.env, []string{"-test", "./..."})
 	if err != nil {
 		return nil, err
 	}
-	m.Relisted = relisted
 	if fi, err := os.Stat(filepath.Join(root, "magefiles")); err == nil && fi.IsDir() {
-		tool, relisted, err := cachedList(ctx, c, root, envSum, hashes, []string{"-tags=mage", "./magefiles"})
+		tool, err := runList(ctx, root, c.env, []string{"-tags=mage", "./magefiles"})
 		if err != nil {
 			return nil, err
 		}
-		m.Relisted = m.Relisted || relisted
-		var parts []string
-		for _, p := range tool.byPath {
-			parts = append(parts, p.ImportPath)
+		var paths, sums []string
+		for ip := range tool.byPath {
+			paths = append(paths, ip)
 		}
-		slices.Sort(parts)
-		var sums []string
-		for _, ip := range parts {
-			s, err := tool.inputs(tool.byPath[ip], hashes)
+		slices.Sort(paths)
+		for _, ip := range paths {
+			s, err := tool.inputs(tool.byPath[ip], h)
 			if err != nil {
 				return nil, err
 			}
@@ -191,7 +168,7 @@ func Load(ctx context.Context, dir string, opts ...Option) (*Module, error) {
 		m.Tool = Sum(sums...)
 	}
 
-	graph, err := hashes.files(root, []string{"go.mod", "go.sum", "go.work", "go.work.sum"})
+	graph, err := moduleGraph(root, ge.work, pkgs, h)
 	if err != nil {
 		return nil, err
 	}
@@ -201,30 +178,64 @@ func Load(ctx context.Context, dir string, opts ...Option) (*Module, error) {
 			continue
 		}
 		m.Path = p.Module.Path
-		d, tests, err := pkgs.packageDigest(p, hashes)
+		d, tests, err := pkgs.packageDigest(p, h)
 		if err != nil {
 			return nil, err
 		}
-		files := pkgs.moduleFiles(root, p)
-		parts := []string{"contested/digest@1", envSum, m.Tool, graph, d}
+		parts := []string{"contested/digest@2", ge.sum, m.Tool, graph, d}
 		if c.reads != nil {
-			r, err := reads(root, p.Dir, c.reads, hashes, read)
+			r, err := reads(root, p.Dir, c.reads, h, read)
 			if err != nil {
 				return nil, err
 			}
 			parts = append(parts, r...)
 		}
-		m.Packages = append(m.Packages, Package{ImportPath: p.ImportPath, Dir: p.Dir, Tests: tests, Files: files, Digest: Sum(parts...)})
+		m.Packages = append(m.Packages, Package{ImportPath: p.ImportPath, Dir: p.Dir, Tests: tests, Files: pkgs.moduleFiles(root, p), Digest: Sum(parts...)})
 	}
 	slices.SortFunc(m.Packages, func(a, b Package) int { return strings.Compare(a.ImportPath, b.ImportPath) })
 	return m, nil
 }
 
+// moduleGraph is the digest of the module graph: go.mod and go.sum of
+// the main module, the go.work in use (found above the module as the go
+// command finds it) and its sum, vendor/modules.txt, and the go.mod of
+// every module whose files are hashed by content.
+func moduleGraph(root, work string, l *listing, h *hasher) (string, error) {
+	files := []string{filepath.Join(root, "go.mod"), filepath.Join(root, "go.sum"), filepath.Join(root, "vendor", "modules.txt")}
+	if work != "" && work != "off" {
+		files = append(files, work, strings.TrimSuffix(work, ".work")+".work.sum")
+	}
+	for _, p := range l.byPath {
+		if p.Module != nil && h.local(p) {
+			m := p.Module
+			if m.Replace != nil {
+				m = m.Replace
+			}
+			if m.GoMod != "" && !h.inModCache(m.GoMod) {
+				files = append(files, m.GoMod)
+			}
+		}
+	}
+	slices.Sort(files)
+	files = slices.Compact(files)
+	parts := make([]string, 0, 2*len(files))
+	for _, f := range files {
+		s, err := h.file(f)
+		if err != nil {
+			return "", err
+		}
+		// Named relative to the module root where it is inside it, so the
+		// same tree checked out elsewhere has the same digest.
+		parts = append(parts, h.name(root, f), s)
+	}
+	return Sum(parts...), nil
+}
+
 // reads is the digest parts of what a package in dir reads at run time
 // beyond it: each path the caller names, and its contents (a directory's
-// tree, a file's hash, or "absent"). done keeps each path's digest for
-// the other packages that read it.
-func reads(root, dir string, of func(string) []string, h *hashes, done map[string]string) ([]string, error) {
+// tree, a file's hash, or "absent"), followed through links. done keeps
+// each path's digest for the other packages that read it.
+func reads(root, dir string, of func(string) []string, h *hasher, done map[string]string) ([]string, error) {
 	rel, err := filepath.Rel(root, dir)
 	if err != nil {
 		return nil, err
@@ -233,18 +244,7 @@ func reads(root, dir string, of func(string) []string, h *hashes, done map[strin
 	for _, p := range of(filepath.ToSlash(rel)) {
 		sum, ok := done[p]
 		if !ok {
-			abs := filepath.Join(root, filepath.FromSlash(p))
-			fi, err := os.Lstat(abs)
-			switch {
-			case errors.Is(err, fs.ErrNotExist):
-				sum, err = "absent", nil
-			case err != nil:
-				return nil, err
-			case fi.IsDir():
-				sum, err = h.tree(abs)
-			default:
-				sum, err = h.hash(abs)
-			}
+			sum, err = h.path(filepath.Join(root, filepath.FromSlash(p)))
 			if err != nil {
 				return nil, err
 			}
@@ -255,233 +255,30 @@ func reads(root, dir string, of func(string) []string, h *hashes, done map[strin
 	return parts, nil
 }
 
-// goEnv is the build environment the digest covers, as one string.
-func goEnv(ctx context.Context, root string, env []string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", append([]string{"env", "-json"}, envVars...)...)
+// buildEnv is what go env says of the build environment.
+type buildEnv struct {
+	sum      string // the digest of envVars' values
+	work     string // GOWORK: the go.work file in use, "" or "off" for none
+	modCache string // GOMODCACHE
+}
+
+// goEnv asks the go command for the build environment.
+func goEnv(ctx context.Context, root string, env []string) (buildEnv, error) {
+	cmd := exec.CommandContext(ctx, "go", append([]string{"env", "-json", "GOWORK", "GOMODCACHE"}, envVars...)...)
 	cmd.Dir, cmd.Env = root, env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("%w: go env: %v: %s", ErrList, err, strings.TrimSpace(stderr.String()))
+		return buildEnv{}, fmt.Errorf("%w: go env: %v: %s", ErrList, err, strings.TrimSpace(stderr.String()))
 	}
 	var vars map[string]string
 	if err := json.Unmarshal(out, &vars); err != nil {
-		return "", fmt.Errorf("%w: go env: %v", ErrList, err)
+		return buildEnv{}, fmt.Errorf("%w: go env: %v", ErrList, err)
 	}
 	var b strings.Builder
 	for _, k := range envVars {
 		fmt.Fprintf(&b, "%s=%s\n", k, vars[k])
 	}
-	return b.String(), nil
-}
-
-// listed is one package as go list -json gives it.
-type listed struct {
-	ImportPath      string
-	Dir             string
-	Standard        bool
-	ForTest         string
-	Module          *listedModule
-	GoFiles         []string
-	CgoFiles        []string
-	CFiles          []string
-	CXXFiles        []string
-	HFiles          []string
-	SFiles          []string
-	SysoFiles       []string
-	EmbedFiles      []string
-	TestGoFiles     []string
-	XTestGoFiles    []string
-	TestEmbedFiles  []string
-	XTestEmbedFiles []string
-	Deps            []string
-	Error           *struct{ Err string }
-}
-
-type listedModule struct {
-	Path    string
-	Version string
-	Sum     string
-	Main    bool
-	Dir     string
-	GoMod   string
-	Replace *listedModule
-}
-
-// fields are the fields go list is asked for.
-const fields = "ImportPath,Dir,Standard,ForTest,Module,GoFiles,CgoFiles,CFiles,CXXFiles,HFiles,SFiles,SysoFiles,EmbedFiles,TestGoFiles,XTestGoFiles,TestEmbedFiles,XTestEmbedFiles,Deps,Error"
-
-// listing is a module's go list output, by import path.
-type listing struct {
-	byPath map[string]*listed
-}
-
-// local reports whether p's files are read from a directory that can
-// change under the same version: the main module, a module replaced by a
-// directory, or no module at all. Any other module is named by its
-// version and checksum.
-func (p *listed) local() bool {
-	if p.Standard {
-		return false
-	}
-	m := p.Module
-	if m == nil || m.Main {
-		return true
-	}
-	if m.Replace != nil {
-		return m.Replace.Version == ""
-	}
-	return m.Version == ""
-}
-
-// sourceFiles are every file of p a build or its tests read.
-func (p *listed) sourceFiles() []string {
-	var all []string
-	for _, l := range [][]string{p.GoFiles, p.CgoFiles, p.CFiles, p.CXXFiles, p.HFiles, p.SFiles, p.SysoFiles, p.EmbedFiles, p.TestGoFiles, p.XTestGoFiles, p.TestEmbedFiles, p.XTestEmbedFiles} {
-		all = append(all, l...)
-	}
-	slices.Sort(all)
-	return slices.Compact(all)
-}
-
-// inputs is the digest of one listed package's own inputs (not its deps).
-func (l *listing) inputs(p *listed, h *hashes) (string, error) {
-	if p.Standard {
-		return "std", nil
-	}
-	if p.Error != nil {
-		return Sum("error", p.Error.Err), nil
-	}
-	if !p.local() {
-		m := p.Module
-		if m.Replace != nil {
-			m = m.Replace
-		}
-		return Sum("module", m.Path, m.Version, m.Sum), nil
-	}
-	if strings.HasSuffix(p.ImportPath, ".test") && p.ForTest == "" {
-		return "testmain", nil // generated from its deps' test names, which are hashed
-	}
-	return h.files(p.Dir, p.buildFiles())
-}
-
-// buildFiles are the files of p that its build in this listing reads: its
-// sources, and its test files only where p is the package under test (a
-// dependency's tests are not linked into another package's test binary).
-func (p *listed) buildFiles() []string {
-	all := slices.Concat(p.GoFiles, p.CgoFiles, p.CFiles, p.CXXFiles, p.HFiles, p.SFiles, p.SysoFiles, p.EmbedFiles)
-	if p.ForTest != "" {
-		name, _, _ := strings.Cut(p.ImportPath, " ")
-		switch name {
-		case p.ForTest:
-			all = slices.Concat(all, p.TestGoFiles, p.TestEmbedFiles)
-		case p.ForTest + "_test":
-			all = slices.Concat(all, p.XTestGoFiles, p.XTestEmbedFiles)
-		}
-	}
-	slices.Sort(all)
-	return slices.Compact(all)
-}
-
-// testFunc finds the top-level tests a test file declares.
-var testFunc = regexp.MustCompile(`(?m)^func (Test[A-Z_0-9]\w*|Test)\(\w+ \*testing\.T\)`)
-
-// packageDigest is the digest of p's test binary (or of p and its deps
-// when it has no tests) and its testdata, and the tests it declares.
-func (l *listing) packageDigest(p *listed, h *hashes) (string, []string, error) {
-	root := p
-	if t, ok := l.byPath[p.ImportPath+".test"]; ok {
-		root = t
-	}
-	deps := append(slices.Clone(root.Deps), root.ImportPath)
-	if root != p {
-		deps = append(deps, p.ImportPath)
-	}
-	slices.Sort(deps)
-	deps = slices.Compact(deps)
-	parts := make([]string, 0, 2*len(deps)+1)
-	for _, d := range deps {
-		dp, ok := l.byPath[d]
-		if !ok {
-			parts = append(parts, d, "unlisted")
-			continue
-		}
-		s, err := l.inputs(dp, h)
-		if err != nil {
-			return "", nil, err
-		}
-		parts = append(parts, d, s)
-	}
-	td, err := h.tree(filepath.Join(p.Dir, "testdata"))
-	if err != nil {
-		return "", nil, err
-	}
-	parts = append(parts, "testdata", td)
-	var tests []string
-	for _, f := range slices.Concat(p.TestGoFiles, p.XTestGoFiles) {
-		b, err := os.ReadFile(filepath.Join(p.Dir, f))
-		if err != nil {
-			return "", nil, err
-		}
-		for _, m := range testFunc.FindAllSubmatch(b, -1) {
-			tests = append(tests, string(m[1]))
-		}
-	}
-	slices.Sort(tests)
-	return Sum(parts...), slices.Compact(tests), nil
-}
-
-// moduleFiles are the files under root that p's test binary is built
-// from, and p's testdata directory, relative to root (see Package.Files).
-func (l *listing) moduleFiles(root string, p *listed) []string {
-	top := p
-	if t, ok := l.byPath[p.ImportPath+".test"]; ok {
-		top = t
-	}
-	var out []string
-	add := func(abs string) {
-		if rel, err := filepath.Rel(root, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			out = append(out, filepath.ToSlash(rel))
-		}
-	}
-	for _, d := range append(slices.Clone(top.Deps), top.ImportPath, p.ImportPath) {
-		dp, ok := l.byPath[d]
-		if !ok || !dp.local() || dp.Dir == "" || dp.ForTest == "" && strings.HasSuffix(dp.ImportPath, ".test") {
-			continue // the generated test main is no file of the module
-		}
-		for _, f := range dp.buildFiles() {
-			add(filepath.Join(dp.Dir, f))
-		}
-	}
-	if fi, err := os.Stat(filepath.Join(p.Dir, "testdata")); err == nil && fi.IsDir() {
-		add(filepath.Join(p.Dir, "testdata"))
-		out[len(out)-1] += "/"
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// runList runs go list over args in root.
-func runList(ctx context.Context, root string, env, args []string) (*listing, error) {
-	cmd := exec.CommandContext(ctx, "go", append([]string{"list", "-e", "-deps", "-json=" + fields}, args...)...)
-	cmd.Dir, cmd.Env = root, env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("%w: go list %s: %v: %s", ErrList, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	l := &listing{byPath: map[string]*listed{}}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
-		var p listed
-		if err := dec.Decode(&p); err == io.EOF {
-			break
-		} else if err != nil {
-			return nil, fmt.Errorf("%w: go list: %v", ErrList, err)
-		}
-		l.byPath[p.ImportPath] = &p
-	}
-	return l, nil
+	return buildEnv{sum: Sum(b.String()), work: vars["GOWORK"], modCache: vars["GOMODCACHE"]}, nil
 }

@@ -38,17 +38,11 @@ func write(t *testing.T, p, body string) {
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// An older modification time, as an edit a while ago: the hash cache
-	// does not remember a file changed within the last second.
-	old := time.Now().Add(-time.Minute)
-	if err := os.Chtimes(p, old, old); err != nil {
-		t.Fatal(err)
-	}
 }
 
-func load(t *testing.T, root, cache string, env ...string) map[string]digest.Package {
+func load(t *testing.T, root string, env ...string) map[string]digest.Package {
 	t.Helper()
-	m, err := digest.Load(context.Background(), root, digest.WithCacheDir(cache), digest.WithEnv(append(os.Environ(), env...)))
+	m, err := digest.Load(context.Background(), root, digest.WithEnv(append(os.Environ(), env...)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,13 +83,13 @@ func TestADigestChangesWithWhatItsTestBinaryIsMadeOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			root, cache := module(t), filepath.Join(t.TempDir(), "cache")
-			before := load(t, root, cache)
+			root := module(t)
+			before := load(t, root)
 			if len(before) != 2 {
 				t.Fatalf("packages %v, want a and b", before)
 			}
 			tt.change(t, root)
-			after := load(t, root, cache, tt.env...)
+			after := load(t, root, tt.env...)
 			for _, name := range []string{"a", "b"} {
 				ip := "example.com/m/" + name
 				want := false
@@ -111,59 +105,25 @@ func TestADigestChangesWithWhatItsTestBinaryIsMadeOf(t *testing.T) {
 }
 
 func TestTheTestsAPackageDeclaresAreListed(t *testing.T) {
-	got := load(t, module(t), filepath.Join(t.TempDir(), "cache"))["example.com/m/b"].Tests
+	got := load(t, module(t))["example.com/m/b"].Tests
 	if len(got) != 2 || got[0] != "TestM" || got[1] != "TestOther" {
 		t.Errorf("b's tests %v, want [TestM TestOther]", got)
 	}
 }
 
-// TestAWarmDigestDoesNotList: nothing changed, the listing comes from the
-// cache; a cache nobody can use (none) still gives the same digests.
-func TestAWarmDigestDoesNotList(t *testing.T) {
-	root, cache := module(t), filepath.Join(t.TempDir(), "cache")
-	ctx := context.Background()
-	cold, err := digest.Load(ctx, root, digest.WithCacheDir(cache))
-	if err != nil {
-		t.Fatal(err)
-	}
-	warm, err := digest.Load(ctx, root, digest.WithCacheDir(cache))
-	if err != nil {
-		t.Fatal(err)
-	}
-	none, err := digest.Load(ctx, root, digest.WithCacheDir(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !cold.Relisted || warm.Relisted {
-		t.Errorf("relisted: cold %v, warm %v; want true, false", cold.Relisted, warm.Relisted)
-	}
-	for i := range cold.Packages {
-		if cold.Packages[i].Digest != warm.Packages[i].Digest || cold.Packages[i].Digest != none.Packages[i].Digest {
-			t.Errorf("%s: digests differ: cold %s, warm %s, uncached %s", cold.Packages[i].ImportPath, cold.Packages[i].Digest, warm.Packages[i].Digest, none.Packages[i].Digest)
-		}
-	}
-	if warm.Path != "example.com/m" {
-		t.Errorf("module path %q", warm.Path)
-	}
-}
-
-// BenchmarkDigestOfThisRepository is the warm digest of this repository:
-// its target is at most 3 s (reported as s/digest).
+// BenchmarkDigestOfThisRepository is the warm digest of this repository,
+// every file hashed by content: its target is at most 3 s (reported as
+// s/digest).
 func BenchmarkDigestOfThisRepository(b *testing.B) {
-	cache := filepath.Join(b.TempDir(), "cache")
 	ctx := context.Background()
-	if _, err := digest.Load(ctx, "../..", digest.WithCacheDir(cache)); err != nil {
+	if _, err := digest.Load(ctx, "../.."); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
-		m, err := digest.Load(ctx, "../..", digest.WithCacheDir(cache))
-		if err != nil {
+		if _, err := digest.Load(ctx, "../.."); err != nil {
 			b.Fatal(err)
-		}
-		if m.Relisted {
-			b.Fatal("a warm digest listed the packages again")
 		}
 	}
 	b.ReportMetric(time.Since(start).Seconds()/float64(b.N), "s/digest")
@@ -172,41 +132,15 @@ func BenchmarkDigestOfThisRepository(b *testing.B) {
 // TestADependencysTestsAreNotItsDependentsInputs: a test of a, which b's
 // test binary does not link, leaves b's digest alone.
 func TestADependencysTestsAreNotItsDependentsInputs(t *testing.T) {
-	root, cache := module(t), filepath.Join(t.TempDir(), "cache")
-	before := load(t, root, cache)
+	root := module(t)
+	before := load(t, root)
 	write(t, filepath.Join(root, "a/a_test.go"), "package a\n\nimport \"testing\"\n\nfunc TestN(t *testing.T) { t.Log() }\n")
-	after := load(t, root, cache)
+	after := load(t, root)
 	if before["example.com/m/a"].Digest == after["example.com/m/a"].Digest {
 		t.Error("a's own test changed and a's digest did not")
 	}
 	if before["example.com/m/b"].Digest != after["example.com/m/b"].Digest {
 		t.Error("a's test changed b's digest, whose test binary does not link it")
-	}
-}
-
-// TestACacheAnotherUserCouldWriteIsNotUsed: a cache directory open to
-// other users is refused, said, and the digests are the same without it.
-func TestACacheAnotherUserCouldWriteIsNotUsed(t *testing.T) {
-	root, cache := module(t), filepath.Join(t.TempDir(), "cache")
-	ctx := context.Background()
-	good, err := digest.Load(ctx, root, digest.WithCacheDir(cache))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(cache, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	open, err := digest.Load(ctx, root, digest.WithCacheDir(cache))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !open.Relisted || !strings.Contains(open.CacheRefused, "lets other users in") {
-		t.Errorf("relisted %v, cache refused %q; want the open cache refused, saying why", open.Relisted, open.CacheRefused)
-	}
-	for i := range good.Packages {
-		if good.Packages[i].Digest != open.Packages[i].Digest {
-			t.Errorf("%s: the digest differs without the cache", good.Packages[i].ImportPath)
-		}
 	}
 }
 
@@ -234,11 +168,11 @@ func TestWhatAPackageReadsAtRunTimeIsItsInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			root, cache := module(t), filepath.Join(t.TempDir(), "cache")
+			root := module(t)
 			write(t, filepath.Join(root, "fixture/f.txt"), "f\n")
 			write(t, filepath.Join(root, "README.md"), "# m\n")
 			get := func() map[string]string {
-				m, err := digest.Load(context.Background(), root, digest.WithCacheDir(cache), reads)
+				m, err := digest.Load(context.Background(), root, reads)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -266,7 +200,7 @@ func TestWhatAPackageReadsAtRunTimeIsItsInput(t *testing.T) {
 // its testdata, never another package's tests.
 func TestFilesAreWhatAChangeReachesThePackageThrough(t *testing.T) {
 	root := module(t)
-	pkgs := load(t, root, "")
+	pkgs := load(t, root)
 	want := map[string]string{
 		"example.com/m/a": "a/a.go a/a_test.go",
 		"example.com/m/b": "a/a.go b/b.go b/b_test.go b/testdata/",
