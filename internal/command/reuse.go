@@ -119,9 +119,6 @@ func planReuse(ctx context.Context, opts ValidateOptions, ws *workspace, sharded
 	for _, line := range absentReads(ws.env.ModuleRoot, ws.reg) {
 		fmt.Fprintf(out, "validate: reuse: %s\n", terminal.Escape(line))
 	}
-	if mod.CacheRefused != "" {
-		fmt.Fprintf(out, "validate: reuse: the digests' caches were not used (%s), so the digests took longer\n", terminal.Escape(mod.CacheRefused))
-	}
 	r.certify, r.module = true, mod.Path
 	r.keys(mod, ws.reg, ws.env.Level)
 	store, where, closeStore, err := certificateStore(ctx, ws.env.ResultsDir, ws.reg.Guard.CanonicalDatabases)
