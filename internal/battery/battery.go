@@ -120,6 +120,10 @@ type Result struct {
 	Elapsed  time.Duration `json:"elapsed_ns"`
 	// ExitCode is go test's exit code (0 when everything passed).
 	ExitCode int `json:"exit_code"`
+	// TestLogs are, by import path, the test logs (-test.testlogfile) of
+	// the packages whose test binary ran with one (Options.TestLogs): what
+	// each package's tests touched.
+	TestLogs map[string]string `json:"-"`
 	// Ceiling is the most packages that might run at once (-p), and
 	// MostAtOnce how many did at most: fewer when the machine had no CPU
 	// to give more (Options.Admit).
@@ -193,6 +197,11 @@ type Options struct {
 	// Binaries, when set, holds the command's test binaries: a package is
 	// built once and run again without go test (see [Binaries]).
 	Binaries *Binaries
+	// TestLogs, when set, is a private directory where each package's test
+	// binary writes the testing package's log of what its tests touched
+	// (-test.testlogfile; see package touched). Only a binary run through
+	// Binaries has one: a package go test runs itself has none.
+	TestLogs string
 	// Admit, when set, decides whether one more package may start while
 	// running run (with test binaries: go test itself starts its -p):
 	// what the machine can give, rather than a fixed -p, which then is

@@ -4,13 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -53,6 +57,7 @@ func runPrebuilt(ctx context.Context, opts Options, env, flags []string) (*Resul
 	line := func(b []byte) { follow(f, opts.Events, &events, b) }
 
 	var mu sync.Mutex
+	res.TestLogs = map[string]string{}
 	failed := false
 	var firstErr error
 	note := func(passed bool, err error) {
@@ -95,8 +100,18 @@ func runPrebuilt(ctx context.Context, opts Options, env, flags []string) (*Resul
 					}
 					return
 				}
-				passed, err := runBinary(ctx, p, path, digest, inv.test, env, tools, line)
+				testArgs, log := inv.test, ""
+				if opts.TestLogs != "" {
+					log = filepath.Join(opts.TestLogs, logName(p.ImportPath))
+					testArgs = append(slices.Clip(testArgs), "-test.testlogfile="+log)
+				}
+				passed, err := runBinary(ctx, p, path, digest, testArgs, env, tools, line)
 				if !errors.Is(err, errNotAsBuilt) {
+					if log != "" {
+						mu.Lock()
+						res.TestLogs[p.ImportPath] = log
+						mu.Unlock()
+					}
 					note(passed, err)
 					return
 				}
@@ -188,6 +203,13 @@ func (s *slots) release() {
 	close(s.freed)
 	s.freed = make(chan struct{})
 	s.mu.Unlock()
+}
+
+// logName is the file of a package's test log: named by a hash of its
+// import path, which may hold any character.
+func logName(importPath string) string {
+	h := sha256.Sum256([]byte(importPath))
+	return hex.EncodeToString(h[:12]) + ".log"
 }
 
 // noTestFiles is what go test -json prints for a package without tests.

@@ -101,6 +101,7 @@ const (
 	varBudget  = envvar.LadderBudget
 	varTimeout = envvar.TestTimeout
 	varNoise   = envvar.Noise
+	varSignKey = envvar.SigningKey
 )
 
 // checkVariables refuses the variables a command reads that cannot work,
@@ -127,6 +128,8 @@ func checkVariables(names ...string) error {
 			_, err = battery.TimeoutFromEnv()
 		case varNoise:
 			_, _, err = runenv.Noise()
+		case varSignKey:
+			_, err = signingKey()
 		default:
 			err = fmt.Errorf("internal error: no check for %s", n)
 		}

@@ -21,10 +21,11 @@ import (
 	"github.com/contested/contested/internal/gate"
 	"github.com/contested/contested/internal/gate/certify"
 	"github.com/contested/contested/internal/gate/contract"
-	"github.com/contested/contested/internal/gate/flakes"
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/registry"
+	"github.com/contested/contested/internal/secret"
 	"github.com/contested/contested/internal/terminal"
+	"github.com/contested/contested/internal/touched"
 )
 
 // ReuseReport is validate.json's account of reuse: whether it was on, why
@@ -67,10 +68,19 @@ type reuse struct {
 	// not a shard, and digests that could be computed.
 	certify bool
 	module  string
-	pkgKey  map[string]string // import path → digest of everything its outcome stands on
+	trust   *certify.Trust
+	// paths says where the tests run and what they touch that is never an
+	// input; logs is the private directory their test logs go to.
+	paths touched.Paths
+	logs  string
+	// inputs digests the run-time records of the certificates on hand.
+	inputs  *touched.Inputs
+	pkgKey  map[string]string // import path → digest of everything its build stands on
 	surfKey map[string]string // surface id → digest
-	// surfPkgs are the packages declaring each surface's tests.
+	// surfPkgs are the packages declaring each surface's tests; dirs are
+	// the packages' directories.
 	surfPkgs map[string][]string
+	dirs     map[string]string
 	certs    *certify.Set
 	pkgs     map[string]certify.Certificate // reused packages
 	surfs    map[string]certify.Certificate // reused surfaces
@@ -100,44 +110,44 @@ func reuseAllowed(opts ValidateOptions, sharded bool) (on, certifiable bool, why
 }
 
 // planReuse digests the module's packages and surfaces, reads the
-// certificates, and decides what the battery may skip. It never fails a
-// run: when it cannot decide, everything runs and it says why.
+// certificates someone this checkout trusts vouches for, and decides what
+// the battery may skip. It never fails a run: when it cannot decide,
+// everything runs and it says why.
 func planReuse(ctx context.Context, opts ValidateOptions, ws *workspace, sharded bool, out io.Writer) *reuse {
 	on, certifiable, why := reuseAllowed(opts, sharded)
 	r := &reuse{rep: &ReuseReport{On: on, Why: why}, pkgs: map[string]certify.Certificate{}, surfs: map[string]certify.Certificate{}, changed: map[string]string{}}
 	if !certifiable {
 		return r
 	}
+	off := func(why string) *reuse {
+		r.rep.On, r.rep.Why, r.certify = false, why, false
+		fmt.Fprintf(out, "validate: reuse: %s; every package runs\n", terminal.Escape(why))
+		return r
+	}
+	trust, err := reuseTrust(ws.reg, out)
+	if err != nil {
+		return off(err.Error())
+	}
+	r.trust = trust
 	start := time.Now()
 	mod, err := digest.Load(ctx, ws.env.ModuleRoot, digest.WithEnv(os.Environ()), digest.WithReads(readsOf(ws.reg)))
 	r.rep.DigestTook = time.Since(start)
 	if err != nil {
-		r.rep.On, r.rep.Why = false, "the inputs' digests could not be computed: "+err.Error()
-		fmt.Fprintf(out, "validate: reuse: %s; every package runs\n", terminal.Escape(r.rep.Why))
-		return r
+		return off("the inputs' digests could not be computed: " + err.Error())
 	}
 	for _, line := range absentReads(ws.env.ModuleRoot, ws.reg) {
 		fmt.Fprintf(out, "validate: reuse: %s\n", terminal.Escape(line))
 	}
+	if r.logs, err = os.MkdirTemp("", "contested-testlogs-"); err != nil {
+		return off("no directory for the tests' logs of what they touched: " + err.Error())
+	}
 	r.certify, r.module = true, mod.Path
+	r.paths = touchedPaths(ws.env.ModuleRoot, ws.env.ResultsDir, mod.GoDirs)
+	r.inputs = touched.NewInputs(r.paths, os.LookupEnv)
 	r.keys(mod, ws.reg, ws.env.Level)
-	store, where, closeStore, err := certificateStore(ctx, ws.env.ResultsDir, ws.reg.Guard.CanonicalDatabases)
-	if err != nil {
-		fmt.Fprintf(out, "validate: reuse: the certificates: %v; every package runs\n", err)
-		r.rep.On = false
-		r.rep.Why = "the certificates could not be read"
-		return r
-	}
-	defer closeStore()
-	r.certs, err = store.Read(ctx, mod.Path)
-	if err != nil {
-		fmt.Fprintf(out, "validate: reuse: %s: %v\n", where, err)
-	}
-	for _, line := range r.certs.Ignored {
-		fmt.Fprintf(out, "validate: %s\n", terminal.Escape(line))
-	}
+	r.certs = readCertificates(ctx, ws.env.ResultsDir, ws.reg.Guard.CanonicalDatabases, trust, mod.Path, r.digests(), out)
 	r.rep.Ignored = r.certs.Ignored
-	r.decide(ws.reg)
+	r.decide(ws.reg, out)
 	if !on {
 		fmt.Fprintf(out, "validate: reuse off (%s); digests of %d packages in %s\n", why, len(r.all), r.rep.DigestTook.Round(10*time.Millisecond))
 		r.pkgs, r.surfs = map[string]certify.Certificate{}, map[string]certify.Certificate{}
@@ -152,9 +162,44 @@ func planReuse(ctx context.Context, opts ValidateOptions, ws *workspace, sharded
 		r.rep.Surfaces = append(r.rep.Surfaces, ReusedItem{Name: s, Reused: reusedFrom(r.surfs[s])})
 	}
 	r.rep.All = len(r.all) > 0 && len(r.pkgs) == len(r.all)
-	fmt.Fprintf(out, "validate: reuse: %d of %d packages and %d of %d surfaces reused from earlier certified runs (%s; digests in %s); %d packages run\n",
-		len(r.pkgs), len(r.all), len(r.surfs), len(ws.reg.Surfaces), where, r.rep.DigestTook.Round(10*time.Millisecond), r.rep.Ran)
+	fmt.Fprintf(out, "validate: reuse: %d of %d packages and %d of %d surfaces reused from earlier certified runs (digests in %s); %d packages run\n",
+		len(r.pkgs), len(r.all), len(r.surfs), len(ws.reg.Surfaces), r.rep.DigestTook.Round(10*time.Millisecond), r.rep.Ran)
 	return r
+}
+
+// close removes the tests' logs.
+func (r *reuse) close() {
+	if r.logs != "" {
+		os.RemoveAll(r.logs)
+	}
+}
+
+// touchedPaths says where a module's tests run and which directories they
+// touch that are never their inputs: the temporary directory, the results
+// directory, the go command's directories, this tool's own store, and the
+// kernel's.
+func touchedPaths(root, results string, goDirs []string) touched.Paths {
+	ignore := append([]string{os.TempDir(), results, "/proc", "/sys", "/dev"}, goDirs...)
+	if d, err := os.UserCacheDir(); err == nil {
+		ignore = append(ignore, filepath.Join(d, "contested"))
+	}
+	home, _ := os.UserHomeDir()
+	return touched.Paths{Root: root, Home: home, Ignore: ignore}
+}
+
+// given are the variables a test binary gets from the runner, not from the
+// user: the run's own (its id, its results directory, the layer's
+// addresses), and the ones the runner sets per package or per machine
+// (PWD, PATH with GOROOT/bin first, HOME), whose effects the record keeps
+// as the files they lead to.
+func given(env []string) []string {
+	out := []string{"PWD", "OLDPWD", "PATH", "HOME"}
+	for _, kv := range env {
+		if k, _, ok := strings.Cut(kv, "="); ok {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // readsOf is [reuse] reads as digest.WithReads takes it: the paths every
@@ -185,30 +230,11 @@ func absentReads(root string, reg *registry.Registry) []string {
 	return out
 }
 
-// certificateStore is where the certificates live: beside the flake
-// history, in its database when CONTESTED_HISTORY_DSN is set.
-func certificateStore(ctx context.Context, root string, canonical []string) (certify.Store, string, func(), error) {
-	dsn := strings.TrimSpace(os.Getenv(envvar.HistoryDSN))
-	if dsn == "" {
-		return certify.NewFile(root), "certificates under " + certify.DirName, func() {}, nil
-	}
-	h, err := flakes.OpenPostgres(ctx, dsn, canonical)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	p, err := certify.NewPostgres(ctx, h.Pool())
-	if err != nil {
-		h.Close()
-		return nil, "", nil, err
-	}
-	return p, "certificates in the history database (" + envvar.HistoryDSN + ")", h.Close, nil
-}
-
 // runInputs are the variables whose values can change a run's outcome
 // beside the code: the level, the seeds, the battery's timeout, the noise
 // and the fault layer's provider and images.
 var runInputs = []string{envvar.Level, envvar.Seed, envvar.Seeds, envvar.TestTimeout, envvar.Noise, envvar.Layer,
-	envvar.ToxiproxyURL, envvar.PostgresImage, envvar.ToxiproxyImage, "CONTESTED_PG_DSN", "CONTESTED_PG_BIN", "CONTESTED_SURFACES"}
+	envvar.ToxiproxyURL, envvar.PostgresImage, envvar.ToxiproxyImage, envvar.PostgresBin, envvar.Surfaces, envvar.PostgresDSN}
 
 // keys computes every package's and surface's digest: the package's Go
 // inputs (digest.Load) with the registry's global tables, the entries of
@@ -221,7 +247,7 @@ func (r *reuse) keys(mod *digest.Module, reg *registry.Registry, level int) {
 	gb, _ := json.Marshal(global)
 	var env []string
 	for _, k := range runInputs {
-		env = append(env, k+"="+os.Getenv(k))
+		env = append(env, k+"="+secret.ForDigest(k, os.Getenv(k)))
 	}
 	run := digest.Sum(append([]string{"level", fmt.Sprint(level), string(gb)}, env...)...)
 	entry := map[string]string{}
@@ -230,10 +256,11 @@ func (r *reuse) keys(mod *digest.Module, reg *registry.Registry, level int) {
 		b, _ := json.Marshal(s)
 		entry[s.ID] = string(b)
 	}
-	r.pkgKey, r.surfKey, r.surfPkgs = map[string]string{}, map[string]string{}, map[string][]string{}
+	r.pkgKey, r.surfKey, r.surfPkgs, r.dirs = map[string]string{}, map[string]string{}, map[string][]string{}, map[string]string{}
 	pkgSurfs := map[string][]string{}
 	for _, p := range mod.Packages {
 		r.all = append(r.all, p.ImportPath)
+		r.dirs[p.ImportPath] = p.Dir
 		for _, t := range p.Tests {
 			if s, ok := contract.SurfaceOf(reg, mod.Path, p.ImportPath, t); ok && !slices.Contains(pkgSurfs[p.ImportPath], s.ID) {
 				pkgSurfs[p.ImportPath] = append(pkgSurfs[p.ImportPath], s.ID)
@@ -266,34 +293,56 @@ func (r *reuse) keys(mod *digest.Module, reg *registry.Registry, level int) {
 	}
 }
 
-// decide reuses a package whose certificate matches its digest when every
-// surface whose tests it declares is reused too, and a surface whose
-// certificate matches when all its packages are: a surface never half
-// runs. A surface with certificates, none of them for its inputs, has
-// changed.
-func (r *reuse) decide(reg *registry.Registry) {
-	for _, s := range reg.Surfaces {
-		if c, ok := r.certs.Get(certify.KindSurface, s.ID, r.surfKey[s.ID]); ok && len(r.surfPkgs[s.ID]) > 0 {
-			r.surfs[s.ID] = c
-		} else if c, ok := r.certs.Latest(certify.KindSurface, s.ID); ok {
-			r.changed[s.ID] = fmt.Sprintf("its inputs changed since its certificate (run %s, %s)", c.RunID, c.At.Format(time.DateTime))
-		}
+// digests are the digests this run may reuse, for a store to read.
+func (r *reuse) digests() []string {
+	var out []string
+	for _, d := range r.pkgKey {
+		out = append(out, d)
 	}
+	for _, d := range r.surfKey {
+		out = append(out, d)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// decide reuses a package whose certificate's digest is its digest and
+// whose tests' record of what they touched digests as it did then; a
+// surface whose certificate's digest is its digest and whose packages'
+// inputs are those of the packages reused. A surface never half runs: it
+// is reused only when every one of its packages is, and a package only
+// when every surface in it is. A surface with certificates, none of them
+// for its inputs, has changed.
+func (r *reuse) decide(reg *registry.Registry, out io.Writer) {
 	for _, p := range r.all {
-		if c, ok := r.certs.Get(certify.KindPackage, p, r.pkgKey[p]); ok {
-			r.pkgs[p] = c
-		}
-	}
-	for _, s := range reg.Surfaces {
-		for _, p := range r.surfPkgs[s.ID] {
-			if _, ok := r.pkgs[p]; !ok {
-				delete(r.surfs, s.ID)
+		for _, c := range r.certs.Candidates(certify.KindPackage, p, r.pkgKey[p]) {
+			sum, err := r.inputs.Sum(*c.Touched)
+			if err != nil {
+				fmt.Fprintf(out, "validate: reuse: %s: %s; it runs\n", terminal.Escape(p), terminal.Escape(err.Error()))
+				break
+			}
+			if sum == c.Inputs {
+				r.pkgs[p] = c
+				break
 			}
 		}
 	}
 	for _, s := range reg.Surfaces {
+		pkgs := r.surfPkgs[s.ID]
+		for _, c := range r.certs.Candidates(certify.KindSurface, s.ID, r.surfKey[s.ID]) {
+			if len(pkgs) > 0 && len(c.Packages) == len(pkgs) && !slices.ContainsFunc(pkgs, func(p string) bool {
+				pc, ok := r.pkgs[p]
+				return !ok || c.Packages[p] != pc.Inputs
+			}) {
+				r.surfs[s.ID] = c
+				break
+			}
+		}
 		if _, ok := r.surfs[s.ID]; !ok {
-			for _, p := range r.surfPkgs[s.ID] {
+			if c, ok := r.certs.Latest(certify.KindSurface, s.ID); ok {
+				r.changed[s.ID] = fmt.Sprintf("its inputs changed since its certificate (run %s, %s)", c.RunID, c.At.Format(time.DateTime))
+			}
+			for _, p := range pkgs {
 				delete(r.pkgs, p)
 			}
 		}
@@ -356,73 +405,6 @@ func (r *reuse) packages() []battery.Package {
 	return out
 }
 
-// write certifies what this GREEN, certified run passed: each package
-// that ran and passed, and each surface that ran GREEN.
-func (r *reuse) write(ctx context.Context, root string, canonical []string, rep *ValidateReport, res *battery.Result, judged []*contract.Result, classes map[string]string, out io.Writer) {
-	if !r.certify || !rep.Green || rep.Gate == nil || !rep.Gate.Certified || res == nil {
-		return
-	}
-	at := time.Now().UTC()
-	base := certify.Certificate{Module: r.module, RunID: rep.RunID, Commit: rep.Revision.Commit, Dirty: rep.Revision.Dirty, At: at}
-	var certs []certify.Certificate
-	tests := map[string]int{}
-	for _, t := range res.Tests {
-		tests[t.Package]++
-	}
-	for _, p := range res.Packages {
-		key, ok := r.pkgKey[p.Name]
-		if !ok || p.Reused != nil || (p.Action != "pass" && p.Action != "skip") {
-			continue
-		}
-		c := base
-		c.Kind, c.Key, c.Digest, c.Verdict, c.Tests = certify.KindPackage, p.Name, key, "PASS", tests[p.Name]
-		certs = append(certs, c)
-	}
-	for _, j := range judged {
-		key, ok := r.surfKey[j.Surface]
-		if !ok || !certify.Certifiable(certify.KindSurface, string(j.Contract)) {
-			continue
-		}
-		sv := j.Verdict()
-		c := base
-		c.Kind, c.Key, c.Digest, c.Verdict, c.Class, c.Surface = certify.KindSurface, j.Surface, key, string(j.Contract), classes[j.Surface], &sv
-		for _, l := range sv.Legs {
-			c.Armed += l.Armed
-			c.Fired += l.Fired
-		}
-		certs = append(certs, c)
-	}
-	for i := range certs {
-		sealed, err := certify.Sealed(certs[i])
-		if err != nil {
-			fmt.Fprintf(out, "validate: %s certificates: %v\n", color.RedString("NOT saved"), err)
-			return
-		}
-		certs[i] = sealed
-	}
-	if len(certs) == 0 {
-		return
-	}
-	store, where, closeStore, err := certificateStore(ctx, root, canonical)
-	if err != nil {
-		notSaved(out, "validate", "the certificates", err)
-		return
-	}
-	defer closeStore()
-	if err := store.Write(ctx, certs); err != nil {
-		notSaved(out, "validate", where, err)
-		return
-	}
-	r.rep.Certified = len(certs)
-	var pkgs int
-	for _, c := range certs {
-		if c.Kind == certify.KindPackage {
-			pkgs++
-		}
-	}
-	fmt.Fprintf(out, "validate: certified %s and %s for reuse (%s)\n", count(pkgs, "package"), count(len(certs)-pkgs, "surface"), where)
-}
-
 // reusedLine says where a reused result came from, for the terminal.
 func reusedLine(from battery.Reused) string {
 	commit := from.Commit
@@ -435,7 +417,7 @@ func reusedLine(from battery.Reused) string {
 	if from.Dirty {
 		commit += " (uncommitted changes)"
 	}
-	return fmt.Sprintf("reused from run %s, %s, %s", from.RunID, commit, from.At.Local().Format(time.DateTime))
+	return terminal.Escape(fmt.Sprintf("reused from run %s, %s, %s", from.RunID, commit, from.At.Local().Format(time.DateTime)))
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -132,7 +132,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
 	start := time.Now()
-	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varBudget, varTimeout, varNoise); err != nil {
+	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varBudget, varTimeout, varNoise, varSignKey); err != nil {
 		return err
 	}
 	spec, err := shardSpec(opts.Shard, opts.ShardSet)
@@ -177,6 +177,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	// What the change could not reach is reused, before a layer comes up:
 	// a run that reuses everything needs none.
 	v.reuse = planReuse(ctx, opts, ws, sh != nil, v.out)
+	defer v.reuse.close()
 	v.rep.Reuse = v.reuse.rep
 	if v.reuse.rep.All {
 		return v.finishReused(start)

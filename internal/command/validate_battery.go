@@ -99,7 +99,7 @@ func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*
 		return nil, err
 	}
 	bo := battery.Options{Dir: v.env.ModuleRoot, Patterns: patterns, Args: args,
-		Env: v.env.Environ(), Out: v.out, Events: events, Binaries: v.binaries,
+		Env: v.env.Environ(), Out: v.out, Events: events, Binaries: v.binaries, TestLogs: v.reuse.logs,
 		Admit: capacity.Admission{Queue: queue}.Admit}
 	var res *battery.Result
 	if v.shard != nil {

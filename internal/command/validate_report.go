@@ -72,7 +72,7 @@ func (v *validation) finish(res *battery.Result, verified *gate.Report, judged [
 	for _, s := range v.reg.Surfaces {
 		classes[s.ID] = s.Class
 	}
-	v.reuse.write(context.Background(), root, v.reg.Guard.CanonicalDatabases, rep, res, judged, classes, v.out)
+	v.reuse.write(context.Background(), root, v.reg.Guard.CanonicalDatabases, v.env.Environ(), rep, res, judged, classes, v.out)
 	if path, err := saveJSON(root, "validate.json", rep); err != nil {
 		notSaved(v.out, "validate", path, err)
 	} else {

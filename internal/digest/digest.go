@@ -78,6 +78,10 @@ type Module struct {
 	// Tool is the digest of the code that runs validate: the packages the
 	// module's magefiles link (empty when it has none).
 	Tool string
+	// GoDirs are the go command's own directories (GOROOT, GOMODCACHE,
+	// GOCACHE): what a test reads there is the Go version's, a verified
+	// module's or the build's, never a run-time input of its own.
+	GoDirs []string
 }
 
 // Package returns the package with the import path, if the module has it.
@@ -142,7 +146,7 @@ func Load(ctx context.Context, dir string, opts ...Option) (*Module, error) {
 		return nil, err
 	}
 	h := newHasher(ge.modCache)
-	m := &Module{Root: root, Env: ge.sum}
+	m := &Module{Root: root, Env: ge.sum, GoDirs: ge.dirs}
 
 	pkgs, err := runList(ctx, root, c.env, []string{"-test", "./..."})
 	if err != nil {
@@ -260,11 +264,12 @@ type buildEnv struct {
 	sum      string // the digest of envVars' values
 	work     string // GOWORK: the go.work file in use, "" or "off" for none
 	modCache string // GOMODCACHE
+	dirs     []string
 }
 
 // goEnv asks the go command for the build environment.
 func goEnv(ctx context.Context, root string, env []string) (buildEnv, error) {
-	cmd := exec.CommandContext(ctx, "go", append([]string{"env", "-json", "GOWORK", "GOMODCACHE"}, envVars...)...)
+	cmd := exec.CommandContext(ctx, "go", append([]string{"env", "-json", "GOWORK", "GOMODCACHE", "GOROOT", "GOCACHE"}, envVars...)...)
 	cmd.Dir, cmd.Env = root, env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -280,5 +285,11 @@ func goEnv(ctx context.Context, root string, env []string) (buildEnv, error) {
 	for _, k := range envVars {
 		fmt.Fprintf(&b, "%s=%s\n", k, vars[k])
 	}
-	return buildEnv{sum: Sum(b.String()), work: vars["GOWORK"], modCache: vars["GOMODCACHE"]}, nil
+	var dirs []string
+	for _, k := range []string{"GOROOT", "GOMODCACHE", "GOCACHE"} {
+		if vars[k] != "" && vars[k] != "off" {
+			dirs = append(dirs, vars[k])
+		}
+	}
+	return buildEnv{sum: Sum(b.String()), work: vars["GOWORK"], modCache: vars["GOMODCACHE"], dirs: dirs}, nil
 }

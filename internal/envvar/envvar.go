@@ -30,6 +30,10 @@ const (
 	Shard = "CONTESTED_SHARD"
 	// HistoryDSN is Postgres for a team's history of runs.
 	HistoryDSN = "CONTESTED_HISTORY_DSN"
+	// SigningKey is the path of the private key (go tool mage certkey)
+	// validate signs its reuse certificates with: CI's, whose public half
+	// the registry's [reuse] trust lists.
+	SigningKey = "CONTESTED_SIGNING_KEY"
 	// Noise arms a noisy neighbour beside the battery: "cpu:2",
 	// "cpu:2,io:1", "off" (the default).
 	Noise = "CONTESTED_NOISE"

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/contested/contested/internal/signkey"
 )
 
 // Reuse is the optional [reuse] table: how validate treats what a change
@@ -13,7 +15,8 @@ import (
 //
 //	[reuse]
 //	changed = "hardening"   # a surface whose inputs changed runs over this tier's seeds: smoke, hardening or release
-//	reads = { "./e2e/..." = ["testdata/adopter", "README.md"] }   # files tests read at run time outside their package
+//	reads = { "./e2e/..." = ["testdata/adopter", "README.md"] }   # what tests read that their test log does not show
+//	trust = ["ed25519:…"]   # the keys whose signed certificates this checkout believes (go tool mage certkey)
 //
 // Outside CI, validate reuses a package or surface whose input digest
 // matches a certificate of an earlier GREEN, certified run. A surface
@@ -35,6 +38,10 @@ type Reuse struct {
 	// Reads are the run-time inputs of packages beyond their own
 	// directory, in the order the file gives them.
 	Reads []Read
+	// Trust are the public keys ("ed25519:…") whose signed certificates a
+	// checkout reuses: trusting a key is a reviewed change to this file.
+	// They change no result, so no digest covers them.
+	Trust []string `json:"-"`
 	// Line is the line of the [reuse] header; 0 when there is none.
 	Line int `json:"-"`
 }
@@ -74,7 +81,7 @@ const (
 	TierRelease   = "release"
 )
 
-var reuseKeys = []string{"changed", "reads"}
+var reuseKeys = []string{"changed", "reads", "trust"}
 
 // Seeds is how many seeds a changed surface s runs over: its budget's
 // seeds of the tier Changed names (1 for smoke, or when the tier has
@@ -106,6 +113,14 @@ func (c *checker) reuse(root *value) Reuse {
 		r.Changed = s
 	}
 	r.Reads = c.reads(t)
+	keys, at := c.names(t, "trust", "[reuse] trust", "key")
+	for i, k := range keys {
+		if _, err := signkey.Parse(k); err != nil {
+			c.errorf(at[i], "[reuse] trust: %v", err)
+			continue
+		}
+		r.Trust = append(r.Trust, k)
+	}
 	return r
 }
 

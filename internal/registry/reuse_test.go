@@ -23,7 +23,7 @@ func TestTheReuseTable(t *testing.T) {
 		{"hardening", "[reuse]\nchanged = \"hardening\"\n", TierHardening, DefaultHardeningSeeds, nil},
 		{"release, which the default budget does not provide", "[reuse]\nchanged = \"release\"\n", TierRelease, 1, nil},
 		{"an unknown tier", "[reuse]\nchanged = \"deep\"\n", "", 0, &problem{"2:11", `[reuse] changed must be "smoke", "hardening" or "release" (the budget tier a changed surface runs over), not "deep"`}},
-		{"an unknown key", "[reuse]\nseeds = 4\n", "", 0, &problem{"2:1", `unknown key "seeds" in [reuse] (known keys: changed, reads)`}},
+		{"an unknown key", "[reuse]\nseeds = 4\n", "", 0, &problem{"2:1", `unknown key "seeds" in [reuse] (known keys: changed, reads, trust)`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,5 +97,37 @@ func TestAReadMatchesThePackagesItsPatternNames(t *testing.T) {
 		if got := (Read{Pattern: tt.pattern}).Matches(tt.dir); got != tt.want {
 			t.Errorf("%s matches %s: %v, want %v", tt.pattern, tt.dir, got, tt.want)
 		}
+	}
+}
+
+// TestReuseTrust: [reuse] trust lists public key lines, each checked, and
+// a line that is not one is refused where it is, saying what to give.
+func TestReuseTrust(t *testing.T) {
+	const key = "ed25519:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+	tests := []struct {
+		name string
+		doc  string
+		want []string
+		bad  *problem
+	}{
+		{"none", "", nil, nil},
+		{"one key", "[reuse]\ntrust = [\"" + key + "\"]\n", []string{key}, nil},
+		{"an ssh key", "[reuse]\ntrust = [\"ssh-ed25519 AAAAC3Nz\"]\n", nil,
+			&problem{"2:10", `[reuse] trust: not a signing key: "ssh-ed25519 AAAAC3Nz" does not start with "ed25519:"; give the line go tool mage certkey printed`}},
+		{"a key cut short", "[reuse]\ntrust = [\"ed25519:AAEC\"]\n", nil,
+			&problem{"2:10", `[reuse] trust: not a signing key: "ed25519:AAEC" is not an ed25519 public key (32 bytes in standard base64); give the line go tool mage certkey printed`}},
+		{"a string, not a list", "[reuse]\ntrust = \"" + key + "\"\n", nil,
+			&problem{"2:9", `[reuse] trust must be an array of strings, not a string; write trust = ["` + key + `"]`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := parseTable(t, tt.doc, tt.bad)
+			if reg == nil {
+				return
+			}
+			if diff := cmp.Diff(tt.want, reg.Reuse.Trust); diff != "" {
+				t.Errorf("trust (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -7,19 +7,24 @@ import (
 )
 
 // secretName is a variable or file name that says it holds a secret.
-var secretName = regexp.MustCompile(`(?i)(pass(word|wd)?|secret|token|credential|private|api_?key|auth|_key$|^key$|dsn|cookie|session)`)
+var secretName = regexp.MustCompile(`(?i)(pass(word|wd)?|secret|token|credential|private|api_?key|auth|_key$|^key$|cookie|session)`)
+
+// connName is a variable name that says it holds a connection string.
+var connName = regexp.MustCompile(`(?i)(dsn|_url|^url)$`)
 
 // NamedSecret reports whether an environment variable's name says that it
 // holds a secret (CONTESTED_PG_DSN, GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY).
 func NamedSecret(name string) bool { return secretName.MatchString(name) }
 
 // ForDigest is what of a variable's value may enter a digest that other
-// people read: nothing but that it is set, when its name says it is a
-// secret; else the value with every password masked (Redact, and every
-// known secret value, Scrub). A digest of a secret, whatever the rest it
-// is folded with, can be tested against guesses by whoever reads it.
+// people read: a connection string (CONTESTED_PG_DSN, DATABASE_URL) with
+// its password masked; nothing but that it is set, when its name says it
+// is a secret; else the value with every password masked (Redact, and
+// every known secret value, Scrub). A digest of a secret, whatever the
+// rest it is folded with, can be tested against guesses by whoever reads
+// it.
 func ForDigest(name, value string) string {
-	if NamedSecret(name) {
+	if NamedSecret(name) && !connName.MatchString(name) {
 		return "set"
 	}
 	return ScrubString(Redact(value))

@@ -319,3 +319,21 @@ func TestWhenUnsureADSNIsMaskedWhole(t *testing.T) {
 		})
 	}
 }
+
+// TestNoSecretEntersADigest: what of a variable may enter a digest keeps a
+// connection string's host and database and never its password, and of a
+// variable named as a secret only that it is set.
+func TestNoSecretEntersADigest(t *testing.T) {
+	tests := []struct{ name, value, want string }{
+		{"CONTESTED_PG_DSN", "postgres://u:hunter2-long@db:5432/app", "postgres://u:" + Mask + "@db:5432/app"},
+		{"DATABASE_URL", "host=db password=hunter2-long dbname=app", "host=db password=" + Mask + " dbname=app"},
+		{"GITHUB_TOKEN", "ghp_abcdefghijklmnop", "set"},
+		{"AWS_SECRET_ACCESS_KEY", "abc/def", "set"},
+		{"CLIENTS", "4", "4"},
+	}
+	for _, tt := range tests {
+		if got := ForDigest(tt.name, tt.value); got != tt.want {
+			t.Errorf("ForDigest(%s) = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

@@ -314,6 +314,20 @@ func Layer(ctx context.Context, action string) error {
 	return command.Supervise(ctx, "layer", action)
 }
 
+// Certkey makes the key pair CI signs its reuse certificates with, so that
+// every developer's validate reuses what CI certified. In DIR (made, mode
+// 0700, if missing; never inside the module, where the private key could
+// be committed) it writes contested-signing.key, the private key (mode
+// 0600), and contested-signing.pub, the public key, and prints the public
+// line, ed25519:…, to list in the registry's [reuse] trust. CI names the
+// private key in CONTESTED_SIGNING_KEY. It never replaces a key: exit 2
+// when one is there.
+//
+//	go tool mage certkey ~/contested-ci-key
+func Certkey(ctx context.Context, dir string) error {
+	return command.Supervise(ctx, "certkey", dir)
+}
+
 // splitList is a comma-separated option's non-empty items.
 func splitList(v string) []string {
 	var out []string

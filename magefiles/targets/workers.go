@@ -113,6 +113,11 @@ var workers = map[string]command.Target{
 		opts := command.DegradedOptions{Keep: *keep, Cells: splitList(*cells)}
 		return run(func(out io.Writer) error { opts.Out = out; return command.Degraded(ctx, opts) })
 	},
+	"certkey": func(ctx context.Context, args []string) error {
+		return run(func(out io.Writer) error {
+			return command.Certkey(command.CertkeyOptions{Dir: arg(args, 0), Out: out})
+		})
+	},
 	// The warm layer of the pre-push loop.
 	"layer": func(ctx context.Context, args []string) error {
 		return run(func(out io.Writer) error {
