@@ -326,10 +326,10 @@ func TestCIRunsEverythingAndATamperedCertificateIsIgnored(t *testing.T) {
 	if len(certs) != 1 {
 		t.Fatalf("surface certificates %v, want one", certs)
 	}
-	edit(t, dir, filepath.Join("test-results", "history", "certificates", filepath.Base(certs[0])), `"fired": `, `"fired": 1`)
+	edit(t, dir, filepath.Join("test-results", "history", "certificates", filepath.Base(certs[0])), `"run_id": "`, `"run_id": "x`)
 	tampered, out, _ := validate(t, dir, nil)
-	if len(tampered.Reuse.Ignored) != 1 || !strings.Contains(out, "ignored: the certificate does not verify: its seal does not match") {
-		t.Errorf("a tampered certificate: ignored %q; want it ignored saying its seal does not match:\n%s", tampered.Reuse.Ignored, out)
+	if len(tampered.Reuse.Ignored) != 1 || !strings.Contains(out, "ignored: the certificate does not verify: its seal is not this user's") {
+		t.Errorf("a tampered certificate: ignored %q; want it ignored saying its seal is not this user's:\n%s", tampered.Reuse.Ignored, out)
 	}
 	wantReused(t, "a tampered certificate", tampered, "", nil, nil)
 }

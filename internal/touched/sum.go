@@ -49,7 +49,7 @@ func (in *Inputs) Sum(r Record) (string, error) {
 		names []string
 	}{{"open", r.Open}, {"stat", r.Stat}} {
 		for _, name := range list.names {
-			s, err := in.path(name)
+			s, err := in.path(list.op, name)
 			if err != nil {
 				return "", fmt.Errorf("digest what the tests touched: %w", err)
 			}
@@ -59,20 +59,23 @@ func (in *Inputs) Sum(r Record) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// path is the digest of what a recorded name holds now, through links.
-func (in *Inputs) path(name string) (string, error) {
-	if s, ok := in.memo[name]; ok {
+// path is the digest of what a recorded name holds now, through links,
+// for what the test did to it (op: open or stat).
+func (in *Inputs) path(op, name string) (string, error) {
+	if s, ok := in.memo[op+" "+name]; ok {
 		return s, nil
 	}
-	s, err := in.hash(name)
+	s, err := in.hash(op, name)
 	if err != nil {
 		return "", err
 	}
-	in.memo[name] = s
+	in.memo[op+" "+name] = s
 	return s, nil
 }
 
-func (in *Inputs) hash(name string) (string, error) {
+// hash is what a test that opened (or stat'ed) name saw: a file's
+// content, an opened directory's listing, a stat'ed directory's kind.
+func (in *Inputs) hash(op, name string) (string, error) {
 	p := in.paths.path(name)
 	fi, err := os.Stat(p)
 	switch {
@@ -85,6 +88,8 @@ func (in *Inputs) hash(name string) (string, error) {
 		return "not readable", nil
 	case err != nil:
 		return "", err
+	case fi.IsDir() && op == "stat":
+		return fmt.Sprintf("directory %v", fi.Mode().Perm()), nil
 	case fi.IsDir():
 		return listing(p)
 	case !fi.Mode().IsRegular():

@@ -31,6 +31,7 @@ func TestReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _ = os.Stat("optional.txt")
+	_, _ = os.Stat("busy")
 	_ = os.Getenv("CLIENTS")
 	_ = os.Getenv("API_TOKEN")
 	_ = os.Getenv("DATABASE_URL")
@@ -41,8 +42,24 @@ func TestReads(t *testing.T) {
 }
 `
 
-// run builds the fixture's test binary, runs it with a test log in the
-// package's directory and the environment env, and returns the log.
+// buildFixture builds fixtureTest's test binary once; each case runs it
+// in a module of its own.
+func buildFixture(t *testing.T) string {
+	t.Helper()
+	src := t.TempDir()
+	writeFile(t, filepath.Join(src, "go.mod"), "module example.com/m\n\ngo 1.26\n")
+	writeFile(t, filepath.Join(src, "p/p_test.go"), fixtureTest)
+	bin := filepath.Join(t.TempDir(), "p.test")
+	build := exec.Command("go", "test", "-c", "-o", bin, ".")
+	build.Dir = filepath.Join(src, "p")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// run runs the fixture's test binary with a test log in the package's
+// directory and the environment env, and returns the log.
 func run(t *testing.T, bin, dir string, env []string) string {
 	t.Helper()
 	log := filepath.Join(t.TempDir(), "test.log")
@@ -115,14 +132,16 @@ func TestWhatATestTouchedIsItsInput(t *testing.T) {
 		{"the runner's own variable", func(*testing.T, string, string) []string {
 			return []string{"CLIENTS=1", "API_TOKEN=s3cret-one", "DATABASE_URL=postgres://u:pw-one@db:5432/app", "RUN_ID=r2"}
 		}, false},
+		{"a new file in a directory the test only stat'ed", func(t *testing.T, root, _ string) []string {
+			writeFile(t, filepath.Join(root, "p/busy/new.txt"), "x\n")
+			return base
+		}, false},
 		{"a file nobody read", func(t *testing.T, root, _ string) []string {
 			writeFile(t, filepath.Join(root, "p/unread.txt"), "x\n")
 			return base
 		}, false},
 	}
-	if testing.Short() {
-		t.Log("builds one test binary")
-	}
+	bin := buildFixture(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			root, outside := t.TempDir(), t.TempDir()
@@ -131,15 +150,10 @@ func TestWhatATestTouchedIsItsInput(t *testing.T) {
 			writeFile(t, filepath.Join(root, "p/fixture.json"), `{"n":1}`)
 			writeFile(t, filepath.Join(root, "p/migrations/001.sql"), "create table t (n int);\n")
 			writeFile(t, filepath.Join(root, "shared/golden.txt"), "golden\n")
+			writeFile(t, filepath.Join(root, "p/busy/old.txt"), "x\n")
 			writeFile(t, filepath.Join(outside, "real.txt"), "real\n")
 			if err := os.Symlink(filepath.Join(outside, "real.txt"), filepath.Join(root, "p/linked.txt")); err != nil {
 				t.Fatal(err)
-			}
-			bin := filepath.Join(t.TempDir(), "p.test")
-			build := exec.Command("go", "test", "-c", "-o", bin, ".")
-			build.Dir = filepath.Join(root, "p")
-			if out, err := build.CombinedOutput(); err != nil {
-				t.Fatalf("build: %v\n%s", err, out)
 			}
 			env := append([]string{"OUTSIDE=linked.txt"}, base...)
 			paths := touched.Paths{Root: root, Dir: filepath.Join(root, "p"), Ignore: []string{os.TempDir()}, Given: []string{"RUN_ID", "OUTSIDE"}}

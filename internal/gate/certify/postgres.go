@@ -93,8 +93,9 @@ func NewPostgres(ctx context.Context, pool *pgxpool.Pool, trust *Trust, create b
 }
 
 // Write upserts certs, which must be signed, and then removes, for each
-// kind and key, the rows that do not verify and the verified ones beyond
-// the newest Keep of their branch, in one transaction.
+// kind and key, the verified rows beyond the newest Keep of their branch,
+// in one transaction. A row that does not verify is never removed, nor
+// counted: rows nobody trusts cannot push out the ones that matter.
 func (p *Postgres) Write(ctx context.Context, certs []Certificate) error {
 	if len(certs) == 0 {
 		return nil
@@ -146,8 +147,8 @@ func inputsKey(c Certificate) string {
 	return c.Inputs
 }
 
-// prune keeps, of c's kind and key, the verified certificates among the
-// newest Keep of their branch, and removes the rest.
+// prune removes, of c's kind and key, the verified certificates beyond the
+// newest Keep of their branch.
 func (p *Postgres) prune(ctx context.Context, tx pgx.Tx, c Certificate) error {
 	rows, err := tx.Query(ctx, `SELECT digest, inputs, signer, CASE WHEN octet_length(body) <= $4 THEN body ELSE '' END FROM `+Table+`
 WHERE module = $1 AND kind = $2 AND key = $3 ORDER BY written DESC LIMIT $5`, c.Module, c.Kind, c.Key, maxFile, maxEntries)
@@ -169,7 +170,6 @@ WHERE module = $1 AND kind = $2 AND key = $3 ORDER BY written DESC LIMIT $5`, c.
 	for _, r := range all {
 		v, err := p.trust.Open([]byte(r.body), c.Module)
 		if err != nil || v.Kind != c.Kind || v.Key != c.Key || v.Digest != r.digest || inputsKey(v) != r.inputs || v.Signer != r.signer {
-			drop = append(drop, r)
 			continue
 		}
 		byCert[fileName(v)] = r
