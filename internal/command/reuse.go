@@ -143,6 +143,7 @@ func planReuse(ctx context.Context, opts ValidateOptions, ws *workspace, sharded
 	}
 	r.certify, r.module = true, mod.Path
 	r.paths = touchedPaths(ws.env.ModuleRoot, ws.env.ResultsDir, mod.GoDirs)
+	r.paths.Covered = []string{ws.env.Registry}
 	r.inputs = touched.NewInputs(r.paths, os.LookupEnv)
 	r.keys(mod, ws.reg, ws.env.Level)
 	r.certs = readCertificates(ctx, ws.env.ResultsDir, ws.reg.Guard.CanonicalDatabases, trust, mod.Path, r.digests(), out)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/digest"
 	"github.com/contested/contested/internal/gate/certify"
 	"github.com/contested/contested/internal/registry"
@@ -139,5 +140,14 @@ func TestASurfaceNeverHalfRuns(t *testing.T) {
 				t.Errorf("changed surfaces %v, want %v", got, tt.chg)
 			}
 		})
+	}
+}
+
+// TestWhereAResultCameFromIsShownAsData: whatever a store held reaches the
+// terminal as text, never as a workflow command or an escape sequence.
+func TestWhereAResultCameFromIsShownAsData(t *testing.T) {
+	line := reusedLine(battery.Reused{RunID: "r1\n::error title=x::owned", Commit: "\x1b]0;retitled\x07abc", At: time.Now()})
+	if strings.ContainsAny(line, "\n\r\x1b\x07") {
+		t.Errorf("reusedLine = %q; want no newline, escape or bell", line)
 	}
 }

@@ -65,6 +65,11 @@ type Paths struct {
 	// caches and GOROOT (the Go version stands for it), /proc, /sys and
 	// /dev. One that holds the module ignores only what is outside it.
 	Ignore []string
+	// Covered are files the build-time digest already covers in the parts
+	// a package's outcome can depend on (the registry: its global tables
+	// and the package's own surfaces' entries), so that an edit elsewhere
+	// in them does not run every package that loads them.
+	Covered []string
 	// Given are the variables the runner itself set for the run (its id,
 	// its results directory, the fault layer's addresses): the run's own,
 	// never inputs.
@@ -136,6 +141,11 @@ func ParseFile(path string, p Paths) (Record, error) {
 // name is how an absolute path is recorded, or false when it is never an
 // input.
 func (p Paths) name(abs string) (string, bool) {
+	for _, f := range p.Covered {
+		if f == abs {
+			return "", false
+		}
+	}
 	for _, d := range p.Ignore {
 		// An ignored directory holding the module (a temporary directory
 		// a module was made in) ignores only what is outside the module.

@@ -220,3 +220,18 @@ func TestALogThatIsNotWholeIsNoRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestACoveredFileIsNoRunTimeInput: a file the build digest covers (the
+// registry) is left out of the record, however the test named it.
+func TestACoveredFileIsNoRunTimeInput(t *testing.T) {
+	root := t.TempDir()
+	log := "# test log\nopen ../contested-surfaces.toml\nopen fixture.json\n"
+	p := touched.Paths{Root: root, Dir: filepath.Join(root, "p"), Covered: []string{filepath.Join(root, "contested-surfaces.toml")}}
+	rec, err := touched.Parse(strings.NewReader(log), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rec.Open, []string{"p/fixture.json"}) {
+		t.Errorf("opened %q, want only p/fixture.json", rec.Open)
+	}
+}
