@@ -133,11 +133,13 @@ type Evidence struct {
 	Samples  int           `json:"samples"`
 	Late     int           `json:"late_samples,omitempty"`
 	// Slowdown is how much less of the CPU the probe's thread got beside
-	// the hogs than in the quiet window next to it: the median over the
-	// pairs of the wall time its unit of work took beside them, over the
-	// wall time it took in the quiet. Wall time, not the thread's CPU
-	// time: a thread that shares a core's caches or its sibling with a hog
-	// gets the CPU as often and does less with it, and so do the tests.
+	// the hogs than in the quiet windows between them: Loaded over
+	// Baseline. Wall time, not the thread's CPU time: a thread that shares
+	// a core's caches or its sibling with a hog gets the CPU as often and
+	// does less with it, and so do the tests. (The medians of each side,
+	// not the median of each pair's ratio: a 5 ms sample either runs
+	// through or loses whole scheduler slices, and a ratio of two such
+	// samples is noisier than either.)
 	Slowdown float64 `json:"slowdown"`
 	// ThreadShare is the median share of its wall time the probe's thread
 	// got the CPU beside the busy threads: what one thread of this machine
@@ -167,7 +169,7 @@ type Evidence struct {
 const (
 	MinTaken    = 0.25
 	MinSlowdown = 1.1
-	MinPairs    = 5
+	MinPairs    = 7
 )
 
 // Fired reports whether the neighbour was observed to land: its threads
@@ -245,7 +247,7 @@ func (e Evidence) Injector() string {
 func (e Evidence) VictimSide() string {
 	var s string
 	if e.measured() {
-		s = fmt.Sprintf("a probe thread got %.2fx less of the CPU beside the neighbour than in a quiet window a few milliseconds later (its 5 ms of work took %s against %s, medians of %d pairs",
+		s = fmt.Sprintf("a probe thread got %.2fx less of the CPU beside the neighbour than in the quiet windows between (its 5 ms of work took %s against %s, medians of %d pairs of samples milliseconds apart",
 			e.Slowdown, e.Loaded.Round(10*time.Microsecond), e.Baseline.Round(10*time.Microsecond), e.Samples/2)
 		if e.Late > 0 {
 			s += fmt.Sprintf(", %d of them after the battery ended", e.Late/2)
@@ -306,13 +308,13 @@ type Neighbour struct {
 }
 
 // pairEvery, settle and topUp shape the probe: a pair of samples every
-// 150 to 300 ms (drawn from the seed), the quiet one once the hogs have
+// 75 to 150 ms (drawn from the seed), the quiet one once the hogs have
 // had settle to notice their pause (a hog that is running looks every
 // few microseconds; one that is not takes nothing from the probe), and
 // after the battery, pairs back to back until there are MinPairs, for at
 // most topUp.
 const (
-	pairEvery = 150 * time.Millisecond
+	pairEvery = 75 * time.Millisecond
 	settle    = 10 * time.Millisecond
 	topUp     = 5 * time.Second
 )
@@ -452,7 +454,7 @@ func (n *Neighbour) write(ctx context.Context, f *os.File, rng *rand.Rand) {
 	}
 }
 
-// probe takes a pair of samples every 150 to 300 ms, drawn from rng, on a
+// probe takes a pair of samples every 75 to 150 ms, drawn from rng, on a
 // thread of its own, until Stop asks it to finish; then it takes pairs
 // back to back until it has MinPairs, for at most topUp, so that a battery
 // of any length is measured. It stops at once when ctx is done.
@@ -481,7 +483,7 @@ func (n *Neighbour) probe(ctx context.Context, rng *rand.Rand) {
 		case <-next.C:
 		}
 		n.pair(false)
-		next.Reset(pairEvery + time.Duration(rng.IntN(150))*time.Millisecond)
+		next.Reset(pairEvery + time.Duration(rng.IntN(75))*time.Millisecond)
 	}
 }
 
@@ -552,12 +554,14 @@ func (n *Neighbour) Stop() Evidence {
 	pairs, late, unread := slices.Clone(n.pairs), n.late, n.unread
 	n.mu.Unlock()
 	e.Samples, e.Late = 2*len(pairs), 2*late
-	loud, quiet, ratios := make([]sample, len(pairs)), make([]sample, len(pairs)), make([]float64, len(pairs))
+	loud, quiet := make([]sample, len(pairs)), make([]sample, len(pairs))
 	for i, p := range pairs {
-		loud[i], quiet[i], ratios[i] = p.loud, p.quiet, float64(p.loud.wall)/float64(p.quiet.wall)
+		loud[i], quiet[i] = p.loud, p.quiet
 	}
-	e.Loaded, e.Baseline = medianWall(loud), medianWall(quiet)
-	e.ThreadShare, e.Slowdown = medianShare(loud), median(ratios)
+	e.Loaded, e.Baseline, e.ThreadShare = medianWall(loud), medianWall(quiet), medianShare(loud)
+	if e.Baseline > 0 {
+		e.Slowdown = float64(e.Loaded) / float64(e.Baseline)
+	}
 	if len(pairs) < MinPairs {
 		e.Unmeasured = unmeasured(len(pairs), unread, n.interrupted.Load(), ended, wall-ended)
 	}

@@ -76,9 +76,9 @@ func TestTheNeighbourFiresWithEvidenceFromBothSides(t *testing.T) {
 		pairs int
 		fires bool
 	}{
-		{"a neighbour of busy threads and a writer fires", Spec{CPU: hogs, IO: 1}, hashSlice, 12, true},
+		{"a neighbour of busy threads and a writer fires", Spec{CPU: hogs, IO: 1}, hashSlice, 20, true},
 		{"a neighbour stopped at once still measures, and fires", Spec{CPU: hogs}, hashSlice, 0, true},
-		{"a neighbour whose threads do nothing does not fire", Spec{CPU: hogs}, func(*[32]byte) { time.Sleep(50 * time.Millisecond) }, 12, false},
+		{"a neighbour whose threads do nothing does not fire", Spec{CPU: hogs}, func(*[32]byte) { time.Sleep(50 * time.Millisecond) }, 20, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -215,7 +215,7 @@ func TestAQuietNeighbourDoesNotFire(t *testing.T) {
 		{"writers that wrote nothing", measured(Evidence{Spec: Spec{IO: 1}, Slowdown: 2, ThreadShare: 0.5}), "its 1 writers wrote nothing"},
 		// The run of the issue: a battery of a second, no quiet window, a baseline of 0s.
 		{"a probe without a baseline", Evidence{Spec: Spec{CPU: 2}, Taken: 1.11, Duty: 0.55, Loaded: 8510 * time.Microsecond, Samples: 13, ThreadShare: 0.59},
-			"the probe could not measure the neighbour: it took 13 samples, and needs 5 pairs of them with a baseline"},
+			"the probe could not measure the neighbour: it took 13 samples, and needs 7 pairs of them with a baseline"},
 		{"a probe that could not measure, whatever its figures", measured(Evidence{Spec: Spec{CPU: 2}, Taken: 1.5, Duty: 0.75, Slowdown: 2, ThreadShare: 0.5, Unmeasured: "the run was interrupted"}),
 			"the probe could not measure the neighbour: the run was interrupted"},
 	} {
