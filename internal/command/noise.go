@@ -10,6 +10,7 @@ import (
 	"github.com/contested/contested/internal/faultlayer/noise"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/shard"
+	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/runenv"
 )
 
@@ -51,28 +52,51 @@ func armNeighbour(ctx context.Context, who string, reg noise.Spec, env runenv.En
 
 // recordNeighbour stops the neighbour, says what it did and writes its
 // record (class capacity) under root's fault directory: armed, and fired
-// only when both sides saw it land. It returns the evidence, nil when no
-// neighbour ran.
+// only when both sides saw it land. One that did not is judged as every
+// leg's unfired fault is, and the cause is said. It returns the evidence,
+// nil when no neighbour ran.
 func recordNeighbour(n *noise.Neighbour, who, root string, env runenv.Env, out io.Writer, victim string) *noise.Evidence {
 	if n == nil {
 		return nil
 	}
 	e := n.Stop()
 	e.Victim = victim
-	fired := "fired"
-	if !e.Fired() {
-		fired = "did NOT fire"
+	r := e.Record("battery", noise.Replay(e.Spec, e.Seed))
+	if r.Fired {
+		fmt.Fprintf(out, "%s: the neighbour fired: %s; %s\n", who, e.Injector(), e.VictimSide())
+	} else {
+		v, why := notProven(r)
+		fmt.Fprintf(out, "%s: the neighbour did NOT fire, %s (%s): %s; %s\n", who, v, why, e.Injector(), e.VictimSide())
 	}
-	fmt.Fprintf(out, "%s: the neighbour %s: %s; %s\n", who, fired, e.Injector(), e.VictimSide())
 	mod, _ := contract.ModulePath(env.ModuleRoot)
 	rec, err := faultrecord.NewRecorder(mod, faultrecord.WithResultsDir(root), faultrecord.WithRunID(env.RunID), faultrecord.WithModuleRoot(env.ModuleRoot))
 	if err == nil {
-		_, err = rec.Write(e.Record("battery", noise.Replay(e.Spec, e.Seed)))
+		_, err = rec.Write(r)
 	}
 	if err != nil {
 		fmt.Fprintf(out, "%s: the neighbour's record was not written: %v\n", who, err)
 	}
 	return &e
+}
+
+// notProven judges an unfired neighbour's record by the rules that judge
+// every leg (verdict.Assign over its one run): a fault armed and not
+// proven to land is INCONCLUSIVE-fault-not-proven, whatever armed it.
+func notProven(r faultrecord.Record) (verdict.Verdict, string) {
+	return verdict.Assign([]verdict.Run{{Seed: r.Seed, Attempted: true, Armed: 1}}, 1)
+}
+
+// noiseReasons is what keeps validate from GREEN on the neighbour's
+// account: one that did not fire, with its verdict and its cause (the
+// gate refuses its record in phase 3 too, without the cause). A shard's
+// is left to the union, as phase 3 is.
+func (v *validation) noiseReasons() []string {
+	if v.noise == nil || v.noise.Fired() || v.shard != nil {
+		return nil
+	}
+	r := v.noise.Record("battery", "")
+	judged, _ := notProven(r)
+	return []string{fmt.Sprintf("the neighbour %s/%s/%s is %s: %s", r.Surface, r.Class, r.Leg, judged, v.noise.Cause())}
 }
 
 // armNoise starts the neighbour validate's battery runs beside.

@@ -213,7 +213,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	contracts := v.arbitrate(ctx, res, budget)
 	judged := v.judge(ctx, res, verified)
 	v.summarize(res, verified, judged)
-	v.rep.Reasons = validateReasons(res, verified, judged, v.whole, v.rep.Registry, v.caps)
+	v.rep.Reasons = append(validateReasons(res, verified, judged, v.whole, v.rep.Registry, v.caps), v.noiseReasons()...)
 	v.rep.Green = len(v.rep.Reasons) == 0
 	v.rep.Took = time.Since(start)
 	return v.finish(res, verified, judged, contracts)

@@ -121,23 +121,36 @@ type Evidence struct {
 	// busy threads included, for context.
 	Load  float64 `json:"load"`
 	Cores int     `json:"cores"`
-	// Baseline is the wall time of the probe's unit of work (5 ms of CPU)
-	// in the neighbour's quiet windows (the hogs pause for a moment every
-	// couple of seconds), its median; Loaded its median while they ran.
-	// Both are taken in the same run, so that what else the machine does
-	// weighs on both alike.
+	// The probe times a unit of work (5 ms of CPU) in pairs: once beside
+	// the busy threads, then at once in a quiet window it opens itself,
+	// the hogs paused, so that what else the machine does weighs on both
+	// alike. Baseline is the median wall time of the quiet samples,
+	// Loaded of the loud ones; Samples counts both (two a pair). Late is
+	// how many of them were taken after the battery ended: Stop takes
+	// pairs until there are MinPairs, however short the battery was.
 	Baseline time.Duration `json:"baseline_ns"`
 	Loaded   time.Duration `json:"loaded_ns"`
 	Samples  int           `json:"samples"`
+	Late     int           `json:"late_samples,omitempty"`
 	// Slowdown is how much less of the CPU the probe's thread got beside
-	// the hogs than in their quiet windows: the median share of its wall
-	// time it ran in the quiet, over the same while they ran.
+	// the hogs than in the quiet windows between them: Loaded over
+	// Baseline. Wall time, not the thread's CPU time: a thread that shares
+	// a core's caches or its sibling with a hog gets the CPU as often and
+	// does less with it, and so do the tests. (The medians of each side,
+	// not the median of each pair's ratio: a 5 ms sample either runs
+	// through or loses whole scheduler slices, and a ratio of two such
+	// samples is noisier than either.)
 	Slowdown float64 `json:"slowdown"`
 	// ThreadShare is the median share of its wall time the probe's thread
 	// got the CPU beside the busy threads: what one thread of this machine
 	// got while they ran (most of a core on a machine with cores to spare,
 	// a sliver of one on a machine other work saturates).
 	ThreadShare float64 `json:"thread_share,omitempty"`
+	// Unmeasured, when set, says why the probe could not measure the
+	// neighbour's effect (the run was interrupted, or the machine gave its
+	// thread too little CPU to take MinPairs pairs): the neighbour is then
+	// not proven to have fired, whatever its threads took.
+	Unmeasured string `json:"unmeasured,omitempty"`
 	// Victim, when set, is the battery's own measure of its slowdown,
 	// which the caller adds (for example its packages against their last
 	// recorded times).
@@ -148,25 +161,58 @@ type Evidence struct {
 // what a thread of this machine got beside them (the probe's ThreadShare:
 // most of a core when the machine has cores to spare, a sliver of one
 // when other work saturates it), and a probe thread got at least a tenth
-// less of the CPU beside them than in their quiet windows. (A thread's
-// fair share is no threshold: the kernel shares the CPU between control
-// groups, containers and sessions before threads, so the share a busy
-// thread gets says little about what it took. What a thread of the same
-// run got at the same time does.)
+// less of the CPU beside them than in their quiet windows, over at least
+// MinPairs pairs of samples. (A thread's fair share is no threshold: the
+// kernel shares the CPU between control groups, containers and sessions
+// before threads, so the share a busy thread gets says little about what
+// it took. What a thread of the same run got at the same time does.)
 const (
 	MinTaken    = 0.25
 	MinSlowdown = 1.1
+	MinPairs    = 7
 )
 
 // Fired reports whether the neighbour was observed to land: its threads
 // took CPU from the machine and its writers wrote (the injector's side),
-// and the machine slowed for the probe beside them (the victim's side). A
-// neighbour on a machine with cores to spare does not fire, and its record
-// says so.
-func (e Evidence) Fired() bool {
-	cpu := e.Spec.CPU == 0 || e.Taken >= e.TakenNeeded()
-	io := e.Spec.IO == 0 || e.IOBytes > 0
-	return cpu && io && e.Slowdown >= MinSlowdown
+// and the machine slowed for the probe beside them, measured against a
+// baseline of its own (the victim's side). A neighbour on a machine with
+// cores to spare does not fire, nor one the probe could not measure, and
+// its record says why.
+func (e Evidence) Fired() bool { return e.measured() && e.Cause() == "" }
+
+// measured reports whether the probe measured the neighbour: enough pairs,
+// each side timed. Evidence without them (an interrupted run, or a record
+// of an older contested) is never compared against a zero baseline.
+func (e Evidence) measured() bool {
+	return e.Unmeasured == "" && e.Samples >= 2*MinPairs && e.Baseline > 0 && e.Loaded > 0 && e.Slowdown > 0
+}
+
+// Cause says why the neighbour did not fire, with what to do, in words;
+// "" when it fired.
+func (e Evidence) Cause() string {
+	switch {
+	case e.Unmeasured != "":
+		return "the probe could not measure the neighbour: " + e.Unmeasured
+	case !e.measured():
+		return fmt.Sprintf("the probe could not measure the neighbour: it took %d samples, and needs %d pairs of them with a baseline", e.Samples, MinPairs)
+	case e.Spec.CPU > 0 && e.Taken < e.TakenNeeded():
+		return fmt.Sprintf("its busy threads took %.2f cores, under the %.2f needed (a quarter of the %.2f of a core a thread got beside them, each): something kept them off the CPU (a CPU quota on this process?), and more of them would not run either", e.Taken, e.TakenNeeded(), e.ThreadShare)
+	case e.Spec.IO > 0 && e.IOBytes == 0:
+		return fmt.Sprintf("its %d writers wrote nothing", e.Spec.IO)
+	case e.Slowdown < MinSlowdown && e.ThreadShare >= 0.9:
+		return fmt.Sprintf("under %.2fx: the machine had cores to spare (a thread beside the neighbour still got %.2f of a core): give it more hogs (%s=cpu:%d)", MinSlowdown, e.ThreadShare, envvar.Noise, e.moreHogs())
+	case e.Slowdown < MinSlowdown:
+		return fmt.Sprintf("under %.2fx: other work already kept this machine busy (a thread beside the neighbour got %.2f of a core), so %d more threads took little more from it: give it more hogs (%s=cpu:%d)", MinSlowdown, e.ThreadShare, e.Spec.CPU, envvar.Noise, e.moreHogs())
+	}
+	return ""
+}
+
+// moreHogs is the neighbour to suggest when this one did not slow the
+// machine: twice as many busy threads, at least two a core, at most
+// maxPerCore a core.
+func (e Evidence) moreHogs() int {
+	cores := max(e.Cores, 1)
+	return min(max(2*e.Spec.CPU, 2*cores), maxPerCore*cores)
 }
 
 // TakenNeeded is the CPU, in cores, the busy threads must have taken
@@ -182,7 +228,11 @@ func (e Evidence) TakenNeeded() float64 {
 
 // Injector is the neighbour's own side, in words.
 func (e Evidence) Injector() string {
-	s := fmt.Sprintf("neighbour %s (seed %d) for %s", e.Spec, e.Seed, e.Wall.Round(time.Second))
+	wall := e.Wall.Round(time.Second)
+	if e.Wall < 10*time.Second {
+		wall = e.Wall.Round(100 * time.Millisecond)
+	}
+	s := fmt.Sprintf("neighbour %s (seed %d) for %s", e.Spec, e.Seed, wall)
 	if e.Spec.CPU > 0 {
 		s += fmt.Sprintf(": %d busy threads at a duty cycle of %.0f%% took %.2f of the %d cores (load %.1f)", e.Spec.CPU, 100*e.Duty, e.Taken, e.Cores, e.Load)
 	}
@@ -192,15 +242,23 @@ func (e Evidence) Injector() string {
 	return s
 }
 
-// VictimSide is what the run saw beside it, in words.
+// VictimSide is what the run saw beside it, in words, and, when it did
+// not fire, why.
 func (e Evidence) VictimSide() string {
-	s := fmt.Sprintf("a probe thread got %.2fx less of the CPU beside the neighbour (its 5 ms of work took %s, median of %d samples, against %s in the neighbour's quiet windows)",
-		e.Slowdown, e.Loaded.Round(10*time.Microsecond), e.Samples, e.Baseline.Round(10*time.Microsecond))
-	if e.Victim != "" {
-		s += "; " + e.Victim
+	var s string
+	if e.measured() {
+		s = fmt.Sprintf("a probe thread got %.2fx less of the CPU beside the neighbour than in the quiet windows between (its 5 ms of work took %s against %s, medians of %d pairs of samples milliseconds apart",
+			e.Slowdown, e.Loaded.Round(10*time.Microsecond), e.Baseline.Round(10*time.Microsecond), e.Samples/2)
+		if e.Late > 0 {
+			s += fmt.Sprintf(", %d of them after the battery ended", e.Late/2)
+		}
+		s += ")"
 	}
-	if e.Slowdown < MinSlowdown {
-		s += fmt.Sprintf("; under %.2fx, the neighbour did not slow this machine: give it more hogs (%s=cpu:%d)", MinSlowdown, envvar.Noise, 2*runtime.NumCPU())
+	if e.Victim != "" {
+		s = strings.TrimPrefix(s+"; "+e.Victim, "; ")
+	}
+	if cause := e.Cause(); cause != "" {
+		s = strings.TrimPrefix(s+"; NOT fired: "+cause, "; ")
 	}
 	return s
 }
@@ -223,29 +281,42 @@ type Neighbour struct {
 	seed  int64
 	start time.Time
 	unit  int // hash rounds in the probe's unit of work
+	// work is one slice of a busy thread's work (hashing); a test gives a
+	// neighbour that does nothing one that sleeps instead.
+	work  func(*[32]byte)
 	stop  chan struct{}
 	wg    sync.WaitGroup
 	procs int // GOMAXPROCS before Start raised it
-	// window counts the neighbour's windows: odd while a quiet one is
-	// open (the hogs pause), even while they run; hushed is how long the
-	// quiet windows it opened lasted in all.
+	// closing asks the probe to finish (Stop closes it); the probe closes
+	// probed once it has its pairs, or cannot take them.
+	closing, probed chan struct{}
+	// window counts the probe's quiet windows: odd while one is open (the
+	// hogs pause), even while they run; hushed is how long the quiet
+	// windows lasted in all.
 	window atomic.Int64
 	hushed atomic.Int64
 
 	cpuNanos atomic.Int64
 	ioBytes  atomic.Int64
 	mu       sync.Mutex
-	loud     []sample
-	quiet    []sample
-	ioFiles  []string
+	pairs    []pair
+	late     int // pairs taken after Stop was called
+	unread   int // pairs whose thread's CPU clock could not be read
+	// interrupted says the probe stopped because ctx was done.
+	interrupted atomic.Bool
+	ioFiles     []string
 }
 
-// quietEvery and quietFor shape the quiet windows: every 1.5 to 2.5 s
-// (drawn from the seed) the hogs pause for quietFor, and the probe's
-// samples there are the machine without the neighbour.
+// pairEvery, settle and topUp shape the probe: a pair of samples every
+// 75 to 150 ms (drawn from the seed), the quiet one once the hogs have
+// had settle to notice their pause (a hog that is running looks every
+// few microseconds; one that is not takes nothing from the probe), and
+// after the battery, pairs back to back until there are MinPairs, for at
+// most topUp.
 const (
-	quietEvery = 1500 * time.Millisecond
-	quietFor   = 300 * time.Millisecond
+	pairEvery = 75 * time.Millisecond
+	settle    = 10 * time.Millisecond
+	topUp     = 5 * time.Second
 )
 
 // quietNow reports whether a quiet window is open.
@@ -260,7 +331,19 @@ func (n *Neighbour) quietNow() bool { return n.window.Load()%2 == 1 }
 // grows by the busy threads so that they compete with the machine's other
 // processes, not with this process's own goroutines.
 func Start(ctx context.Context, spec Spec, seed int64, dir string) (*Neighbour, error) {
-	n := &Neighbour{spec: spec, seed: seed, stop: make(chan struct{})}
+	return start(ctx, spec, seed, dir, hashSlice)
+}
+
+// hashSlice is a busy thread's slice of work: a few tens of microseconds
+// of hashing, after which it looks whether a quiet window opened.
+func hashSlice(buf *[32]byte) {
+	for range 256 {
+		*buf = sha256.Sum256(buf[:])
+	}
+}
+
+func start(ctx context.Context, spec Spec, seed int64, dir string, work func(*[32]byte)) (*Neighbour, error) {
+	n := &Neighbour{spec: spec, seed: seed, work: work, stop: make(chan struct{}), closing: make(chan struct{}), probed: make(chan struct{})}
 	n.unit = calibrate()
 	n.procs = runtime.GOMAXPROCS(0)
 	runtime.GOMAXPROCS(n.procs + spec.CPU)
@@ -275,7 +358,7 @@ func Start(ctx context.Context, spec Spec, seed int64, dir string) (*Neighbour, 
 	for i := range spec.IO {
 		f, err := openScratch(dir)
 		if err != nil {
-			n.Stop()
+			n.halt()
 			return nil, fmt.Errorf("start the noise's writer %d: %w", i+1, err)
 		}
 		if _, err := os.Lstat(f.Name()); err == nil {
@@ -284,35 +367,9 @@ func Start(ctx context.Context, spec Spec, seed int64, dir string) (*Neighbour, 
 		n.wg.Add(1)
 		go n.write(ctx, f, rand.New(rand.NewPCG(uint64(seed), uint64(1000+i))))
 	}
-	n.wg.Add(2)
-	go n.windows(ctx, rand.New(rand.NewPCG(uint64(seed), 1<<20)))
-	go n.probe(ctx)
+	n.wg.Add(1)
+	go n.probe(ctx, rand.New(rand.NewPCG(uint64(seed), 1<<20)))
 	return n, nil
-}
-
-// windows opens a quiet window every 1.5 to 2.5 s, drawn from rng.
-func (n *Neighbour) windows(ctx context.Context, rng *rand.Rand) {
-	defer n.wg.Done()
-	for {
-		loud := quietEvery + time.Duration(rng.IntN(1000))*time.Millisecond
-		for i, d := range []time.Duration{loud, quietFor} {
-			opened := time.Now()
-			select {
-			case <-n.stop:
-				if i == 1 {
-					n.hushed.Add(int64(time.Since(opened)))
-				}
-				return
-			case <-ctx.Done():
-				return
-			case <-time.After(d):
-				if i == 1 {
-					n.hushed.Add(int64(time.Since(opened)))
-				}
-				n.window.Add(1)
-			}
-		}
-	}
 }
 
 // hush waits out a quiet window; it reports false when the neighbour stops.
@@ -329,8 +386,8 @@ func (n *Neighbour) hush(ctx context.Context) bool {
 	return true
 }
 
-// burn is one busy thread: bursts of 50 to 250 ms of hashing, pauses of
-// up to 5 ms, drawn from its seed, until Stop. It adds the CPU time its
+// burn is one busy thread: bursts of 50 to 250 ms of work, pauses of up
+// to 5 ms, drawn from its seed, until Stop. It adds the CPU time its
 // thread got.
 func (n *Neighbour) burn(ctx context.Context, rng *rand.Rand) {
 	defer n.wg.Done()
@@ -343,9 +400,7 @@ func (n *Neighbour) burn(ctx context.Context, rng *rand.Rand) {
 		burst := 50*time.Millisecond + time.Duration(rng.IntN(200))*time.Millisecond
 		end := time.Now().Add(burst)
 		for time.Now().Before(end) && !n.quietNow() {
-			for range 256 {
-				buf = sha256.Sum256(buf[:])
-			}
+			n.work(&buf)
 		}
 		if !n.hush(ctx) {
 			return
@@ -399,45 +454,60 @@ func (n *Neighbour) write(ctx context.Context, f *os.File, rng *rand.Rand) {
 	}
 }
 
-// probe runs the unit of work every 100 ms on a thread of its own and
-// files each sample, the share of its wall time the thread got the CPU,
-// as loud or quiet by the window it ran in from start to end (a sample
-// across a window's edge is dropped). The first 20 ms of a quiet window
-// are left to the hogs to notice it.
-func (n *Neighbour) probe(ctx context.Context) {
+// probe takes a pair of samples every 75 to 150 ms, drawn from rng, on a
+// thread of its own, until Stop asks it to finish; then it takes pairs
+// back to back until it has MinPairs, for at most topUp, so that a battery
+// of any length is measured. It stops at once when ctx is done.
+func (n *Neighbour) probe(ctx context.Context, rng *rand.Rand) {
 	defer n.wg.Done()
+	defer close(n.probed)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	var opened int64
-	var openedAt time.Time
+	next := time.NewTimer(2 * settle) // the hogs get going first
+	defer next.Stop()
 	for {
 		select {
-		case <-n.stop:
-			return
 		case <-ctx.Done():
+			n.interrupted.Store(true)
 			return
-		case <-t.C:
+		case <-n.closing:
+			for deadline := time.Now().Add(topUp); n.pairCount() < MinPairs && time.Now().Before(deadline); {
+				if ctx.Err() != nil {
+					n.interrupted.Store(true)
+					return
+				}
+				time.Sleep(2 * settle) // the hogs resume after the last quiet window
+				n.pair(true)
+			}
+			return
+		case <-next.C:
 		}
-		w := n.window.Load()
-		if w != opened {
-			opened, openedAt = w, time.Now()
-		}
-		if w%2 == 1 && time.Since(openedAt) < 20*time.Millisecond {
-			continue
-		}
-		cpu, wall := n.timeUnit()
-		if n.window.Load() != w || wall <= 0 {
-			continue
-		}
-		n.mu.Lock()
-		if w%2 == 1 {
-			n.quiet = append(n.quiet, sample{cpu, wall})
-		} else {
-			n.loud = append(n.loud, sample{cpu, wall})
-		}
-		n.mu.Unlock()
+		n.pair(false)
+		next.Reset(pairEvery + time.Duration(rng.IntN(75))*time.Millisecond)
+	}
+}
+
+// pair times the unit of work beside the hogs, then opens a quiet window,
+// gives the hogs settle to pause, times it again and closes the window:
+// two samples a few milliseconds apart, one with the neighbour and one
+// without, under the same other work. late says Stop was called.
+func (n *Neighbour) pair(late bool) {
+	loud := n.timeUnit()
+	n.window.Add(1)
+	opened := time.Now()
+	time.Sleep(settle)
+	quiet := n.timeUnit()
+	n.window.Add(1)
+	n.hushed.Add(int64(time.Since(opened)))
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if loud.cpu <= 0 || quiet.cpu <= 0 || loud.wall <= 0 || quiet.wall <= 0 {
+		n.unread++
+		return
+	}
+	n.pairs = append(n.pairs, pair{loud, quiet})
+	if late {
+		n.late++
 	}
 }
 
@@ -445,30 +515,35 @@ func (n *Neighbour) probe(ctx context.Context) {
 // and the wall time it took.
 type sample struct{ cpu, wall time.Duration }
 
+// share is the share of its wall time the probe's thread got the CPU.
+func (s sample) share() float64 { return min(1, float64(s.cpu)/float64(s.wall)) }
+
+// pair is a sample beside the hogs and the one in the quiet window after it.
+type pair struct{ loud, quiet sample }
+
 // timeUnit runs the unit of work on the calling (locked) thread.
-func (n *Neighbour) timeUnit() (cpu, wall time.Duration) {
+func (n *Neighbour) timeUnit() sample {
 	c0, w0 := threadCPU(), time.Now()
 	hash(n.unit)
-	return threadCPU() - c0, time.Since(w0)
+	return sample{threadCPU() - c0, time.Since(w0)}
 }
 
-// Samples is how many of the probe's samples were taken so far, beside the
-// hogs and in their quiet windows.
-func (n *Neighbour) Samples() (loud, quiet int) {
+// Pairs is how many pairs of samples the probe took so far.
+func (n *Neighbour) Pairs() int { return n.pairCount() }
+
+func (n *Neighbour) pairCount() int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return len(n.loud), len(n.quiet)
+	return len(n.pairs)
 }
 
-// Stop ends the hogs and the probe, removes the writers' files and says
-// what they did. It may be called once.
+// Stop lets the probe finish its pairs, ends the hogs, removes the
+// writers' files and says what they did. It may be called once.
 func (n *Neighbour) Stop() Evidence {
-	close(n.stop)
-	n.wg.Wait()
-	runtime.GOMAXPROCS(n.procs)
-	for _, f := range n.ioFiles {
-		_ = os.Remove(f)
-	}
+	ended := time.Since(n.start)
+	close(n.closing)
+	<-n.probed
+	n.halt()
 	wall := time.Since(n.start)
 	e := Evidence{Spec: n.spec, Seed: n.seed, ArmedAt: n.start, Wall: wall, IOBytes: n.ioBytes.Load(), Load: load1(), Cores: runtime.NumCPU()}
 	if ran := wall - time.Duration(n.hushed.Load()); n.spec.CPU > 0 && ran > 0 {
@@ -476,27 +551,65 @@ func (n *Neighbour) Stop() Evidence {
 		e.Duty = e.Taken / float64(n.spec.CPU)
 	}
 	n.mu.Lock()
-	loud, quiet := slices.Clone(n.loud), slices.Clone(n.quiet)
+	pairs, late, unread := slices.Clone(n.pairs), n.late, n.unread
 	n.mu.Unlock()
-	e.Samples = len(loud) + len(quiet)
-	e.Loaded, e.Baseline = medianWall(loud), medianWall(quiet)
-	if l, q := medianShare(loud), medianShare(quiet); l > 0 && q > 0 {
-		e.Slowdown, e.ThreadShare = q/l, l
+	e.Samples, e.Late = 2*len(pairs), 2*late
+	loud, quiet := make([]sample, len(pairs)), make([]sample, len(pairs))
+	for i, p := range pairs {
+		loud[i], quiet[i] = p.loud, p.quiet
+	}
+	e.Loaded, e.Baseline, e.ThreadShare = medianWall(loud), medianWall(quiet), medianShare(loud)
+	if e.Baseline > 0 {
+		e.Slowdown = float64(e.Loaded) / float64(e.Baseline)
+	}
+	if len(pairs) < MinPairs {
+		e.Unmeasured = unmeasured(len(pairs), unread, n.interrupted.Load(), ended, wall-ended)
 	}
 	return e
 }
 
+// unmeasured says why the probe took only got of the MinPairs pairs it
+// needs: the run was interrupted, or its thread's CPU clock could not be
+// read, or the machine gave its thread too little CPU to take them in
+// topUp after the battery ended.
+func unmeasured(got, unread int, interrupted bool, battery, after time.Duration) string {
+	short := fmt.Sprintf("it took %d of the %d pairs of samples it needs", got, MinPairs)
+	switch {
+	case interrupted:
+		return fmt.Sprintf("the run was interrupted %s after the neighbour started, and %s: rerun it", battery.Round(time.Millisecond), short)
+	case unread > 0:
+		return fmt.Sprintf("%s: its thread's CPU clock could not be read %d times (CLOCK_THREAD_CPUTIME_ID)", short, unread)
+	}
+	return fmt.Sprintf("%s in the %s of the battery and %s after it: other work left its thread too little of the CPU to time 5 ms of work", short, battery.Round(10*time.Millisecond), after.Round(10*time.Millisecond))
+}
+
+// halt ends the hogs, the writers and the probe and removes the writers'
+// files.
+func (n *Neighbour) halt() {
+	close(n.stop)
+	n.wg.Wait()
+	runtime.GOMAXPROCS(n.procs)
+	for _, f := range n.ioFiles {
+		_ = os.Remove(f)
+	}
+}
+
 // medianShare is the median share of its wall time the probe got the CPU.
 func medianShare(ss []sample) float64 {
-	if len(ss) == 0 {
-		return 0
-	}
 	shares := make([]float64, len(ss))
 	for i, s := range ss {
-		shares[i] = min(1, float64(s.cpu)/float64(s.wall))
+		shares[i] = s.share()
 	}
-	slices.Sort(shares)
-	return shares[len(shares)/2]
+	return median(shares)
+}
+
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	vs = slices.Clone(vs)
+	slices.Sort(vs)
+	return vs[len(vs)/2]
 }
 
 func medianWall(ss []sample) time.Duration {
@@ -557,13 +670,16 @@ func hash(rounds int) {
 // sink keeps the compiler from dropping the probe's work.
 var sink atomic.Uint32
 
-// threadCPU is the CPU time the calling thread has used.
+// threadCPU is the CPU time the calling thread has used, to the
+// nanosecond. (getrusage's RUSAGE_THREAD splits it by clock ticks and
+// holds each part from going back, so that a few milliseconds of work
+// read as a few microseconds, or as many more.)
 func threadCPU() time.Duration {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
 		return 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ts.Nano())
 }
 
 // Replay is the command that runs validate beside the same neighbour.
