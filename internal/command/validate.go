@@ -74,7 +74,19 @@ type ValidateReport struct {
 	// sweep removed, with when and by whom.
 	Interference []ladder.Interference `json:"interference,omitempty"`
 	// NotArbitrated are failing tests the ladder's time budget did not reach.
-	NotArbitrated []string      `json:"not_arbitrated,omitempty"`
+	NotArbitrated []string `json:"not_arbitrated,omitempty"`
+	// Confirming is set in the validate.json written the moment the
+	// battery and the gate were done (firstVerdict): RED, each failure
+	// with its likely owner, before the ladder confirms. The final
+	// validate.json clears it; one that still says so was stopped before
+	// the ladder ended.
+	Confirming bool `json:"confirming,omitempty"`
+	// FirstVerdictAfter is how long after the battery ended that RED was
+	// given.
+	FirstVerdictAfter time.Duration `json:"first_verdict_after_ns,omitempty"`
+	// Unconfirmed are the failing tests whose likely owner no ladder walk
+	// confirmed (its budget, or a signal, ended it first).
+	Unconfirmed []string `json:"unconfirmed,omitempty"`
 	Green         bool          `json:"green"`
 	Reasons       []string      `json:"reasons,omitempty"`
 	Took          time.Duration `json:"took_ns"`
@@ -157,7 +169,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	if err != nil {
 		return err
 	}
-	v := &validation{out: opts.Out, reg: ws.reg, env: ws.env, whole: wholeBattery(opts) && sh == nil, shard: sh,
+	v := &validation{out: opts.Out, reg: ws.reg, env: ws.env, whole: wholeBattery(opts) && sh == nil, shard: sh, start: start,
 		rep: &ValidateReport{RunID: ws.env.RunID, Level: ws.env.Level, Revision: flakes.ReadRevision(ctx, ws.env.ModuleRoot)}}
 	if sh != nil {
 		v.rep.Shard = spec.String()
@@ -210,6 +222,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	if v.shard != nil {
 		v.shard.writeManifest(v.env.ResultsDir, v.faultDir(), verified, res, v.out)
 	}
+	v.firstVerdict(ctx, res, verified)
 	contracts := v.arbitrate(ctx, res, budget)
 	judged := v.judge(ctx, res, verified)
 	v.summarize(res, verified, judged)
@@ -222,7 +235,8 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 // validation is one validate run as it goes: the run environment (with
 // the layer attached once it is up), the registry and the report so far.
 type validation struct {
-	out io.Writer
+	out   io.Writer
+	start time.Time
 	reg *registry.Registry
 	env runenv.Env
 	rep *ValidateReport

@@ -5,7 +5,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/fatih/color"
@@ -40,12 +43,26 @@ func (v *validation) arbitrate(ctx context.Context, res *battery.Result, budget 
 		Starts: starts, Noise: v.noise, Records: records, Quiet: ladder.NewQuiet(), Interference: v.interference,
 		History: readHistoryIf(ctx, v.env.ResultsDir, v.reg.Guard.CanonicalDatabases, len(failures) > 0, v.out),
 	}, v.out)
+	// A walk's evidence replaces the first verdict's likely owner; a
+	// failure no walk finished keeps its likely owner, unconfirmed.
+	first := map[string]ladder.Plain{}
+	for _, p := range v.rep.BatteryFailures {
+		if p.Confirming {
+			first[p.Package+"."+p.Test] = p
+		}
+	}
+	v.rep.BatteryFailures = nil
 	walked := map[string]*ladder.Outcome{}
 	for _, o := range v.rep.Ladder {
 		walked[o.Package+"."+o.Test] = o
 	}
 	for _, t := range failures {
-		v.rep.BatteryFailures = append(v.rep.BatteryFailures, ladder.PlainTest(t).With(walked[t.ID()]))
+		o := walked[t.ID()]
+		p, likely := first[t.ID()]
+		if o != nil && o.Incomplete == "" || !likely {
+			p = ladder.PlainTest(t).With(o)
+		}
+		v.rep.BatteryFailures = append(v.rep.BatteryFailures, p)
 	}
 	for _, p := range res.FailedPackages() {
 		v.rep.BatteryFailures = append(v.rep.BatteryFailures, ladder.PlainPackage(p, testsRan(res, p.Name)))
@@ -53,41 +70,111 @@ func (v *validation) arbitrate(ctx context.Context, res *battery.Result, budget 
 	return contracts
 }
 
-// arbitrateAll walks the ladder for each failing test, the cheapest to
-// decide first (the shortest in the battery: a rerun costs about what the
-// test took), until the budget is spent. A walk the budget ends reports
-// what it learned so far; the tests it did not reach are returned with the
-// command that arbitrates them.
+// arbitrateAll walks the ladder for each failing test, until the budget
+// is spent. Failures whose confirmation may run beside others' (legs whose
+// evidence is an oracle's violation: ladder.Beside) are walked at once, a
+// few at a time; then every other one alone, the cheapest to decide first
+// (the shortest in the battery: a rerun costs about what the test took),
+// so that what needs a quiet machine gets one. A walk the budget ends
+// reports what it learned so far; the tests it did not reach are returned
+// with the command that arbitrates them. Outcomes come back in the order
+// the tests were walked.
 func arbitrateAll(ctx context.Context, tests []battery.Test, budget time.Duration, lo ladder.Options, out io.Writer) ([]*ladder.Outcome, []string) {
 	if len(tests) == 0 {
 		return nil, nil
 	}
 	tests = slices.Clone(tests)
 	slices.SortStableFunc(tests, func(a, b battery.Test) int { return cmp.Compare(a.Elapsed, b.Elapsed) })
-	fmt.Fprintf(out, "\nvalidate: walking the arbitration ladder for %s, the quickest first (budget %s, %s)\n", count(len(tests), "failing test"), budget, envvar.LadderBudget)
-	deadline := time.Now().Add(budget)
-	var done []*ladder.Outcome
-	var left []string
-	for i, t := range tests {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			left = append(left, t.ID())
-			continue
+	var beside, alone []battery.Test
+	for _, t := range tests {
+		if ladder.Beside(t, lo) {
+			beside = append(beside, t)
+		} else {
+			alone = append(alone, t)
 		}
-		fmt.Fprintf(out, "ladder: [%d/%d] %s (%s in the battery)\n", i+1, len(tests), terminal.Escape(t.ID()), t.Elapsed.Round(10*time.Millisecond))
+	}
+	fmt.Fprintf(out, "\nvalidate: walking the arbitration ladder for %s (budget %s, %s)", count(len(tests), "failing test"), budget, envvar.LadderBudget)
+	if len(beside) > 1 {
+		fmt.Fprintf(out, ": %d oracle violations of legs confirmed at once, each on its own proxy and database, then %d alone, the quickest first", len(beside), len(alone))
+	} else {
+		fmt.Fprint(out, ", the quickest first")
+	}
+	fmt.Fprintln(out)
+	deadline := time.Now().Add(budget)
+	w := &lockedWriter{w: out}
+	lo.Out = w
+	outcomes := make([]*ladder.Outcome, len(tests))
+	missed := make([]bool, len(tests))
+	walk := func(i int, t battery.Test, opts ladder.Options) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			missed[i] = true
+			return
+		}
+		fmt.Fprintf(w, "ladder: [%d/%d] %s (%s in the battery)\n", i+1, len(tests), terminal.Escape(t.ID()), t.Elapsed.Round(10*time.Millisecond))
 		wctx, cancel := context.WithDeadline(ctx, deadline)
-		o, err := ladder.Walk(wctx, t.ID(), lo)
+		o, err := ladder.Walk(wctx, t.ID(), opts)
 		cancel()
 		if err != nil {
-			fmt.Fprintf(out, "ladder: %s: %s\n", terminal.Escape(t.ID()), terminal.Escape(err.Error()))
-			left = append(left, t.ID())
-			continue
+			fmt.Fprintf(w, "ladder: %s: %s\n", terminal.Escape(t.ID()), terminal.Escape(err.Error()))
+			missed[i] = true
+			return
 		}
 		if !o.NoFailure() {
-			saveOutcome(lo.Env.ResultsDir, o, out)
+			saveOutcome(lo.Env.ResultsDir, o, w)
 		}
-		done = append(done, o)
+		outcomes[i] = o
+	}
+	order := append(slices.Clone(beside), alone...)
+	// The walks beside each other: each with its own map of contracts run
+	// in isolation, merged after.
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, max(2, runtime.NumCPU()))
+	own := make([]map[string]*contract.Result, len(beside))
+	for i, t := range beside {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			opts := lo
+			own[i] = maps.Clone(lo.Contracts)
+			opts.Contracts = own[i]
+			walk(i, t, opts)
+		}()
+	}
+	wg.Wait()
+	for _, m := range own {
+		for k, v := range m {
+			if lo.Contracts != nil {
+				lo.Contracts[k] = v
+			}
+		}
+	}
+	for i, t := range alone {
+		walk(len(beside)+i, t, lo)
+	}
+	var done []*ladder.Outcome
+	var left []string
+	for i, t := range order {
+		switch {
+		case outcomes[i] != nil:
+			done = append(done, outcomes[i])
+		case missed[i]:
+			left = append(left, t.ID())
+		}
 	}
 	return done, left
+}
+
+// lockedWriter lets walks that run at once print whole lines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // writeLadderSummary prints each walked failure's owner, verdict, action

@@ -73,6 +73,7 @@ func (v *validation) finish(res *battery.Result, verified *gate.Report, judged [
 		classes[s.ID] = s.Class
 	}
 	v.reuse.write(context.Background(), root, v.reg.Guard.CanonicalDatabases, v.env.Environ(), rep, res, judged, classes, v.out)
+	rep.Confirming, rep.Unconfirmed = false, unconfirmed(rep.BatteryFailures)
 	if path, err := saveJSON(root, "validate.json", rep); err != nil {
 		notSaved(v.out, "validate", path, err)
 	} else {
@@ -83,7 +84,11 @@ func (v *validation) finish(res *battery.Result, verified *gate.Report, judged [
 		fmt.Fprintf(v.out, "\nvalidate: %s in %s%s\n", color.GreenString("GREEN"), rep.Took.Round(time.Second), v.reuse.rep.verdictNote())
 		return nil
 	}
-	fmt.Fprintf(v.out, "\nvalidate: %s: %s\n", color.RedString("RED"), terminal.Escape(strings.Join(rep.Reasons, "; ")))
+	state := ""
+	if len(rep.Unconfirmed) > 0 {
+		state = fmt.Sprintf(" (%s unconfirmed: the ladder did not finish walking them)", count(len(rep.Unconfirmed), "failure"))
+	}
+	fmt.Fprintf(v.out, "\nvalidate: %s%s: %s\n", color.RedString("RED"), state, terminal.Escape(strings.Join(rep.Reasons, "; ")))
 	return fmt.Errorf("%w: %s", ErrRed, strings.Join(rep.Reasons, "; "))
 }
 

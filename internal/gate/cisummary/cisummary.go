@@ -42,6 +42,11 @@ type Run struct {
 	// Reuse says what the run reused from earlier certified runs instead
 	// of running it, in one sentence; empty when it reused nothing.
 	Reuse string
+	// Confirming says the verdict is the one given the moment the battery
+	// ended, with each failure's likely owner, before the ladder confirms
+	// them: the summary says so, and no annotation is written yet (the
+	// confirmed verdict writes them).
+	Confirming bool
 }
 
 // CI is the CI system a run is under, read from its environment.
@@ -86,6 +91,12 @@ func Publish(ctx context.Context, c CI, run Run, dir string, out io.Writer) erro
 		return nil
 	}
 	published.Store(true)
+	if run.Confirming {
+		if c.StepSummary == "" {
+			return nil
+		}
+		return appendSummary(c.StepSummary, run)
+	}
 	loc := Locate(ctx, dir, c.Workspace, run.Failures)
 	// Outside the stop-commands block what the command printed is in
 	// (terminal.Guard), so that the runner reads them.

@@ -34,7 +34,13 @@ func WriteMarkdown(w io.Writer, run Run) error {
 	if run.Green {
 		verdict = "GREEN"
 	}
+	if run.Confirming {
+		verdict += " (confirming)"
+	}
 	p("### contested %s: %s\n\n", markdown.Text(run.Command), verdict)
+	if run.Confirming {
+		p("Given the moment the battery ended: each failure's owner below is the likely one, from its own evidence. The ladder confirms them next, in a section below; if the job stops first, this verdict stands, unconfirmed.\n\n")
+	}
 	var facts []string
 	if run.RunID != "" {
 		facts = append(facts, "run "+markdown.Code(run.RunID))

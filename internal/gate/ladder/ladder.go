@@ -104,6 +104,10 @@ type Reruns struct {
 	// such run queue per core.
 	Busy         int     `json:"busy,omitempty"`
 	BusyRunQueue float64 `json:"busy_run_queue_per_core,omitempty"`
+	// SameWay says the first rerun failed as the battery did (the same
+	// oracle, or the same failure but for its figures): that confirmed
+	// the failure, and no second rerun ran.
+	SameWay bool `json:"same_way,omitempty"`
 }
 
 // allBusy reports whether every rerun alone failed, each while other work
@@ -338,7 +342,7 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 	if runPkg == "" && contractTest {
 		runPkg = s.Package
 	}
-	o.Reruns, o.PackageFailure, o.Runs = rerunAlone(ctx, name, runPkg, o.Seed, opts)
+	o.Reruns, o.PackageFailure, o.Runs = rerunAlone(ctx, name, runPkg, o.Seed, batteryFailure(o, opts, pkg, name), opts)
 	fmt.Fprintf(opts.Out, "ladder: %s: %s\n", terminal.Escape(name), terminal.Escape(o.Reruns.Say()))
 	current := ""
 	if opts.Seen != nil {
@@ -400,6 +404,19 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 	o.Contract, o.Legs = res.Contract, res.Legs
 	decide(o, s, res, opts)
 	return o, nil
+}
+
+// batteryFailure is what the battery saw of the failing test: the
+// oracle's violation its records hold, else its failure; about time when
+// that says so, or a timeout or crash ended it.
+func batteryFailure(o *Outcome, opts Options, pkg, name string) failure {
+	f := failure{evidence: violatedIn(opts.Records, name)}
+	if f.evidence == "" {
+		f.evidence = o.Reason
+	}
+	t, ok := failedTest(opts, pkg, name)
+	f.aboutTime = timing.MatchString(f.evidence) || ok && (t.Timeout != "" || t.Cause != "") || !ok && o.Reason == ""
+	return f
 }
 
 // failedTest is the test as the battery it was reported from saw it fail.

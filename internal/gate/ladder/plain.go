@@ -48,6 +48,10 @@ type Plain struct {
 	// reach.
 	Arbitrated bool   `json:"arbitrated"`
 	Incomplete string `json:"incomplete,omitempty"`
+	// Confirming says the owner and action are the likely ones validate
+	// gave before the ladder walked it (Provisional): in a validate.json
+	// that still says so, the run stopped before the walk confirmed them.
+	Confirming bool `json:"confirming,omitempty"`
 }
 
 // With is p with the evidence, owner and action of its ladder walk; p as it

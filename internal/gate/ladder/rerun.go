@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -31,12 +32,21 @@ import (
 // package failed first counts as failed and NotRun, and the package's
 // failure is returned.
 //
-// Alone means with the machine to itself as far as the ladder can make it
-// so: each rerun waits (out of the run's quietWait in all, Quiet) for the
-// run queue to fall under quietPerCore per core, and a rerun that failed while the queue averaged
-// busyPerCore or more anyway (a shared runner's other jobs) is counted
-// Busy: its failure alone does not make the test flaky on its own.
-func rerunAlone(ctx context.Context, name, pkg string, seed int64, opts Options) (Reruns, *Plain, []contract.SeedRun) {
+// A first rerun that fails the same way as the battery (the same oracle,
+// or the same failure with its figures left aside: see sameWay) confirms
+// the failure: it is reproducible, and a second rerun could only tell
+// flaky from consistent, which the same seed failing twice already has.
+//
+// A failure whose evidence is about time (first.aboutTime) is rerun alone
+// with the machine to itself as far as the ladder can make it so: each
+// rerun waits (out of the run's quietWait in all, Quiet) for the run
+// queue to fall under quietPerCore per core. Any other failure (an
+// oracle's violation, a wrong value) does not wait: load makes a test
+// late, not wrong. Either way, a rerun that failed while the queue
+// averaged busyPerCore or more (a shared runner's other jobs), without a
+// violation, is counted Busy: its failure alone does not make the test
+// flaky on its own.
+func rerunAlone(ctx context.Context, name, pkg string, seed int64, first failure, opts Options) (Reruns, *Plain, []contract.SeedRun) {
 	r := Reruns{Class: NotRerun, Seed: seed}
 	var pf *Plain
 	var runs []contract.SeedRun
@@ -50,7 +60,9 @@ func rerunAlone(ctx context.Context, name, pkg string, seed int64, opts Options)
 		if opts.Quiet == nil {
 			opts.Quiet = NewQuiet()
 		}
-		waitQuiet(ctx, queue, opts.Quiet, name, opts.Out)
+		if first.aboutTime {
+			waitQuiet(ctx, queue, opts.Quiet, name, opts.Out)
+		}
 		res, dir, _, err := runOnce(ctx, name, pkg, seed, fmt.Sprintf("run-%d", i+1), opts, nil)
 		if err != nil {
 			if opts.Out != nil && ctx.Err() == nil {
@@ -67,11 +79,16 @@ func rerunAlone(ctx context.Context, name, pkg string, seed int64, opts Options)
 				r.Reason = contract.Reason(t.Failure, t.Output)
 				// A violation an oracle named is no busy failure: load
 				// makes a test late, not wrong.
-				violated := strings.Contains(r.Reason, "VIOLATED") || violatedIn(recs, name) != ""
+				seen := violatedIn(recs, name)
+				violated := strings.Contains(r.Reason, "VIOLATED") || seen != ""
 				if perCore := busy(queue, t); perCore > 0 && !violated {
 					r.Busy++
 					r.BusyRunQueue = max(r.BusyRunQueue, perCore)
 				}
+				if seen == "" {
+					seen = r.Reason
+				}
+				r.SameWay = i == 0 && sameWay(first.evidence, seen)
 			}
 		}
 		if failed := res.FailedPackages(); len(failed) > 0 && !ran(res, top) {
@@ -81,9 +98,44 @@ func rerunAlone(ctx context.Context, name, pkg string, seed int64, opts Options)
 		} else if res.OK() && !ran(res, top) {
 			r.Absent++
 		}
+		if r.SameWay {
+			break
+		}
 	}
 	r.Class = classOf(r)
 	return r, pf, runs
+}
+
+// failure is what the battery saw of a failing test, for its reruns: its
+// evidence (the oracle's violation, else its failure), and whether that
+// evidence is about time (a deadline, a timeout, a slow answer).
+type failure struct {
+	evidence  string
+	aboutTime bool
+}
+
+// figures are the numbers in a failure: the counts, times and ids that
+// differ between two runs failing the same way.
+var figures = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`)
+
+// oracleNamed is a violation as an oracle names it: "oracle X: VIOLATED".
+var oracleNamed = regexp.MustCompile(`oracle ([^:]+): VIOLATED`)
+
+// sameWay reports whether two failures are the same: the same oracle
+// violated, or the same first line with its figures left aside.
+func sameWay(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	ma, mb := oracleNamed.FindStringSubmatch(a), oracleNamed.FindStringSubmatch(b)
+	if ma != nil || mb != nil {
+		return ma != nil && mb != nil && ma[1] == mb[1]
+	}
+	line := func(s string) string {
+		s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+		return strings.Join(strings.Fields(figures.ReplaceAllString(s, "#")), " ")
+	}
+	return line(a) == line(b)
 }
 
 // A rerun alone starts once the run queue is under quietPerCore per core
@@ -417,6 +469,9 @@ func (r Reruns) Say() string {
 		s += fmt.Sprintf(" with its seed %d", r.Seed)
 	}
 	s += " (" + r.Class + ")"
+	if r.SameWay {
+		s += ", the first the same way as in the battery: reproducible, no second rerun needed"
+	}
 	if r.Busy > 0 {
 		s += fmt.Sprintf("; %d of its failures came while other work held the machine (run queue up to %.1f per core)", r.Busy, r.BusyRunQueue)
 	}
