@@ -86,10 +86,10 @@ type ValidateReport struct {
 	FirstVerdictAfter time.Duration `json:"first_verdict_after_ns,omitempty"`
 	// Unconfirmed are the failing tests whose likely owner no ladder walk
 	// confirmed (its budget, or a signal, ended it first).
-	Unconfirmed []string `json:"unconfirmed,omitempty"`
-	Green         bool          `json:"green"`
-	Reasons       []string      `json:"reasons,omitempty"`
-	Took          time.Duration `json:"took_ns"`
+	Unconfirmed []string      `json:"unconfirmed,omitempty"`
+	Green       bool          `json:"green"`
+	Reasons     []string      `json:"reasons,omitempty"`
+	Took        time.Duration `json:"took_ns"`
 	// Shard is "I/N" when this run was one shard of a battery split
 	// across machines (its manifest is shard.json beside validate.json).
 	Shard string `json:"shard,omitempty"`
@@ -237,9 +237,9 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 type validation struct {
 	out   io.Writer
 	start time.Time
-	reg *registry.Registry
-	env runenv.Env
-	rep *ValidateReport
+	reg   *registry.Registry
+	env   runenv.Env
+	rep   *ValidateReport
 	// whole says the battery is the module's whole (see wholeBattery).
 	whole bool
 	// shard is this run's share of a split battery; nil for the whole.

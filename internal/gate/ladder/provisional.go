@@ -63,4 +63,3 @@ func Provisional(ctx context.Context, t battery.Test, opts Options) Plain {
 	}
 	return p
 }
-
