@@ -267,6 +267,60 @@ type buildEnv struct {
 	dirs     []string
 }
 
+// flagFiles is the digest of the files GOFLAGS names, whose content the
+// build reads though no listing shows them: a -modfile, and an -overlay
+// with every file it puts in place of another.
+func flagFiles(root, goflags string) (string, error) {
+	var parts []string
+	for _, f := range strings.Fields(goflags) {
+		name, value, ok := strings.Cut(strings.TrimLeft(f, "-"), "=")
+		if !ok || name != "modfile" && name != "overlay" {
+			continue
+		}
+		if !filepath.IsAbs(value) {
+			value = filepath.Join(root, value)
+		}
+		sum, err := hashFile(value)
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, name, sum)
+		if name == "modfile" {
+			sumFile := strings.TrimSuffix(value, ".mod") + ".sum"
+			s, err := hashFile(sumFile)
+			if err != nil {
+				return "", err
+			}
+			parts = append(parts, "modfile.sum", s)
+			continue
+		}
+		var o struct{ Replace map[string]string }
+		if b, err := os.ReadFile(value); err == nil && json.Unmarshal(b, &o) == nil {
+			keys := make([]string, 0, len(o.Replace))
+			for k := range o.Replace {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				s := "deleted"
+				if r := o.Replace[k]; r != "" {
+					if !filepath.IsAbs(r) {
+						r = filepath.Join(filepath.Dir(value), r)
+					}
+					if s, err = hashFile(r); err != nil {
+						return "", err
+					}
+				}
+				parts = append(parts, "overlay", k, s)
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return "", nil
+	}
+	return "files " + Sum(parts...) + "\n", nil
+}
+
 // goEnv asks the go command for the build environment.
 func goEnv(ctx context.Context, root string, env []string) (buildEnv, error) {
 	cmd := exec.CommandContext(ctx, "go", append([]string{"env", "-json", "GOWORK", "GOMODCACHE", "GOROOT", "GOCACHE"}, envVars...)...)
@@ -285,6 +339,11 @@ func goEnv(ctx context.Context, root string, env []string) (buildEnv, error) {
 	for _, k := range envVars {
 		fmt.Fprintf(&b, "%s=%s\n", k, vars[k])
 	}
+	files, err := flagFiles(root, vars["GOFLAGS"])
+	if err != nil {
+		return buildEnv{}, err
+	}
+	b.WriteString(files)
 	var dirs []string
 	for _, k := range []string{"GOROOT", "GOMODCACHE", "GOCACHE"} {
 		if vars[k] != "" && vars[k] != "off" {

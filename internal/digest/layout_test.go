@@ -174,6 +174,14 @@ func TestEveryLayoutsInputsAreSeen(t *testing.T) {
 			func(t *testing.T, root, outside string) {
 				rewrite(t, filepath.Join(root, "b/schema.sql"), "create table t (n text);\n")
 			}, nil, nil},
+		{"a file an -overlay in GOFLAGS puts in place of another is edited",
+			func(t *testing.T, root, outside string) {
+				write(t, filepath.Join(outside, "b.go"), "package b\n\nimport \"example.com/m/a\"\n\n// M is a number.\nfunc M() int { return a.N() + 1 }\n")
+				write(t, filepath.Join(outside, "overlay.json"), `{"Replace": {"`+filepath.Join(root, "b/b.go")+`": "`+filepath.Join(outside, "b.go")+`"}}`)
+			},
+			func(t *testing.T, root, outside string) {
+				rewrite(t, filepath.Join(outside, "b.go"), "package b\n\nimport \"example.com/m/a\"\n\n// M is a number.\nfunc M() int { return a.N() + 9 }\n")
+			}, []string{"GOFLAGS=-overlay=OUTSIDE/overlay.json"}, nil},
 		{"a header a cgo preamble includes from an -I directory is edited",
 			func(t *testing.T, root, outside string) {
 				write(t, filepath.Join(root, "include/limits.h"), "#define LIMIT 1\n")
@@ -214,7 +222,10 @@ func TestEveryLayoutsInputsAreSeen(t *testing.T) {
 			}
 			outside := t.TempDir()
 			tt.layout(t, root, outside)
-			env := append([]string{"GOFLAGS=", "GOWORK="}, tt.env...)
+			env := []string{"GOFLAGS=", "GOWORK="}
+			for _, e := range tt.env {
+				env = append(env, strings.ReplaceAll(e, "OUTSIDE", outside))
+			}
 			var opts []digest.Option
 			if tt.reads != nil {
 				opts = append(opts, digest.WithReads(func(dir string) []string {
@@ -246,7 +257,7 @@ func TestEveryLayoutsInputsAreSeen(t *testing.T) {
 			if b2 == b1 {
 				t.Errorf("b's digest did not change")
 			}
-			if a2 != a1 && !strings.Contains(tt.name, "module") && !strings.Contains(tt.name, "go.work") && !strings.Contains(tt.name, "vendored") {
+			if a2 != a1 && !strings.Contains(tt.name, "module") && !strings.Contains(tt.name, "go.work") && !strings.Contains(tt.name, "vendored") && !strings.Contains(tt.name, "GOFLAGS") {
 				t.Errorf("a's digest changed, though nothing a is built from did")
 			}
 		})
