@@ -1,17 +1,15 @@
 package digest
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/contested/contested/internal/files"
 )
 
 // hasher hashes files by content, each at most once per Load. It keeps
@@ -96,16 +94,7 @@ func hashFile(p string) (string, error) {
 	case !fi.Mode().IsRegular():
 		return "not a regular file: " + fi.Mode().Type().String(), nil
 	}
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	s := sha256.New()
-	if _, err := io.Copy(s, f); err != nil {
-		return "", fmt.Errorf("hash %s: %w", p, err)
-	}
-	return hex.EncodeToString(s.Sum(nil)), nil
+	return files.Sum(p)
 }
 
 // path is the digest of whatever is at p, through links: a directory's

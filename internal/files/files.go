@@ -9,6 +9,8 @@
 package files
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -103,4 +105,19 @@ func kind(m fs.FileMode) string {
 		return "a device"
 	}
 	return m.Type().String()
+}
+
+// Sum is the hex SHA-256 of the content of the file at path, read through
+// any links: what a digest of a file's content is, everywhere it is one.
+func Sum(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("hash %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

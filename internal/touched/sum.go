@@ -5,11 +5,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"strings"
 
+	"github.com/contested/contested/internal/files"
 	"github.com/contested/contested/internal/secret"
 )
 
@@ -100,19 +100,14 @@ func (in *Inputs) hash(op, name string) (string, error) {
 	case secret.SecretFile(p):
 		return fmt.Sprintf("a secret's file of %d bytes, mode %v", fi.Size(), fi.Mode().Perm()), nil
 	}
-	f, err := os.Open(p)
+	sum, err := files.Sum(p)
 	if errors.Is(err, fs.ErrPermission) {
 		return "not readable", nil
 	}
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	s := sha256.New()
-	if _, err := io.Copy(s, f); err != nil {
-		return "", fmt.Errorf("hash %s: %w", p, err)
-	}
-	return fmt.Sprintf("file %v %s", fi.Mode().Perm(), hex.EncodeToString(s.Sum(nil))), nil
+	return fmt.Sprintf("file %v %s", fi.Mode().Perm(), sum), nil
 }
 
 // listing is a directory's digest as a test that lists it sees it: each
