@@ -43,6 +43,9 @@ type ValidateOptions struct {
 	// Full runs every package whatever the certificates say (validate
 	// -full).
 	Full bool
+	// Plan is a plan file (validate -plan): run what it names, and judge
+	// the findings against it.
+	Plan string
 	Out  io.Writer
 }
 
@@ -155,6 +158,10 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	if err != nil {
 		return err
 	}
+	pl, err := loadPlan(ws, &opts, !spec.IsZero())
+	if err != nil {
+		return err
+	}
 	budget, err := ladderBudget()
 	if err != nil {
 		return err
@@ -174,7 +181,9 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	if sh != nil {
 		v.rep.Shard = spec.String()
 	}
+	v.plan = pl
 	fmt.Fprintf(v.out, "%s run %s in %s\n", bold("validate:"), ws.env.RunID, ws.env.ModuleRoot)
+	pl.say(v.out)
 	capabilities := workCapabilities(ctx, ws.env.ResultsDir)
 	var closeBinaries func()
 	v.binaries, closeBinaries = testBinaries(ws.env.ResultsDir, v.out)
@@ -192,7 +201,9 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	defer v.reuse.close()
 	v.rep.Reuse = v.reuse.rep
 	if v.reuse.rep.All {
-		return v.finishReused(start)
+		err := v.finishReused(start)
+		v.writeFindings(nil)
+		return err
 	}
 	opts.Patterns = v.reuse.patterns(opts.Patterns)
 	l, err := v.layerUp(ctx, cfg)
@@ -225,6 +236,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	v.firstVerdict(ctx, res, verified)
 	contracts := v.arbitrate(ctx, res, budget)
 	judged := v.judge(ctx, res, verified)
+	v.harden(ctx, judged, verified)
 	v.summarize(res, verified, judged)
 	v.rep.Reasons = append(validateReasons(res, verified, judged, v.whole, v.rep.Registry, v.caps), v.noiseReasons()...)
 	v.rep.Green = len(v.rep.Reasons) == 0
@@ -262,6 +274,8 @@ type validation struct {
 	interference []ladder.Interference
 	// reuse is what this run reuses from earlier certified runs.
 	reuse *reuse
+	// plan is the plan validate -plan runs; nil for a plain validate.
+	plan *runPlan
 }
 
 // faultDir is the run's fault directory.

@@ -74,6 +74,7 @@ func (v *validation) finish(res *battery.Result, verified *gate.Report, judged [
 	}
 	v.reuse.write(context.Background(), root, v.reg.Guard.CanonicalDatabases, v.env.Environ(), rep, res, judged, classes, v.out)
 	rep.Confirming, rep.Unconfirmed = false, unconfirmed(rep.BatteryFailures)
+	v.writeFindings(res)
 	if path, err := saveJSON(root, "validate.json", rep); err != nil {
 		notSaved(v.out, "validate", path, err)
 	} else {

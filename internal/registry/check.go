@@ -16,10 +16,10 @@ import (
 // ("legz") would otherwise be ignored and the surface would silently lose
 // what the author meant to declare.
 var (
-	topKeys     = []string{"schema", "gate", "guard", "surface", "cluster", "mutants", "degraded", "battery", "reuse"}
+	topKeys     = []string{"schema", "gate", "guard", "surface", "cluster", "mutants", "degraded", "battery", "reuse", "plan"}
 	gateKeys    = []string{"recording_classes", "self_tests"}
 	guardKeys   = []string{"canonical_databases"}
-	surfaceKeys = []string{"id", "class", "owner", "behavior", "oracle", "package", "legs", "tests", "budget", "levels", "needs"}
+	surfaceKeys = []string{"id", "class", "owner", "behavior", "oracle", "package", "legs", "tests", "budget", "levels", "needs", "claims"}
 )
 
 // validID keeps surface ids usable as command-line arguments
@@ -73,6 +73,7 @@ func (c *checker) registry(root *value) *Registry {
 	r.Degraded = c.degraded(root)
 	r.Battery = c.battery(root)
 	r.Reuse = c.reuse(root)
+	r.Plan = c.plan(root)
 	return r
 }
 
@@ -200,6 +201,7 @@ func (c *checker) surface(sv *value, n int) Surface {
 	s.Budget = c.budget(sv, label)
 	s.Levels = c.levels(sv, s, label)
 	s.Needs = c.needs(sv, label)
+	s.Claims = c.claims(sv, s, label)
 	return s
 }
 

@@ -36,6 +36,11 @@ type Registry struct {
 	// Degraded is the [degraded] table (`mage degraded`), its defaults when
 	// the file has none.
 	Degraded Degraded
+	// Plan is the optional [plan] table (`mage plan`), its defaults when
+	// the file has none. It decides how a change is planned, never how a
+	// test runs, so it is no part of the registry's JSON (which the reuse
+	// digests fold in).
+	Plan Plan `json:"-"`
 }
 
 // Gate is the [gate] table: what program-gate insists on beyond "every
@@ -85,7 +90,13 @@ type Surface struct {
 	// Needs are the capabilities (capability.Names) the surface's legs
 	// need beyond the fault layer, for example "chromium".
 	Needs []string
-	Line  int // the line of the [[surface]] header (or inline table) in Registry.Path
+	// Claims are the surface's numbered promises ([[surface.claims]]), or
+	// its behavior as its one claim when it declares none (claims.go).
+	// They say what a run's evidence is about, never how a test runs, so
+	// they are no part of the surface's JSON (which the reuse digests fold
+	// in): rewording a claim does not run its surface again.
+	Claims []Claim `json:"-"`
+	Line   int     // the line of the [[surface]] header (or inline table) in Registry.Path
 
 	testsAt []pos
 }

@@ -79,10 +79,10 @@ func TestLoadRejectsBadRegistries(t *testing.T) {
 			{"6:1", "invalid TOML: key class is already defined"},
 		}},
 		{"unknown keys at every level", "bad-unknown-keys.toml", []problem{
-			{"2:1", `unknown key "version" at the top level (known keys: battery, cluster, degraded, gate, guard, mutants, reuse, schema, surface)`},
+			{"2:1", `unknown key "version" at the top level (known keys: battery, cluster, degraded, gate, guard, mutants, plan, reuse, schema, surface)`},
 			{"6:1", `unknown key "selftests" in [gate] (known keys: recording_classes, self_tests); did you mean "self_tests"?`},
 			{"9:1", `unknown key "databases" in [guard] (known keys: canonical_databases)`},
-			{"15:1", `unknown key "behaviour" in [[surface]] (known keys: behavior, budget, class, id, legs, levels, needs, oracle, owner, package, tests); did you mean "behavior"?`},
+			{"15:1", `unknown key "behaviour" in [[surface]] (known keys: behavior, budget, claims, class, id, legs, levels, needs, oracle, owner, package, tests); did you mean "behavior"?`},
 			{"18:1", `unknown key "legz" in [[surface]]`},
 			{"23:22", `unknown key "not_provided" in [surface.budget.smoke] (known keys: duration, faults, seeds); only the release tier can be not provided`},
 			{"24:26", `unknown key "seed" in [surface.budget.hardening]`},

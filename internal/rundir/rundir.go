@@ -27,7 +27,14 @@ var Artifacts = []string{
 	"linearizability", // contested/history's visualizations and histories
 	"ladder",          // ladder/<test>.json, .md (issue bodies), reruns/
 	"battery",         // battery/go-test.json and junit.xml
+	"findings.md",     // the run's findings, beside validate.json
+	"findings.json",
 }
+
+// Plans are what go tool mage plan writes at the results directory's
+// root: a plan is no run's, and a run never moves it aside, because
+// validate -plan reads it.
+var Plans = []string{"plan.md", "plan.json"}
 
 // Previous is the directory earlier runs' artifacts are moved under.
 const Previous = "previous"

@@ -2,6 +2,7 @@ package targets
 
 import (
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/contested/contested/internal/command"
@@ -17,9 +18,9 @@ import (
 //     parses (-name=value, one value per option) for the documented forms
 //     it would refuse. The contract documents "program-gate -merge DIR...";
 //     the targets' help documents "validate -shard I/N", "history TEST",
-//     "arbitrate -rerun TEST" and "mutants ./pkg...". Mage's generated
-//     parser cannot be extended, so the alternative is changing what the
-//     contract promises.
+//     "arbitrate -rerun TEST", "mutants ./pkg...", "validate -plan FILE"
+//     and "plan -since REV". Mage's generated parser cannot be extended,
+//     so the alternative is changing what the contract promises.
 func init() {
 	command.Serve(workers)
 	os.Args = foldArgs(os.Args)
@@ -31,6 +32,8 @@ func init() {
 //	mutants ./a ./b/...       mutants -packages=./a,./b/...
 //	program-gate -merge a b   program-gate -merge=a\nb
 //	validate -shard 2/3       validate -shard=2/3
+//	validate -plan F          validate -plan=F
+//	plan -since main          plan -since=main
 //	history TestC             history -test=TestC
 //	arbitrate -rerun TestX    arbitrate TestX -rerun
 func foldArgs(argv []string) []string {
@@ -73,13 +76,31 @@ func foldShardArgs(argv []string) []string {
 				i += 2
 			}
 		case strings.EqualFold(a, "validate"):
-			if next := argv[i+1]; (next == "-shard" || next == "--shard") && i+2 < len(argv) {
-				out = append(out, "-shard="+argv[i+2])
-				i += 2
-			}
+			out, i = foldValues(out, argv, i, "shard", "plan")
+		case strings.EqualFold(a, "plan"):
+			out, i = foldValues(out, argv, i, "since")
 		}
 	}
 	return out
+}
+
+// foldValues folds the flags after the target at argv[i] that take a
+// value (names) and are given it as the next argument ("-plan F") into
+// the one spelling Mage parses ("-plan=F"), leaving the target's other
+// flags as they are. It returns out with them and the index of the last
+// argument it read.
+func foldValues(out, argv []string, i int, names ...string) ([]string, int) {
+	for i+1 < len(argv) && strings.HasPrefix(argv[i+1], "-") {
+		name := strings.TrimLeft(argv[i+1], "-")
+		if slices.Contains(names, name) && i+2 < len(argv) {
+			out = append(out, "-"+name+"="+argv[i+2])
+			i += 2
+			continue
+		}
+		out = append(out, argv[i+1])
+		i++
+	}
+	return out, i
 }
 
 // foldPatterns rewrites "mutants ./a ./b/..." on Mage's command line into

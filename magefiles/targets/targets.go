@@ -61,13 +61,28 @@ func FaultPreflight(ctx context.Context, required *bool) error {
 // seeds. Under CI=true everything runs unless -reuse is given; -full runs
 // everything anywhere.
 //
+// With -plan FILE it runs what a plan (plan.json, or the plan.md beside
+// it, from go tool mage plan) names: the packages of its surfaces at the
+// plan's level, then each of those surfaces over its hardening seeds. It
+// refuses, exit 2, a plan whose scenario lacks an oracle or a budget: go
+// back to plan rather than improvise them. Every validate writes
+// findings.md and findings.json beside validate.json: each claim's
+// verdict and the budget it met, the evidence chain of each serious claim,
+// who is to blame for each failure (SUT, harness, checker, environment),
+// the claims no leg reached, the missing claims, and a confidence
+// statement a reviewer can sign.
+//
 //	go tool mage validate
 //	go tool mage validate -full
 //	go tool mage validate -shard=2/3
-func Validate(ctx context.Context, shard *string, reuse, full *bool) error {
+//	go tool mage validate -plan test-results/plan.json
+func Validate(ctx context.Context, shard *string, reuse, full *bool, plan *string) error {
 	var args []string
 	if shard != nil {
 		args = append(args, "-shard="+*shard)
+	}
+	if plan != nil {
+		args = append(args, "-plan="+*plan)
 	}
 	if reuse != nil && *reuse {
 		args = append(args, "-reuse")
@@ -115,6 +130,49 @@ func splitMerge(v string) []string {
 		}
 	}
 	return dirs
+}
+
+// Plan writes the test plan of a change: the claims it puts at risk, how each could fail, what tests them, and what nothing does.
+//
+// By default the change is the diff against the merge base of HEAD with
+// the default branch (origin's HEAD, else main, else master), uncommitted
+// and untracked files included; -since REV compares with REV instead;
+// -all plans for every claim of the registry, whatever changed. It writes
+// plan.md (reads on a code host) and plan.json under the results
+// directory:
+//
+//   - the blast radius: files touched, the packages whose test binaries
+//     are built from them (the link graph the reuse digest uses), the
+//     surfaces whose tests those packages declare, and their claims; a
+//     docs-only change, or one that reaches no surface, says so and stops;
+//   - hypotheses: for each claim at risk, the pitfalls of the catalog that
+//     could falsify it (each with the levers that can force it and the
+//     models that can check it), and those judged not to apply, with why;
+//   - the coverage matrix: claim × hypothesis × the legs and tests that
+//     exercise it × their last verdict in the flake history × the gap (no
+//     test, no fault variant, oracle too weak, smoke only);
+//   - the level (2 for lease, fence or lock code, 3 across [plan] spread
+//     surfaces, and why) and the capabilities its levers need;
+//   - a scenario per gap, named after the claim it tries to falsify:
+//     workload, faults, oracle, landing evidence, ambiguous outcomes, the
+//     three budgets, a target test file and a Go skeleton.
+//
+// With -author it writes each skeleton at its target path, never over an
+// existing file, and commits nothing. Exit 0 (a plan is advice, not a
+// verdict); 2 when -since names no commit, the module is not in git
+// (give -all) or the registry is bad.
+//
+//	go tool mage plan
+//	go tool mage plan -since main
+//	go tool mage plan -all
+//	go tool mage plan -author
+func Plan(ctx context.Context, since *string, all, author *bool) error {
+	var args []string
+	if since != nil {
+		args = append(args, "-since="+*since)
+	}
+	args = append(args, boolArg("all", all), boolArg("author", author))
+	return command.Supervise(ctx, "plan", args...)
 }
 
 // Contested runs a surface's fault legs in isolation over its seed budget

@@ -28,16 +28,38 @@ var workers = map[string]command.Target{
 		shard := fs.String("shard", "", "")
 		reuse := fs.Bool("reuse", false, "")
 		full := fs.Bool("full", false, "")
+		planFile := fs.String("plan", "", "")
 		if err := fs.Parse(args); err != nil {
 			return fmt.Errorf("%w: %v", command.ErrUsage, err)
 		}
-		set := false
-		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "shard" })
+		set, planSet := false, false
+		fs.Visit(func(f *flag.Flag) {
+			set = set || f.Name == "shard"
+			planSet = planSet || f.Name == "plan"
+		})
 		if *reuse && *full {
 			return fmt.Errorf("%w: -reuse and -full contradict each other: give one", command.ErrUsage)
 		}
+		if planSet && *planFile == "" {
+			return fmt.Errorf("%w: -plan needs the plan's file: -plan test-results/plan.json", command.ErrUsage)
+		}
 		return run(func(out io.Writer) error {
-			return command.Validate(ctx, command.ValidateOptions{Shard: *shard, ShardSet: set, Reuse: *reuse, Full: *full, Out: out})
+			return command.Validate(ctx, command.ValidateOptions{Shard: *shard, ShardSet: set, Reuse: *reuse, Full: *full, Plan: *planFile, Out: out})
+		})
+	},
+	"plan": func(ctx context.Context, args []string) error {
+		fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+		since := fs.String("since", "", "")
+		all := fs.Bool("all", false, "")
+		author := fs.Bool("author", false, "")
+		if err := fs.Parse(args); err != nil {
+			return fmt.Errorf("%w: %v", command.ErrUsage, err)
+		}
+		if fs.NArg() > 0 {
+			return fmt.Errorf("%w: plan takes no arguments, only -since REV, -all and -author (got %q)", command.ErrUsage, fs.Args())
+		}
+		return run(func(out io.Writer) error {
+			return command.Plan(ctx, command.PlanOptions{Since: *since, All: *all, Author: *author, Out: out})
 		})
 	},
 	"program-gate": func(ctx context.Context, args []string) error {

@@ -1,0 +1,163 @@
+package findings
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/contested/contested/internal/markdown"
+)
+
+// The files findings are saved as, beside validate.json.
+const (
+	MarkdownName = "findings.md"
+	JSONName     = "findings.json"
+)
+
+// WriteMarkdown renders the findings as findings.md. Every string that
+// came from the registry, the plan, a test or its failure is escaped
+// (internal/markdown), so none of it becomes markup.
+func WriteMarkdown(w io.Writer, f *Findings) error {
+	var b strings.Builder
+	t, code := markdown.Text, markdown.Code
+	fmt.Fprintf(&b, "# Findings: run %s\n\n", t(f.RunID))
+	commit := "unknown"
+	if f.Commit != "" {
+		commit = code(short(f.Commit))
+		if f.Dirty {
+			commit += " with changes not committed"
+		}
+	}
+	plan := t(planSaid(f.Plan))
+	if f.Plan.SHA256 != "" {
+		plan += ", sha256 " + code(f.Plan.SHA256)
+	}
+	verdict := "GREEN"
+	if !f.Green {
+		verdict = "RED: " + t(strings.Join(f.Reasons, "; "))
+	}
+	fmt.Fprintf(&b, "Commit %s, level %d. Plan: %s. Validate: %s.\n\n", commit, f.Level, plan, verdict)
+	fmt.Fprintf(&b, "## Summary\n\n%s\n\n", t(f.Summary))
+
+	b.WriteString("## Claims\n\n")
+	if len(f.Claims) == 0 {
+		b.WriteString("No claim was in scope.\n\n")
+	} else {
+		b.WriteString("| claim | category | text | verdict | budget met | legs | why |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+		for _, c := range f.Claims {
+			var legs []string
+			for _, l := range c.Legs {
+				legs = append(legs, markdown.Text(l.Lever)+" "+string(l.Verdict))
+			}
+			why := c.Reason
+			if c.Reused != "" {
+				why += " (reused from " + c.Reused + ")"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | **%s** | %s | %s | %s |\n", t(c.Key), c.Category, t(c.Text), c.Verdict, c.Budget, orNone(strings.Join(legs, ", ")), t(why))
+		}
+		b.WriteString("\n")
+	}
+
+	b.WriteString("## Evidence chains\n\n")
+	serious := false
+	for _, c := range f.Claims {
+		if !c.Serious || len(c.Chain) == 0 && c.Broken == "" {
+			continue
+		}
+		serious = true
+		fmt.Fprintf(&b, "- %s (%s):\n", t(c.Key), c.Category)
+		for _, line := range c.Chain {
+			fmt.Fprintf(&b, "  - %s\n", t(line))
+		}
+		if c.Broken != "" {
+			fmt.Fprintf(&b, "  - chain broken: %s\n", t(c.Broken))
+		}
+	}
+	if !serious {
+		b.WriteString("No serious claim (safety, durability, idempotency, isolation, ordering, membership) ran a leg.\n")
+	}
+
+	b.WriteString("\n## Failures and blame\n\n")
+	if len(f.Failures) == 0 {
+		b.WriteString("No leg failed or stayed undecided, and no test failed.\n\n")
+	} else {
+		b.WriteString("| what | verdict | blame | why | claims | action |\n| --- | --- | --- | --- | --- | --- |\n")
+		for _, fl := range f.Failures {
+			why := fl.Why
+			if fl.Pending != "" {
+				why += "; pending: " + fl.Pending
+			}
+			action := fl.Action
+			if fl.Replay != "" {
+				action = strings.TrimSpace(action + " Replay: " + fl.Replay)
+			}
+			fmt.Fprintf(&b, "| %s | %s | **%s** | %s | %s | %s |\n", t(fl.What), t(fl.Verdict), fl.Blame, t(why), orNone(cells(fl.Claims)), t(orNone(action)))
+		}
+		b.WriteString("\n")
+	}
+
+	b.WriteString("## Claims not reached\n\n")
+	if len(f.NotReached) == 0 {
+		b.WriteString("Every claim in scope was reached by a leg of this run.\n\n")
+	}
+	for _, n := range f.NotReached {
+		fmt.Fprintf(&b, "- %s: %s\n", t(n.Claim), t(n.Why))
+	}
+	if len(f.NotReached) > 0 {
+		b.WriteString("\n")
+	}
+	b.WriteString("## Missing claims\n\n")
+	if len(f.Missing) == 0 {
+		b.WriteString("Every behaviour the oracles check is a promise some claim states.\n\n")
+	}
+	for _, m := range f.Missing {
+		fmt.Fprintf(&b, "- %s: %s\n", t(m.Surface), t(m.Evidence))
+	}
+	if len(f.Missing) > 0 {
+		b.WriteString("\n")
+	}
+
+	b.WriteString("## Coverage adequacy\n\n")
+	if len(f.Adequacy) > 0 {
+		b.WriteString("| claim | the plan | what ran | adequacy after this run |\n| --- | --- | --- | --- |\n")
+		for _, a := range f.Adequacy {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t(a.Claim), t(a.Planned), t(a.Ran), t(a.After))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("## Release-budget disclosures\n\n")
+	if len(f.Disclosures) == 0 {
+		b.WriteString("Every surface in scope declares a release budget.\n\n")
+	} else {
+		b.WriteString("| surface | why no release budget | revisit when |\n| --- | --- | --- |\n")
+		for _, d := range f.Disclosures {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", t(d.Surface), t(d.Reason), t(d.RevisitWhen))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("## Confidence\n\n")
+	fmt.Fprintf(&b, "%s\n\n", t(f.Confidence.Statement))
+	if len(f.Confidence.Aspects) > 0 {
+		b.WriteString("| claim | confidence | reason |\n| --- | --- | --- |\n")
+		for _, a := range f.Confidence.Aspects {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", t(a.Claim), a.Confidence, t(a.Reason))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func cells(xs []string) string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = markdown.Text(x)
+	}
+	return strings.Join(out, ", ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
