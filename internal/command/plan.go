@@ -182,7 +182,11 @@ func writePlanSummary(out io.Writer, p *plan.Plan) {
 	if len(parts) == 0 {
 		parts = append(parts, "none")
 	}
-	fmt.Fprintf(out, "plan: %s, %s against them; gaps: %s\n", count(len(p.Claims), "claim"), hypotheses(len(p.Hypotheses)), strings.Join(parts, ", "))
+	them := "them"
+	if len(p.Claims) == 1 {
+		them = "it"
+	}
+	fmt.Fprintf(out, "plan: %s at risk, %s against %s; gaps: %s\n", count(len(p.Claims), "claim"), hypotheses(len(p.Hypotheses)), them, strings.Join(parts, ", "))
 	fmt.Fprintf(out, "plan: %s\n", terminal.Escape(p.Level.Why))
 	for _, s := range p.Scenarios {
 		fmt.Fprintf(out, "  %s %s\n      %s %s; %s: %s\n", s.ID, terminal.Escape(s.Name), s.Lever, s.Gap, terminal.Escape(strings.Join(s.Closes, ", ")), terminal.Escape(s.Target))

@@ -113,7 +113,7 @@ func Parse(b []byte) ([]Pitfall, error) {
 // on a surface of class, and, when it is not, why not.
 func (p Pitfall) Applies(category, class string) (bool, string) {
 	if !slices.Contains(p.Categories, category) {
-		return false, fmt.Sprintf("it falsifies %s claims, and this one is a %s claim", orList(p.Categories), category)
+		return false, fmt.Sprintf("it falsifies %s claims, and this one is %s %s claim", orList(p.Categories), article(category), category)
 	}
 	if len(p.Classes) > 0 && !slices.Contains(p.Classes, class) {
 		return false, p.ClassReason + " (class " + class + ")"
@@ -143,6 +143,14 @@ func (p Pitfall) Forces(legs []string) []string {
 		}
 	}
 	return out
+}
+
+// article is "a" or "an" before word.
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 // orList joins words as "a, b or c".

@@ -38,16 +38,16 @@ func adequacy(p *Plan) []Adequacy {
 			}
 			switch {
 			case r.Scenario != "":
-				open = append(open, fmt.Sprintf("%s (%s) on %s", r.Hypothesis, r.Gap, r.Scenario))
+				open = append(open, fmt.Sprintf("%s (%s) rests on %s", r.Hypothesis, r.Gap, r.Scenario))
 			default:
-				open = append(open, fmt.Sprintf("%s (%s) on nothing yet", r.Hypothesis, r.Gap))
+				open = append(open, fmt.Sprintf("%s (%s) on nothing a lever can run", r.Hypothesis, r.Gap))
 			}
 		}
 		if len(covered) > 0 {
 			fmt.Fprintf(&b, " Covered: %s; each leg forces its hypothesis under an oracle that sees it, and the history shows a run over the hardening budget, so if %s were false that way, the leg would catch it.", strings.Join(covered, "; "), c.ID)
 		}
 		if len(open) > 0 {
-			fmt.Fprintf(&b, " The rest rests on %s.", strings.Join(open, "; "))
+			fmt.Fprintf(&b, " Open: %s. Until they pass, nothing shows %s holds against them.", strings.Join(open, "; "), c.ID)
 		} else {
 			b.WriteString(" No hypothesis rests on anything the plan still has to add.")
 		}

@@ -63,7 +63,11 @@ func hypotheses(reg *registry.Registry, claims []ClaimAtRisk) ([]Hypothesis, []N
 		}
 		for _, p := range pitfall.Catalog() {
 			if ok, why := p.Applies(string(c.Category), c.Class); !ok {
-				nas = append(nas, NotApplicable{Claim: c.Key, Pitfall: p.ID, Title: p.Title, Reason: why, By: "catalog"})
+				by := "class"
+				if !slices.Contains(p.Categories, string(c.Category)) {
+					by = "category"
+				}
+				nas = append(nas, NotApplicable{Claim: c.Key, Pitfall: p.ID, Title: p.Title, Reason: why, By: by})
 				continue
 			}
 			if why, ok := ruledOut[p.ID]; ok {

@@ -69,11 +69,11 @@ func Check(p *Plan) error {
 	for _, s := range p.Scenarios {
 		var lacks []string
 		if strings.TrimSpace(s.Oracle.Checker) == "" {
-			lacks = append(lacks, "an oracle")
+			lacks = append(lacks, "oracle")
 		}
 		if strings.TrimSpace(s.Budget.Smoke) == "" || strings.TrimSpace(s.Budget.Hardening) == "" ||
 			strings.TrimSpace(s.Budget.Release) == "" && strings.TrimSpace(s.Budget.ReleaseNotProvided) == "" {
-			lacks = append(lacks, "a budget (smoke, hardening and release, or the release's disclosure)")
+			lacks = append(lacks, "budget (smoke, hardening and release, or the release's disclosure)")
 		}
 		if len(lacks) > 0 {
 			problems = append(problems, fmt.Sprintf("scenario %s (%s) has no %s", s.ID, s.Name, strings.Join(lacks, " and no ")))

@@ -97,21 +97,28 @@ func WriteMarkdown(w io.Writer, p *Plan) error {
 	} else {
 		b.WriteString("| claim | pitfalls judged not to apply (n/a: reason) |\n| --- | --- |\n")
 		var keys []string
-		byClaim := map[string][]string{}
+		byClaim := map[string][]NotApplicable{}
 		for _, na := range p.NotApplicable {
 			if _, ok := byClaim[na.Claim]; !ok {
 				keys = append(keys, na.Claim)
 			}
-			why := na.Reason
-			if na.By == "registry" {
-				why += " (the registry)"
-			}
-			byClaim[na.Claim] = append(byClaim[na.Claim], na.Title+": n/a: "+why)
+			byClaim[na.Claim] = append(byClaim[na.Claim], na)
 		}
 		for _, k := range keys {
-			var parts []string
-			for _, s := range byClaim[k] {
-				parts = append(parts, markdown.Text(s))
+			c, _ := p.Claim(k)
+			var other, parts []string
+			for _, na := range byClaim[k] {
+				switch na.By {
+				case "category":
+					other = append(other, na.Title)
+				case "registry":
+					parts = append(parts, markdown.Text(na.Title+": n/a: "+na.Reason+" (the registry)"))
+				default:
+					parts = append(parts, markdown.Text(na.Title+": n/a: "+na.Reason))
+				}
+			}
+			if len(other) > 0 {
+				parts = append(parts, markdown.Text(fmt.Sprintf("n/a, they falsify claims of other categories than %s: %s", c.Category, strings.Join(other, ", "))))
 			}
 			fmt.Fprintf(&b, "| %s | %s |\n", t(k), strings.Join(parts, "; "))
 		}

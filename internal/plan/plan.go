@@ -108,8 +108,9 @@ type NotApplicable struct {
 	Pitfall string `json:"pitfall"`
 	Title   string `json:"title"`
 	Reason  string `json:"reason"`
-	// By is "catalog" (its applicability rules) or "registry" (the
-	// claim's not_applicable).
+	// By is "category" (the pitfall falsifies claims of other
+	// categories), "class" (it does not apply to the surface's class) or
+	// "registry" (the claim's not_applicable rules it out).
 	By string `json:"by"`
 }
 

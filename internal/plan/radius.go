@@ -303,14 +303,18 @@ func radiusSummary(in Input, r Radius) string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, "The change touches %s since %s (%s).", count(len(r.Files), "file"), short(in.Change.Base), in.Change.BaseWhy)
-	switch {
-	case r.DocsOnly:
+	if r.DocsOnly {
 		b.WriteString(" Every one is documentation, and none is built into a test binary or read by a test: the change is docs only.")
 		return b.String()
-	case len(r.Packages) > 0:
-		fmt.Fprintf(&b, " They reach %s through the link graph of their test binaries (the one the reuse digest uses)", count(len(r.Packages), "package"))
-	default:
-		b.WriteString(" They reach no package through the link graph of the test binaries")
+	}
+	they := "They reach"
+	if len(r.Files) == 1 {
+		they = "It reaches"
+	}
+	if len(r.Packages) > 0 {
+		fmt.Fprintf(&b, " %s %s through the link graph of their test binaries (the one the reuse digest uses)", they, count(len(r.Packages), "package"))
+	} else {
+		fmt.Fprintf(&b, " %s no package through the link graph of the test binaries", they)
 	}
 	if len(r.Surfaces) == 0 {
 		b.WriteString(", and no surface: no claim of the registry is at risk.")
@@ -321,7 +325,7 @@ func radiusSummary(in Input, r Radius) string {
 				claims += len(rs.Claims)
 			}
 		}
-		fmt.Fprintf(&b, ", and through them %s (%s), whose %s at risk.", count(len(r.Surfaces), "surface"), strings.Join(ids(r.Surfaces), ", "), countList(make([]string, claims), "claim"))
+		fmt.Fprintf(&b, ", and %s (%s), whose %s at risk.", count(len(r.Surfaces), "surface"), strings.Join(ids(r.Surfaces), ", "), countList(make([]string, claims), "claim"))
 	}
 	var loose []string
 	for _, f := range r.Files {

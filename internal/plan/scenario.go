@@ -170,7 +170,7 @@ func oracleOf(hs []Hypothesis) Oracle {
 
 // budget is a surface's budget as a scenario states it.
 func budget(b registry.Budget) Budget {
-	out := Budget{Smoke: tier(b.Smoke), Hardening: tier(b.Hardening), Release: tier(b.Release), HardeningSeeds: b.Hardening.Seeds}
+	out := Budget{Smoke: tierText(b.Smoke), Hardening: tierText(b.Hardening), Release: tierText(b.Release), HardeningSeeds: b.Hardening.Seeds}
 	if !b.Release.Provided() {
 		out.ReleaseNotProvided, out.RevisitWhen = b.Release.NotProvided, b.Release.RevisitWhen
 		out.Release = fmt.Sprintf("not provided: %s. Revisit when: %s.", strings.TrimRight(b.Release.NotProvided, "."), strings.TrimRight(b.Release.RevisitWhen, "."))
@@ -178,8 +178,8 @@ func budget(b registry.Budget) Budget {
 	return out
 }
 
-// tier says one budget tier in words: "3 seeds, 3 faults, 30s".
-func tier(t registry.Tier) string {
+// tierText says one budget tier in words: "3 seeds, 3 faults, 30s".
+func tierText(t registry.Tier) string {
 	var parts []string
 	if t.Seeds > 0 {
 		parts = append(parts, count(t.Seeds, "seed"))

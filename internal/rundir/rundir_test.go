@@ -104,3 +104,26 @@ func TestNothingToRotate(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestTheFindingsMoveAsideAndThePlanStays: a run's findings are its own
+// and move aside with its pages; the plan is no run's, and stays for
+// validate -plan to read.
+func TestTheFindingsMoveAsideAndThePlanStays(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range append([]string{"findings.md", "findings.json"}, Plans...) {
+		write(t, filepath.Join(root, f))
+	}
+	if _, err := Rotate(root, "run-1", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"findings.md", "findings.json"} {
+		if exists(filepath.Join(root, f)) || !exists(filepath.Join(root, Previous, "run-1", f)) {
+			t.Errorf("%s was not moved under previous/run-1", f)
+		}
+	}
+	for _, f := range Plans {
+		if !exists(filepath.Join(root, f)) {
+			t.Errorf("%s was moved aside", f)
+		}
+	}
+}

@@ -1,0 +1,353 @@
+package findings
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/gate"
+	"github.com/contested/contested/internal/gate/ladder"
+	"github.com/contested/contested/internal/gate/verdict"
+	"github.com/contested/contested/internal/registry"
+	"github.com/contested/contested/internal/rundir"
+)
+
+// stockRegistry is a store surface of two claims, the second contested by
+// reset alone, a liveness surface and a surface that never runs.
+const stockRegistry = `schema = 1
+
+[[surface]]
+id = "shop.stock"
+class = "store"
+owner = "stock-team"
+behavior = "a delivery is applied once and never lost"
+oracle = "exactly-once, no-lost-ack"
+legs = ["reset", "burst"]
+tests = ["TestStockContract"]
+
+[[surface.claims]]
+id = "C1"
+text = "a delivery is applied once"
+category = "idempotency"
+
+[[surface.claims]]
+id = "C2"
+text = "an acknowledged delivery is never lost"
+category = "durability"
+legs = ["reset"]
+
+[[surface]]
+id = "shop.drain"
+class = "mq-consumer"
+owner = "queue-team"
+behavior = "the queue drains within a minute"
+oracle = "drain progress"
+legs = ["pool-exhaustion"]
+tests = ["TestDrainContract"]
+
+[[surface.claims]]
+id = "C1"
+text = "the queue drains within a minute of the database's return"
+category = "liveness"
+
+[[surface]]
+id = "shop.report"
+class = "store"
+owner = "report-team"
+behavior = "the report is exactly once per day"
+oracle = "exactly-once"
+legs = ["reset"]
+tests = ["TestReportContract"]
+`
+
+func reg(t testing.TB) *registry.Registry {
+	t.Helper()
+	r, err := registry.Parse("contested-surfaces.toml", []byte(stockRegistry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// leg is a leg that ran seeds seeds, each arming and firing faults
+// faults, its oracle checking ops operations of ops.
+func leg(lever string, v verdict.Verdict, seeds, faults, ops int) verdict.Leg {
+	l := verdict.Leg{Lever: lever, Verdict: v, Tests: []string{"TestStockContract/" + lever}, Injector: "toxics read back", Victim: "ECONNRESET x2", Reason: "evidence"}
+	for i := range seeds {
+		o := faultrecord.OracleRun{Name: "exactly-once", OpsProduced: ops, OpsChecked: ops, Result: "held"}
+		l.Runs = append(l.Runs, verdict.Run{Seed: int64(100 + i), Attempted: true, Armed: faults, Fired: faults, Oracles: []faultrecord.OracleRun{o}})
+		l.Oracles = append(l.Oracles, o)
+		l.Armed += faults
+		l.Fired += faults
+	}
+	return l
+}
+
+func claim(t testing.TB, f *Findings, key string) Claim {
+	t.Helper()
+	for _, c := range f.Claims {
+		if c.Key == key {
+			return c
+		}
+	}
+	t.Fatalf("no claim %s in %+v", key, f.Claims)
+	return Claim{}
+}
+
+// TestAClaimsVerdictRollsUpItsLegs: a claim takes the worst of the legs
+// that contest it, by the order of the verdicts: a failure first, a leg
+// not run among others capping it at PARTIAL-surface, PASS-hardening only
+// when every leg earned it.
+func TestAClaimsVerdictRollsUpItsLegs(t *testing.T) {
+	tests := []struct {
+		name string
+		legs []verdict.Verdict
+		want verdict.Verdict
+	}{
+		{"every leg hardened", []verdict.Verdict{verdict.PassHardening, verdict.PassHardening}, verdict.PassHardening},
+		{"one at smoke", []verdict.Verdict{verdict.PassHardening, verdict.PassSmoke}, verdict.PassSmoke},
+		{"a failure outranks everything", []verdict.Verdict{verdict.NotRun, verdict.FailNondeterministic, verdict.InconclusiveEnv}, verdict.FailNondeterministic},
+		{"a reproducible failure outranks a nondeterministic one", []verdict.Verdict{verdict.FailNondeterministic, verdict.FailReproducible}, verdict.FailReproducible},
+		{"a missing capability before an unproven fault", []verdict.Verdict{verdict.InconclusiveFaultNotProven, verdict.InconclusiveEnv}, verdict.InconclusiveEnv},
+		{"one leg not run caps the rest", []verdict.Verdict{verdict.PassHardening, verdict.NotRun}, verdict.PartialSurface},
+		{"no leg run", []verdict.Verdict{verdict.NotRun, verdict.NotRun}, verdict.NotRun},
+		{"a subset checked", []verdict.Verdict{verdict.PassHardening, verdict.PartialModel}, verdict.PartialModel},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var legs []verdict.Leg
+			for i, v := range tt.legs {
+				legs = append(legs, verdict.Leg{Lever: []string{"reset", "burst", "latency"}[i], Verdict: v, Reason: "r"})
+			}
+			if got, why := rollUp(legs); got != tt.want || why == "" {
+				t.Errorf("rollUp = %s (%s), want %s", got, why, tt.want)
+			}
+		})
+	}
+}
+
+// TestBudgetMetIsWhatEveryLegRan: the tier met is the highest whose seeds
+// and faults every leg of the claim reached.
+func TestBudgetMetIsWhatEveryLegRan(t *testing.T) {
+	b := registry.Budget{Smoke: registry.Tier{Seeds: 1}, Hardening: registry.Tier{Seeds: 3, Faults: 6}, Release: registry.Tier{Seeds: 10}}
+	tests := []struct {
+		name string
+		legs []verdict.Leg
+		want string
+	}{
+		{"one seed is smoke", []verdict.Leg{leg("reset", verdict.PassSmoke, 1, 2, 10)}, TierSmoke},
+		{"three seeds and enough faults is hardening", []verdict.Leg{leg("reset", verdict.PassHardening, 3, 2, 10)}, TierHardening},
+		{"three seeds and too few faults is smoke", []verdict.Leg{leg("reset", verdict.PassSmoke, 3, 1, 10)}, TierSmoke},
+		{"ten seeds is release", []verdict.Leg{leg("reset", verdict.PassHardening, 10, 2, 10)}, TierRelease},
+		{"the weakest leg decides", []verdict.Leg{leg("reset", verdict.PassHardening, 10, 2, 10), leg("burst", verdict.PassSmoke, 1, 1, 10)}, TierSmoke},
+		{"no seed is none", []verdict.Leg{{Lever: "reset", Verdict: verdict.NotRun}}, TierNone},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := budgetMet(b, tt.legs); got != tt.want {
+				t.Errorf("budgetMet = %s, want %s", got, tt.want)
+			}
+		})
+	}
+	notProvided := b
+	notProvided.Release = registry.Tier{NotProvided: "no rig", RevisitWhen: "a rig"}
+	if got := budgetMet(notProvided, []verdict.Leg{leg("reset", verdict.PassHardening, 10, 2, 10)}); got != TierHardening {
+		t.Errorf("a release not provided is met: %s", got)
+	}
+}
+
+// TestFindingsOfARun: a run's verdicts become each claim's verdict, its
+// budget and its evidence chain; a claim whose legs did not run, and a
+// surface that did not run, are not reached; a non-serious claim has no
+// chain.
+func TestFindingsOfARun(t *testing.T) {
+	r := reg(t)
+	f := Build(Input{Registry: r, RunID: "run-1", Level: 1, Whole: true, Green: true, Surfaces: []gate.SurfaceVerdict{
+		{ID: "shop.stock", Verdict: verdict.Green, Legs: []verdict.Leg{leg("reset", verdict.PassHardening, 3, 2, 40), leg("burst", verdict.PassSmoke, 1, 1, 30)}},
+		{ID: "shop.drain", Verdict: verdict.Green, Legs: []verdict.Leg{leg("pool-exhaustion", verdict.PassSmoke, 1, 1, 5)}},
+	}})
+	c1, c2 := claim(t, f, "shop.stock/C1"), claim(t, f, "shop.stock/C2")
+	if c1.Verdict != verdict.PassSmoke || c1.Budget != TierSmoke || len(c1.Legs) != 2 {
+		t.Errorf("C1: %+v", c1)
+	}
+	if c2.Verdict != verdict.PassHardening || c2.Budget != TierHardening || len(c2.Legs) != 1 {
+		t.Errorf("C2, contested by reset alone: %+v", c2)
+	}
+	if len(c2.Chain) != 1 || !strings.Contains(c2.Chain[0], "checker exactly-once consumed 120 of 120 operations, of the history of TestStockContract/reset over seeds 100, 101, 102, under fault reset (6 of 6 armed fired), with landing evidence injector: toxics read back; victim: ECONNRESET x2") {
+		t.Errorf("C2's evidence chain: %q", c2.Chain)
+	}
+	if d := claim(t, f, "shop.drain/C1"); d.Chain != nil || d.Serious {
+		t.Errorf("a liveness claim got a chain: %+v", d)
+	}
+	if len(f.NotReached) != 1 || f.NotReached[0].Claim != "shop.report/C1" || !strings.Contains(f.NotReached[0].Why, "did not run") {
+		t.Errorf("not reached: %+v", f.NotReached)
+	}
+	if len(f.Failures) != 0 {
+		t.Errorf("failures of a green run: %+v", f.Failures)
+	}
+	if !strings.HasPrefix(f.Summary, "No claim falsified") || !strings.Contains(f.Summary, "1 claim passed at hardening") || !strings.Contains(f.Summary, "1 claim not reached") {
+		t.Errorf("summary %q", f.Summary)
+	}
+	if len(f.Disclosures) != 3 {
+		t.Errorf("disclosures %+v: every surface has the default release disclosure", f.Disclosures)
+	}
+}
+
+// TestABrokenChainIsSaid: a serious claim whose leg reported no checker
+// has no complete chain, and says why.
+func TestABrokenChainIsSaid(t *testing.T) {
+	l := leg("reset", verdict.PartialSurface, 1, 1, 0)
+	l.Oracles = nil
+	f := Build(Input{Registry: reg(t), Level: 1, Surfaces: []gate.SurfaceVerdict{{ID: "shop.stock", Legs: []verdict.Leg{l}}}})
+	if c := claim(t, f, "shop.stock/C2"); c.Broken != "reset reported no checker" {
+		t.Errorf("C2: %+v", c)
+	}
+}
+
+// TestBlame: each failure gets exactly one blame, from the ladder's owner
+// or the leg's verdict; the checker takes the blame for an oracle that
+// could not decide or that rejected a history it did not consume; a
+// failure nothing decided is unknown, with what would decide it.
+func TestBlame(t *testing.T) {
+	fail := func(owner string) verdict.Leg {
+		l := leg("reset", verdict.FailReproducible, 1, 1, 10)
+		l.Oracles[0].Result, l.Runs[0].Failed = "violated", true
+		if owner != "" {
+			l.Decision = &verdict.Decision{Test: "TestStockContract/reset", Owner: owner, Verdict: "FAIL-reproducible", Action: "fix it"}
+		}
+		return l
+	}
+	unconsumed := fail("component (stock-team)")
+	unconsumed.Oracles[0].OpsChecked = 0
+	tests := []struct {
+		name    string
+		l       verdict.Leg
+		blame   string
+		pending bool
+	}{
+		{"the component is the SUT", fail("component (stock-team)"), BlameSUT, false},
+		{"the test author is the harness", fail("test author"), BlameHarness, false},
+		{"capacity is the environment", fail("capacity"), BlameEnvironment, false},
+		{"the fault layer is the environment", fail("fault layer"), BlameEnvironment, false},
+		{"another run's sweep is the environment", fail("infrastructure"), BlameEnvironment, false},
+		{"an oracle that rejected what it did not consume is the checker", unconsumed, BlameChecker, false},
+		{"an oracle that could not decide is the checker", leg("reset", verdict.InconclusiveOracleTooWeak, 1, 1, 10), BlameChecker, false},
+		{"an unproven fault is the harness", leg("reset", verdict.InconclusiveFaultNotProven, 1, 1, 10), BlameHarness, false},
+		{"a missing capability is the environment", leg("reset", verdict.InconclusiveEnv, 0, 0, 0), BlameEnvironment, false},
+		{"a failure the ladder did not walk is unknown, pending", fail(""), BlameUnknown, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := Build(Input{Registry: reg(t), Level: 1, Whole: true, Surfaces: []gate.SurfaceVerdict{{ID: "shop.stock", Legs: []verdict.Leg{tt.l}}}})
+			if len(f.Failures) != 1 {
+				t.Fatalf("failures %+v", f.Failures)
+			}
+			fl := f.Failures[0]
+			if fl.Blame != tt.blame || fl.Why == "" || (fl.Pending != "") != tt.pending {
+				t.Errorf("blame %s (%s; pending %q), want %s", fl.Blame, fl.Why, fl.Pending, tt.blame)
+			}
+			if !slices.Equal(fl.Claims, []string{"shop.stock/C1", "shop.stock/C2"}) {
+				t.Errorf("claims %v", fl.Claims)
+			}
+		})
+	}
+}
+
+// TestFailuresOutsideTheSurfacesAreBlamedToo: a failing test no leg
+// accounts for takes its blame from the ladder's owner, and a package
+// that failed outside its tests is the harness's.
+func TestFailuresOutsideTheSurfacesAreBlamedToo(t *testing.T) {
+	f := Build(Input{Registry: reg(t), Level: 1, Whole: true, Failures: []ladder.Plain{
+		{Package: "example.com/shop", Test: "TestRound", Owner: "test author", Arbitrated: true, Verdict: "GREEN"},
+		{Package: "example.com/shop/broken", What: ladder.NotBuilt, Owner: ladder.PlainOwner},
+		{Package: "example.com/shop", Test: "TestOther", Owner: ladder.PlainOwner},
+	}})
+	got := map[string]string{}
+	for _, fl := range f.Failures {
+		got[fl.What] = fl.Blame
+	}
+	want := map[string]string{"example.com/shop TestRound": BlameHarness, "example.com/shop/broken: does not build": BlameHarness, "example.com/shop TestOther": BlameUnknown}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: blame %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+}
+
+// TestConfidence: a falsified claim is refuted and the statement says not
+// to sign; a claim hardened with a whole chain and no open hypothesis is
+// high; anything less is moderate or low.
+func TestConfidence(t *testing.T) {
+	failing := leg("reset", verdict.FailReproducible, 1, 1, 10)
+	failing.Decision = &verdict.Decision{Owner: "component (stock-team)"}
+	f := Build(Input{Registry: reg(t), Level: 1, Whole: true, Surfaces: []gate.SurfaceVerdict{
+		{ID: "shop.stock", Legs: []verdict.Leg{failing, leg("burst", verdict.PassHardening, 3, 2, 10)}},
+		{ID: "shop.drain", Legs: []verdict.Leg{leg("pool-exhaustion", verdict.PassSmoke, 1, 1, 5)}},
+	}})
+	got := map[string]string{}
+	for _, a := range f.Confidence.Aspects {
+		got[a.Claim] = a.Confidence
+	}
+	want := map[string]string{"shop.stock/C1": "refuted", "shop.stock/C2": "refuted", "shop.report/C1": "low"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q", k, got[k], v)
+		}
+	}
+	if !strings.HasPrefix(f.Confidence.Statement, "Do not sign: shop.stock/C1, shop.stock/C2 were falsified") {
+		t.Errorf("statement %q", f.Confidence.Statement)
+	}
+	if !strings.Contains(f.Summary, "falsified (shop.stock/C1, shop.stock/C2; blame: SUT)") {
+		t.Errorf("summary %q", f.Summary)
+	}
+}
+
+// TestMissingClaimsComeFromTheOraclesThatRan: an oracle a run reported
+// whose promise no claim of its surface states is a missing claim.
+func TestMissingClaimsComeFromTheOraclesThatRan(t *testing.T) {
+	l := leg("reset", verdict.PassSmoke, 1, 1, 10)
+	l.Oracles = append(l.Oracles, faultrecord.OracleRun{Name: "batch-order", OpsProduced: 3, OpsChecked: 3, Result: "held"})
+	f := Build(Input{Registry: reg(t), Level: 1, Surfaces: []gate.SurfaceVerdict{{ID: "shop.stock", Legs: []verdict.Leg{l}}}})
+	if len(f.Missing) != 1 || f.Missing[0].Surface != "shop.stock" || f.Missing[0].Category != registry.Ordering {
+		t.Errorf("missing claims %+v", f.Missing)
+	}
+}
+
+// TestFindingsMarkdownKeepsUntrustedTextAsText: a failure's text, a test
+// name and a claim's text reach findings.md as text.
+func TestFindingsMarkdownKeepsUntrustedTextAsText(t *testing.T) {
+	r := reg(t)
+	r.Surfaces[0].Claims[0].Text = "applied | once <script>alert(1)</script>\n## owned"
+	l := leg("reset", verdict.FailReproducible, 1, 1, 10)
+	l.Reason = "seed 1 failed: [click](javascript:alert(1)) \x1b[31m"
+	f := Build(Input{Registry: r, Level: 1, Whole: true, Surfaces: []gate.SurfaceVerdict{{ID: "shop.stock", Legs: []verdict.Leg{l}}},
+		Tests: []battery.Test{{Name: "TestStockContract/<b>reset</b>"}}})
+	var b strings.Builder
+	if err := WriteMarkdown(&b, f); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, bad := range []string{"<script>", "](javascript:", "\n## owned", "\x1b"} {
+		if strings.Contains(md, bad) {
+			t.Errorf("findings.md holds %q raw", bad)
+		}
+	}
+	for _, want := range []string{"## Claims", "## Evidence chains", "## Failures and blame", "## Claims not reached", "## Missing claims", "## Coverage adequacy", "## Release-budget disclosures", "## Confidence"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("findings.md lacks %q", want)
+		}
+	}
+}
+
+// TestTheFindingsAreARunsOwn: findings.md and findings.json are among the
+// artifacts the next run moves aside, so a run never shows the findings of
+// the run before.
+func TestTheFindingsAreARunsOwn(t *testing.T) {
+	for _, f := range []string{MarkdownName, JSONName} {
+		if !slices.Contains(rundir.Artifacts, f) {
+			t.Errorf("%s is not in rundir.Artifacts (%v)", f, rundir.Artifacts)
+		}
+	}
+}
