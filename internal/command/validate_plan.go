@@ -114,7 +114,8 @@ func (r *runPlan) say(out io.Writer) {
 // harden runs each surface the plan puts at risk over its hardening
 // budget's seeds when the battery found it GREEN (as mage contested runs
 // it), so the findings can say whether the change earned PASS-hardening.
-// The deeper result replaces the battery's judgement of the surface.
+// The deeper result replaces the battery's judgement of the surface, and
+// its seeds join the flake history, where the next plan sees them.
 func (v *validation) harden(ctx context.Context, judged []*contract.Result, verified *gate.Report) {
 	if v.plan == nil {
 		return
@@ -140,6 +141,7 @@ func (v *validation) harden(ctx context.Context, judged []*contract.Result, veri
 		}
 		judged[i] = res
 		why[s.ID] = say
+		appendRuns(context.WithoutCancel(ctx), v.env.ResultsDir, v.reg.Guard.CanonicalDatabases, "validate", v.rep.RunID, res.Seeds, v.rep.Revision, v.out)
 	}
 	if len(why) == 0 {
 		return

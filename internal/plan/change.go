@@ -82,7 +82,7 @@ func Changes(ctx context.Context, root, since string, all bool, results string) 
 		c.Base = base
 		c.BaseWhy = "the merge base of HEAD and " + branch
 		if base == c.Head {
-			c.BaseWhy += " (HEAD itself: only what is not committed yet)"
+			c.BaseWhy += ", HEAD itself: only what is not committed yet"
 		}
 	}
 	diff, err := g.list("diff", "--name-only", "--relative", "--no-renames", "-z", c.Base, "--")

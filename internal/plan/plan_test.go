@@ -169,8 +169,8 @@ func TestPitfallsJudgedNotToApplySayWhy(t *testing.T) {
 	doc := strings.Replace(depositRegistry, `category = "idempotency"`, "category = \"idempotency\"\nnot_applicable = { \"gap-between-commits\" = \"a deposit is one transaction\" }", 1)
 	p := Build(input(t, doc, "deposit/deposit.go", "lock/lease.go"))
 	want := map[string]string{
-		"bank.deposit/C1 gap-between-commits": "registry",
-		"bank.deposit/C1 lost-update":         "category",
+		"bank.deposit/C1 gap-between-commits":    "registry",
+		"bank.deposit/C1 lost-update":            "category",
 		"bank.lock/C1 stale-read-after-failover": "class",
 	}
 	for _, na := range p.NotApplicable {

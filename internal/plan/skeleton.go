@@ -128,7 +128,11 @@ func skeleton(in Input, p *Plan, sc Scenario) string {
 		b.WriteString("for running := true; running; {\n")
 		b.WriteString("select {\ncase <-leg.Done():\nrunning = false\ndefault:\n")
 		b.WriteString("leg.Step(ctx) // the schedule arms and heals the fault on the steps it names\n")
-		b.WriteString("// TODO(workload): one operation, recorded in leg.History() (or through leg.Client(i)); leg.Observe(err) each error\n")
+		if sc.Lever == levers.NameCrashAndResume {
+			b.WriteString("// TODO(workload): the worker works on its own; watch its progress here, and record what it did in leg.History()\n")
+		} else {
+			b.WriteString("// TODO(workload): one operation, recorded in leg.History() (or through leg.Client(i)); leg.Observe(err) each error\n")
+		}
 		b.WriteString("}\n}\n")
 	}
 	fmt.Fprintf(&b, "\n// TODO(faults): %s\n", comment(sc.Faults))

@@ -30,6 +30,13 @@
 //	hardening = { seeds = 3, faults = 5, duration = "2m" }
 //	release = { not_provided = "no soak rig yet", revisit_when = "the nightly stage exists" }
 //
+//	[[surface.claims]]               # optional: the promise as numbered claims (claims.go)
+//	id = "C1"                        # C1, C2, ... in file order
+//	text = "an acknowledged transfer is applied at most once"
+//	category = "idempotency"         # one of Categories
+//	legs = ["reset"]                 # optional: the legs that contest it
+//	not_applicable = { "gap-between-commits" = "one transaction" }  # optional: pitfalls ruled out
+//
 //	[cluster]                        # optional: the module's service in the cluster rig
 //	package = "./examples/ledger"    # the Go package of the rig's test, as go test takes it
 //	test = "TestClusterRig"          # the top-level test that runs the rig
@@ -47,8 +54,13 @@
 //	[battery]                        # optional: how validate runs go test
 //	packages_per_core = 2            # packages at once, per core (go test -p); 1-8
 //
+//	[plan]                           # optional: how go tool mage plan picks a level (plan.go)
+//	lease_paths = ["*lease*"]        # lease, fence or lock code: level 2
+//	spread = 3                       # a change reaching this many surfaces: level 3
+//
 // The keys docs/reference/registry.md lists are a contract; the others (guard, package,
-// budget, levels, cluster, mutants, degraded, battery) are additions. Every other key, at any
+// budget, levels, cluster, mutants, degraded, battery, claims' legs and
+// not_applicable, plan) are additions. Every other key, at any
 // level, is an error.
 //
 // # Budgets

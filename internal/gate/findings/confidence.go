@@ -42,21 +42,28 @@ func adequacy(in Input, claims []Claim, hs []plan.Hypothesis, rows []plan.Row) [
 		}
 		a.Planned = fmt.Sprintf("%d hypotheses; covered before this run: %s; gaps: %s", len(mine), listOr(covered, "none"), listOr(open, "none"))
 		a.Ran = legsSaid(c)
-		var stillOpen []string
+		var unforced, smoke []string
 		for _, r := range mine {
-			if r.Gap == plan.GapNone || r.Gap == plan.GapSmokeOnly && c.Budget != TierNone && c.Budget != TierSmoke && c.Verdict.Pass() {
-				continue
+			switch {
+			case r.Gap == plan.GapNone:
+			case r.Gap == plan.GapSmokeOnly && c.Verdict == verdict.PassHardening:
+			case r.Gap == plan.GapSmokeOnly:
+				smoke = append(smoke, r.Hypothesis)
+			default:
+				unforced = append(unforced, r.Hypothesis)
 			}
-			stillOpen = append(stillOpen, r.Hypothesis)
 		}
 		switch {
 		case c.Verdict.Fail():
 			a.After = "falsified: the claim does not hold as stated"
 		case !c.Verdict.Pass():
 			a.After = fmt.Sprintf("not adequate: the run did not decide the claim (%s)", c.Verdict)
-		case len(stillOpen) > 0:
-			a.After = fmt.Sprintf("not adequate: %s still open; the legs that ran cannot show the claim holds against them", strings.Join(stillOpen, ", "))
-		case c.Verdict != verdict.PassHardening:
+		case len(unforced) > 0:
+			a.After = fmt.Sprintf("not adequate: no leg that ran can force %s, so the run cannot show the claim holds against them", strings.Join(unforced, ", "))
+			if len(smoke) > 0 {
+				a.After += fmt.Sprintf("; %s forced at smoke only", strings.Join(smoke, ", "))
+			}
+		case len(smoke) > 0 || c.Verdict != verdict.PassHardening:
 			a.After = "not adequate: every hypothesis is forced, but only at smoke"
 		default:
 			a.After = "adequate: every hypothesis was forced under an oracle that sees it, at hardening"
@@ -144,13 +151,18 @@ func confidence(f *Findings, rows []plan.Row) Confidence {
 		fmt.Fprintf(&b, " We have not observed a violation of %s under the faults that ran, each proven to land, over the hardening budget, with every hypothesis of the plan forced under an oracle that sees it.", strings.Join(high, ", "))
 	}
 	if len(moderate) > 0 {
-		fmt.Fprintf(&b, " %s held where tested, but short of that: smoke only, a broken evidence chain, an open hypothesis or reused evidence.", strings.Join(moderate, ", "))
+		fmt.Fprintf(&b, " %s held where tested, short of high confidence (the table says why).", strings.Join(moderate, ", "))
 	}
 	if len(low) > 0 {
 		fmt.Fprintf(&b, " Nothing in this run shows that %s hold%s.", strings.Join(low, ", "), singular(len(low)))
 	}
-	if len(f.Claims) > 0 {
+	switch {
+	case len(f.Claims) > 0 && len(high) == len(f.Claims):
+		b.WriteString(" A reviewer can sign for every claim without rerunning anything.")
+	case len(high) > 0:
 		b.WriteString(" A reviewer can sign for the claims rated high without rerunning anything; the others are not shown to hold.")
+	case len(f.Claims) > 0 && len(refuted) == 0:
+		b.WriteString(" No claim is rated high: there is nothing here to sign yet.")
 	}
 	if aspects == nil {
 		aspects = []Aspect{}
@@ -226,6 +238,15 @@ func summary(f *Findings) string {
 		s += "; " + strings.Join(parts[1:], "; ")
 	}
 	s += fmt.Sprintf(", of %s judged against %s.", claimsWord(len(f.Claims)), planSaid(f.Plan))
+	var short []string
+	for _, a := range f.Adequacy {
+		if strings.HasPrefix(a.After, "not adequate") {
+			short = append(short, a.Claim)
+		}
+	}
+	if len(short) > 0 {
+		s += fmt.Sprintf(" Coverage is not adequate for %s: see coverage adequacy.", strings.Join(short, ", "))
+	}
 	if len(f.Missing) > 0 {
 		s += fmt.Sprintf(" %s behaviour%s the oracles check and no claim states.", fmt.Sprint(len(f.Missing)), plural(len(f.Missing)))
 	}

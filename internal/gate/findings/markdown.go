@@ -88,7 +88,7 @@ func WriteMarkdown(w io.Writer, f *Findings) error {
 				why += "; pending: " + fl.Pending
 			}
 			action := fl.Action
-			if fl.Replay != "" {
+			if fl.Replay != "" && !strings.Contains(action, fl.Replay) {
 				action = strings.TrimSpace(action + " Replay: " + fl.Replay)
 			}
 			fmt.Fprintf(&b, "| %s | %s | **%s** | %s | %s | %s |\n", t(fl.What), t(fl.Verdict), fl.Blame, t(why), orNone(cells(fl.Claims)), t(orNone(action)))
