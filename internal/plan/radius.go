@@ -304,7 +304,11 @@ func radiusSummary(in Input, r Radius) string {
 	}
 	fmt.Fprintf(&b, "The change touches %s since %s (%s).", count(len(r.Files), "file"), short(in.Change.Base), in.Change.BaseWhy)
 	if r.DocsOnly {
-		b.WriteString(" Every one is documentation, and none is built into a test binary or read by a test: the change is docs only.")
+		if len(r.Files) == 1 {
+			b.WriteString(" It is documentation, built into no test binary and read by no test: the change is docs only.")
+		} else {
+			b.WriteString(" Every one is documentation, and none is built into a test binary or read by a test: the change is docs only.")
+		}
 		return b.String()
 	}
 	they := "They reach"

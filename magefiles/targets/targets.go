@@ -132,7 +132,8 @@ func splitMerge(v string) []string {
 	return dirs
 }
 
-// Plan writes the test plan of a change: the claims it puts at risk, how each could fail, what tests them, and what nothing does.
+// Plan writes the test plan of a change: the claims it puts at risk, how
+// each could fail, what tests them, and what nothing does.
 //
 // By default the change is the diff against the merge base of HEAD with
 // the default branch (origin's HEAD, else main, else master), uncommitted
