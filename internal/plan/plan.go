@@ -116,12 +116,11 @@ type NotApplicable struct {
 
 // The gap kinds of the coverage matrix.
 const (
-	GapNone         = ""
-	GapNoTest       = "no test"
-	GapNoFault      = "no fault variant"
-	GapOracleWeak   = "oracle too weak"
-	GapSmokeOnly    = "smoke only"
-	gapNoLeverAtAll = "no lever" // a no-fault-variant gap that no lever of contested can close
+	GapNone       = ""
+	GapNoTest     = "no test"
+	GapNoFault    = "no fault variant"
+	GapOracleWeak = "oracle too weak"
+	GapSmokeOnly  = "smoke only"
 )
 
 // Row is one row of the coverage matrix: a claim, a hypothesis against
