@@ -2,6 +2,7 @@ package registry
 
 import (
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -51,6 +52,12 @@ func DefaultPlan() Plan {
 // module root) is lease, fence or lock code by p's patterns, and the
 // pattern that matched.
 func (p Plan) LeaseCode(file string) (string, bool) {
+	defaults := slices.Equal(p.LeasePaths, DefaultLeasePaths)
+	if defaults {
+		// The default patterns look for words: release, clock and block
+		// hold them without being lease or lock code.
+		file = notLeaseWords.Replace(strings.ToLower(file))
+	}
 	for _, pat := range p.LeasePaths {
 		if MatchPath(pat, file) {
 			return pat, true
@@ -58,6 +65,10 @@ func (p Plan) LeaseCode(file string) (string, bool) {
 	}
 	return "", false
 }
+
+// notLeaseWords removes the words the default patterns would take for
+// lease or lock code.
+var notLeaseWords = strings.NewReplacer("release", "", "clock", "", "block", "", "flock", "", "unlock", "")
 
 // MatchPath reports whether file matches pattern (see Plan).
 func MatchPath(pattern, file string) bool {
