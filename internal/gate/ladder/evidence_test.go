@@ -114,6 +114,11 @@ func TestAFailingLegIsRerunAloneWithTheSeedItStartedWith(t *testing.T) {
 func TestAFlakyLegIsNondeterministicAndItsActionNamesIt(t *testing.T) {
 	opts, marks := legModule(t)
 	opts.Reruns = 3
+	// burst's first rerun is its second run, which passes: a first rerun
+	// that failed the same way would confirm it at once (below).
+	if err := os.WriteFile(filepath.Join(marks, "burst"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	opts.Seen = &battery.Result{Tests: []battery.Test{{Package: "example.com/m/p", Name: "TestPContract/burst", Action: "fail", Failure: "p_test.go:30: oracle exactly-once: VIOLATED"}}}
 	o, err := Walk(context.Background(), "example.com/m/p.TestPContract/burst", opts)
 	if err != nil {
@@ -127,8 +132,26 @@ func TestAFlakyLegIsNondeterministicAndItsActionNamesIt(t *testing.T) {
 	}
 	// A failure while other work saturated the machine does not count
 	// towards the stop: each such failure may cost one more rerun.
-	if n := runsOf(t, marks, "burst"); n != o.Reruns.Runs || n != 2+o.Reruns.Busy {
+	if n := runsOf(t, marks, "burst") - 1; n != o.Reruns.Runs || n != 2+o.Reruns.Busy {
 		t.Errorf("burst ran %d times for %d reruns (%d failures busy): a rerun that both failed and passed (flaky) stops at two", n, o.Reruns.Runs, o.Reruns.Busy)
+	}
+}
+
+// TestAFirstRerunThatFailsTheSameWayConfirmsIt: a leg whose oracle named a
+// violation, rerun with its seed, that fails the same way at once is the
+// component's FAIL-reproducible after one rerun; no second is spent.
+func TestAFirstRerunThatFailsTheSameWayConfirmsIt(t *testing.T) {
+	opts, marks := legModule(t)
+	opts.Seen = &battery.Result{Tests: []battery.Test{{Package: "example.com/m/p", Name: "TestPContract/burst", Action: "fail", Failure: "p_test.go:30: oracle exactly-once: VIOLATED"}}}
+	o, err := Walk(context.Background(), "example.com/m/p.TestPContract/burst", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Owner != Component || o.Verdict != Finding(verdict.FailReproducible) || o.Reruns.Class != Consistent || !o.Reruns.SameWay {
+		t.Fatalf("owner %s, verdict %s, reruns %+v; want the component's FAIL-reproducible, confirmed the same way", o.Owner, o.Verdict, o.Reruns)
+	}
+	if n := runsOf(t, marks, "burst"); n != 1 {
+		t.Errorf("burst ran %d times, want one rerun", n)
 	}
 }
 

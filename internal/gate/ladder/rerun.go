@@ -34,8 +34,9 @@ import (
 //
 // A first rerun that fails the same way as the battery (the same oracle,
 // or the same failure with its figures left aside: see sameWay) confirms
-// the failure: it is reproducible, and a second rerun could only tell
-// flaky from consistent, which the same seed failing twice already has.
+// a failure whose evidence is not about time: the seed reproduces it, and
+// no second rerun is spent. A failure about time is rerun twice, as it
+// always was: on a quiet machine, twice, is what tells it from capacity.
 //
 // A failure whose evidence is about time (first.aboutTime) is rerun alone
 // with the machine to itself as far as the ladder can make it so: each
@@ -88,7 +89,7 @@ func rerunAlone(ctx context.Context, name, pkg string, seed int64, first failure
 				if seen == "" {
 					seen = r.Reason
 				}
-				r.SameWay = i == 0 && sameWay(first.evidence, seen)
+				r.SameWay = i == 0 && !first.aboutTime && sameWay(first.evidence, seen)
 			}
 		}
 		if failed := res.FailedPackages(); len(failed) > 0 && !ran(res, top) {
