@@ -126,7 +126,7 @@ func (l *Leg) target(burst levers.BurstTarget, w levers.Window) (levers.Target, 
 		if l.worker == nil {
 			return t, errors.New("no worker: call StartWorker before Arm")
 		}
-		t.Process = l.worker
+		t.Process = workerProcess{l.worker}
 	}
 	return t, nil
 }
@@ -236,6 +236,20 @@ func (l *Leg) Note(what string) {
 	f.victimSaw(what, time.Now())
 }
 
+// noteUnlanded is Note for every fault of the leg the victim has not
+// seen land yet: a restarted worker that resumed proves its recovery
+// from every kill since the last generation that did.
+func (l *Leg) noteUnlanded(what string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	for _, f := range l.faults {
+		if !f.Landed() {
+			f.victimSaw(what, now)
+		}
+	}
+}
+
 // Committed checks from the server side, bypassing the proxy, that a write
 // the client saw time out was in fact committed: query must return one
 // boolean. For confirm-timeout this is the injector-side half of the
@@ -311,7 +325,7 @@ func (l *Leg) record() {
 	l.mu.Unlock()
 	if len(faults) == 0 {
 		if !l.t.Skipped() && !l.t.Failed() {
-			l.t.Errorf("contested: leg %s/%s was started and never armed; call Arm (or Deliveries for a burst)", l.t.Name(), l.lever)
+			l.t.Errorf("contested: leg %s was started and never armed; call Arm (or Deliveries for a burst)", l.name())
 		}
 		return
 	}
@@ -349,8 +363,8 @@ func (l *Leg) record() {
 			l.t.Errorf("contested: %v", err)
 		}
 		if !fired {
-			l.t.Errorf("contested: leg %s/%s (fault %d of %d) ARMED BUT DID NOT FIRE: %v.\n\tinjector: %s\n\tvictim: %s\n\treplay: %s",
-				l.t.Name(), l.lever, i+1, len(faults), unfired, r.Evidence.Injector, r.Evidence.Victim, l.replay)
+			l.t.Errorf("contested: leg %s (fault %d of %d) ARMED BUT DID NOT FIRE: %v.\n\tinjector: %s\n\tvictim: %s\n\treplay: %s",
+				l.name(), i+1, len(faults), unfired, r.Evidence.Injector, r.Evidence.Victim, l.replay)
 		}
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -126,7 +126,7 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 	l := &Leg{t: t, surface: s, lever: lever, value: value, seed: seed, rand: newRand(seed), replay: ReplayCommandAt(seed, level, dir, t.Name()),
 		sched: levers.NewSchedule(value, seed, levers.Scope{Level: level, Span: o.span}), hold: o.hold, clients: max(o.clients, defaultClients)}
 	l.drive.done = make(chan struct{})
-	t.Logf("contested: leg %s/%s of surface %s: %s=%d; replay: %s; schedule %s (digest %s)", t.Name(), lever, surface, envvar.Seed, seed, l.replay, l.sched, l.sched.Digest())
+	t.Logf("contested: leg %s of surface %s: %s=%d; replay: %s; schedule %s (digest %s)", legName(t.Name(), lever), surface, envvar.Seed, seed, l.replay, l.sched, l.sched.Digest())
 	t.Cleanup(l.cleanup)
 	// The seed is recorded now, before anything can fail: a leg that
 	// fails before its first fault arms writes no fault record, and its
@@ -136,7 +136,7 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 		_, err = rec.WriteStart(faultrecord.LegStart{Test: t.Name(), Surface: s.ID, Leg: string(lever), Seed: seed, Level: level, Replay: l.replay, StartedAt: time.Now()})
 	}
 	if err != nil {
-		t.Fatalf("contested: record the start of leg %s/%s: %v", t.Name(), lever, err)
+		t.Fatalf("contested: record the start of leg %s: %v", legName(t.Name(), lever), err)
 	}
 
 	// The layer comes up under its own bounds (the first leg of a package
@@ -185,6 +185,20 @@ func (l *Leg) openPath(ctx context.Context, i, n int) error {
 	}
 	return nil
 }
+
+// legName names a leg by its test's path and its lever: the path alone
+// when its last element is the lever already (TestX/reset, the usual
+// subtest per leg), else the path and the lever (TestX/store/reset), so a
+// leg never reads TestX/reset/reset.
+func legName(test string, lever Lever) string {
+	if test == string(lever) || strings.HasSuffix(test, "/"+string(lever)) {
+		return test
+	}
+	return test + "/" + string(lever)
+}
+
+// name is the leg's name in what it prints (legName).
+func (l *Leg) name() string { return legName(l.t.Name(), l.lever) }
 
 // Seed is the leg's seed.
 func (l *Leg) Seed() int64 { return l.seed }
@@ -364,20 +378,6 @@ func (l *Leg) Consumed(d Delivery) {
 	if f != nil {
 		f.victimSaw(d.Kind.String()+" delivery consumed", time.Now())
 	}
-}
-
-// StartWorker starts the process a crash-and-resume leg kills (Arm) and
-// restarts (Heal). make builds a fresh command each time.
-func (l *Leg) StartWorker(make func() *exec.Cmd) *Worker {
-	l.t.Helper()
-	if l.value.Needs()&levers.NeedProcess == 0 {
-		l.t.Fatalf("contested: StartWorker on a %s leg", l.lever)
-	}
-	l.worker = levers.NewWorker(l.t, make)
-	if err := l.worker.Start(context.Background()); err != nil {
-		l.t.Fatalf("contested: %v", err)
-	}
-	return l.worker
 }
 
 // backends counts the victim database's backends: the injector side's view

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,12 +19,11 @@ import (
 
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/envvar"
-	"github.com/contested/contested/internal/reexec"
 	"github.com/contested/contested/internal/runenv"
 )
 
 func TestMain(m *testing.M) {
-	reexec.Main(reexec.Roles{"worker": worker})
+	Serve(Role("worker", worker), Role("jobs", runJobs))
 	// The package's own legs run under a registry of test surfaces and
 	// write records to a private directory: they are the harness testing
 	// itself, not a battery the gate certifies.
@@ -42,15 +42,17 @@ func TestMain(m *testing.M) {
 }
 
 // worker is the crash-and-resume victim: it works until told to stop, or
-// forever on its first generation so the leg can kill it mid-work.
-func worker() int {
+// until it is killed on its first generation so the leg can kill it
+// mid-work.
+func worker(ctx context.Context, _ []string) error {
 	fmt.Println("working")
 	if os.Getenv("WORKER_FINISH") != "" {
 		time.Sleep(100 * time.Millisecond)
 		fmt.Println("finished the remainder")
-		return 0
+		return nil
 	}
-	select {}
+	<-ctx.Done()
+	return ctx.Err()
 }
 
 // probe is a testing.TB that keeps the errors a leg reports instead of
@@ -62,6 +64,25 @@ type probe struct {
 	errs     []string
 	cleanups []func()
 	failed   bool
+	out      lockedBuffer // what was written to Output
+}
+
+// lockedBuffer is a buffer safe for concurrent writers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 type probeFatal struct{}
@@ -84,6 +105,8 @@ func (p *probe) Skipped() bool      { return false }
 func (p *probe) Cleanup(f func())   { p.cleanups = append(p.cleanups, f) }
 func (p *probe) errors() string     { p.mu.Lock(); defer p.mu.Unlock(); return strings.Join(p.errs, "\n") }
 func (p *probe) Helper()            {}
+func (p *probe) Output() io.Writer  { return &p.out }
+func (p *probe) output() string     { return p.out.String() }
 func (p *probe) Setenv(k, v string) { p.T.Setenv(k, v) }
 
 // runProbe runs body against a probe named after t, then the probe's
@@ -260,10 +283,11 @@ var scenarios = []struct {
 			gen := 0
 			w := leg.StartWorker(func() *exec.Cmd {
 				gen++
-				if gen == 1 {
-					return reexec.Command(tb, "worker")
+				cmd := TestBinary("worker")()
+				if gen > 1 {
+					cmd.Env = append(cmd.Env, "WORKER_FINISH=1")
 				}
-				return reexec.Command(tb, "worker", "WORKER_FINISH=1")
+				return cmd
 			})
 			time.Sleep(200 * time.Millisecond)
 			leg.Arm(ctx)
@@ -274,7 +298,7 @@ var scenarios = []struct {
 			leg.Note("resumed worker finished the remainder")
 		},
 		idle: func(tb testing.TB, ctx context.Context, leg *Leg) {
-			leg.StartWorker(func() *exec.Cmd { return reexec.Command(tb, "worker") })
+			leg.StartWorker(TestBinary("worker"))
 			time.Sleep(200 * time.Millisecond)
 			leg.Arm(ctx)
 			leg.Heal(ctx) // restarted, but nobody checks it resumed

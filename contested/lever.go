@@ -70,8 +70,6 @@ type (
 	Victim = levers.Victim
 	// Exhaustion is an armed pool-exhaustion fault.
 	Exhaustion = levers.Exhaustion
-	// Worker is a process a crash-and-resume leg kills and restarts.
-	Worker = levers.Worker
 	// BurstPlan shapes a burst.
 	BurstPlan = levers.BurstPlan
 	// Delivery is one delivery in a burst.

@@ -48,6 +48,8 @@ type drive struct {
 	// for one came due.
 	busy     map[int]string
 	dueSince time.Time
+	// stopped: the test ended (stopDrive); nothing is armed any more.
+	stopped bool
 }
 
 // held is a window the schedule holds: armed at step at, healed by Step
@@ -154,6 +156,9 @@ func (l *Leg) advance(ctx context.Context, by, to int) {
 	d := &l.drive
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.stopped {
+		return
+	}
 	d.stepped = true
 	d.step = max(d.step+by, to)
 	l.transition(ctx)
@@ -172,6 +177,19 @@ func (l *Leg) transition(ctx context.Context) {
 		}
 	}
 	l.checkDone()
+}
+
+// scheduleLeft says where the schedule is: what it armed, and the step
+// its next window waits for.
+func (l *Leg) scheduleLeft() string {
+	d := &l.drive
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := len(l.sched.Windows)
+	if d.next >= n {
+		return fmt.Sprintf("the schedule armed all %d of its windows", n)
+	}
+	return fmt.Sprintf("the schedule armed %d of its %d windows at step %d, and waits for step %d to arm the next (%s)", d.next, n, d.step, l.sched.Windows[d.next].After, l.sched)
 }
 
 // scheduled reports whether the schedule arms the lever on steps: every
@@ -288,13 +306,14 @@ func (l *Leg) stopDrive() {
 	d := &l.drive
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.stopped = true
 	if a := d.armed; a != nil {
 		close(a.stop)
 		d.armed = nil
 	}
 	if d.stepped && !d.byTest && !d.broken && l.scheduled() && d.next < len(l.sched.Windows) && !l.t.Failed() && !l.t.Skipped() {
-		l.t.Errorf("contested: leg %s/%s: the workload stopped at step %d, before its schedule armed window %d of %d (at step %d); run the workload until leg.Done()",
-			l.t.Name(), l.lever, d.step, d.next+1, len(l.sched.Windows), l.sched.Windows[d.next].After)
+		l.t.Errorf("contested: leg %s: the workload stopped at step %d, before its schedule armed window %d of %d (at step %d); run the workload until leg.Done()",
+			l.name(), d.step, d.next+1, len(l.sched.Windows), l.sched.Windows[d.next].After)
 	}
 	if !d.closed {
 		d.closed = true

@@ -66,12 +66,22 @@ func armerFor(ctx context.Context, l *faultlayer.Layer, r *registry.Registry) (*
 // that starts legs and needs no set-up of its own.
 //
 //	func TestMain(m *testing.M) { contested.Main(m) }
-func Main(m *testing.M) { faulttest.Main(m) }
+//
+// A package whose crash-and-resume legs run the test binary as their
+// worker (TestBinary) hands Main its roles: in a worker process, Main runs
+// the role instead of the tests (Serve).
+//
+//	func TestMain(m *testing.M) { contested.Main(m, contested.Role("jobs", runJobs)) }
+func Main(m *testing.M, roles ...WorkerRole) {
+	Serve(roles...)
+	faulttest.Main(m)
+}
 
 // Run runs a package's tests, tears down the fault layer its legs shared
 // and returns the tests' exit code without exiting: the form for a package
 // that already has a TestMain, which calls Run where it called m.Run,
 // around its own set-up and tear-down, and exits with the code itself.
+// Worker roles are Serve's, called before the set-up.
 //
 //	func TestMain(m *testing.M) {
 //		stop := startQueue() // the package's own set-up

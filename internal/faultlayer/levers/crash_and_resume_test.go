@@ -3,6 +3,8 @@ package levers
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os/exec"
 	"strings"
 	"testing"
@@ -101,3 +103,58 @@ func (p CrashParams) checkTable(t *testing.T, seed int64, w Window) {
 		t.Errorf("seed %d: crash window %s does not restart 0-150ms later", seed, w)
 	}
 }
+
+// outputLog is a Logger with an Output writer, as testing.TB has: what
+// the worker's lines are written to.
+type outputLog struct {
+	out    strings.Builder
+	logged []string
+}
+
+func (o *outputLog) Log(args ...any)   { o.logged = append(o.logged, fmt.Sprint(args...)) }
+func (o *outputLog) Output() io.Writer { return &o.out }
+
+// TestAWorkersLinesKeepItsOwnFileAndLine: a worker's line keeps the file
+// and line the worker printed (after the log package's date and time when
+// it printed them), first, as a test's own log line shows its own; a line
+// without one shows no location at all, never this package's; a line cut
+// in two writes is one line, and a last line without its newline is
+// logged when the process ends.
+func TestAWorkersLinesKeepItsOwnFileAndLine(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		writes []string
+		want   string
+	}{
+		{"the log package with Lshortfile", []string{"jobs.go:45: claimed job 7\n"}, "jobs.go:45: worker#1: claimed job 7\n"},
+		{"after a date and a time", []string{"2026/12/04 10:15:00 worker/run.go:12: started\n"}, "worker/run.go:12: worker#1: started\n"},
+		{"after microseconds", []string{"2026/12/04 10:15:00.123456 run.go:9: started\n"}, "run.go:9: worker#1: started\n"},
+		{"no location", []string{"no location here\n"}, "worker#1: no location here\n"},
+		{"a line in two writes", []string{"jobs.go:1: one ", "line\n"}, "jobs.go:1: worker#1: one line\n"},
+		{"no final newline", []string{"last words"}, "worker#1: last words\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &outputLog{}
+			w := &logWriter{log: o, prefix: "worker#1: "}
+			for _, s := range tc.writes {
+				w.Write([]byte(s))
+			}
+			w.flush()
+			if got := o.out.String(); got != tc.want || len(o.logged) > 0 {
+				t.Errorf("written %q (and logged %q), want %q", got, o.logged, tc.want)
+			}
+		})
+	}
+	t.Run("a logger without Output logs with the prefix", func(t *testing.T) {
+		l := &plainLog{}
+		w := &logWriter{log: l, prefix: "worker#2: "}
+		w.Write([]byte("jobs.go:3: hello\n"))
+		if len(l.logged) != 1 || l.logged[0] != "worker#2: jobs.go:3: hello" {
+			t.Errorf("logged %q", l.logged)
+		}
+	})
+}
+
+type plainLog struct{ logged []string }
+
+func (p *plainLog) Log(args ...any) { p.logged = append(p.logged, fmt.Sprint(args...)) }
