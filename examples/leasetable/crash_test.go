@@ -8,13 +8,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,7 +21,6 @@ import (
 	"github.com/contested/contested/contested"
 	"github.com/contested/contested/contested/history"
 	"github.com/contested/contested/internal/faultlayer/lease"
-	"github.com/contested/contested/internal/reexec"
 )
 
 // Environment of the holder process.
@@ -57,9 +54,7 @@ type logLine struct {
 // dead lease's epoch once more with a renew and a release, which must both be fenced. Then
 // it acquires a port; the final generation releases it and exits 0, the others renew it until
 // they are killed.
-func holderProcess() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+func holderProcess(ctx context.Context) int {
 	gen, _ := strconv.Atoi(os.Getenv(envGen))
 	f, err := os.OpenFile(os.Getenv(envLog), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
@@ -301,7 +296,9 @@ func leaseCrash(t *testing.T, level int) {
 		if int(g) > kills {
 			env = append(env, envFinal+"=1")
 		}
-		return reexec.Command(t, "lease-holder", env...)
+		cmd := contested.TestBinary("lease-holder")()
+		cmd.Env = append(cmd.Env, env...)
+		return cmd
 	})
 	var epoch string
 	var restarted atomic.Bool

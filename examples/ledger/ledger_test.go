@@ -16,12 +16,13 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/contested/contested/contested"
 	"github.com/contested/contested/examples/ledger"
 )
 
 func TestTransferOutcomes(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t, victimDB(t), 2, 0)
+	r := newRig(t, contested.Database(t), 2, 0)
 	pool := r.directPool(2)
 	if err := ledger.OpenAccounts(ctx, pool, map[string]int64{"rich": 100, "poor": 5}); err != nil {
 		t.Fatal(err)
@@ -68,7 +69,7 @@ func TestTransferOutcomes(t *testing.T) {
 
 func TestWorkerAppliesDuplicatedDeliveriesOnce(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t, victimDB(t), 4, 1000)
+	r := newRig(t, contested.Database(t), 4, 1000)
 	pool := r.directPool(6)
 	q := ledger.NewQueue(pool)
 	transfers := ledger.Generate(9, 50, r.accounts, 100, "w")
@@ -98,7 +99,7 @@ func TestWorkerAppliesDuplicatedDeliveriesOnce(t *testing.T) {
 }
 
 func TestCommandRunsTheServiceAsProcesses(t *testing.T) {
-	dsn := victimDB(t)
+	dsn := contested.Database(t)
 	run := func(args ...string) (string, int) {
 		var out, errb bytes.Buffer
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -136,7 +137,7 @@ func TestCommandRunsTheServiceAsProcesses(t *testing.T) {
 // on /healthz while its database answers, and 503 saying why when it does
 // not; an address it cannot listen on fails the command.
 func TestWorkServesItsHealthEndpoint(t *testing.T) {
-	dsn := victimDB(t)
+	dsn := contested.Database(t)
 	tests := []struct {
 		name string
 		dsn  string

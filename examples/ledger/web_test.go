@@ -17,6 +17,7 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/contested/contested/contested"
 	"github.com/contested/contested/examples/ledger"
 	"github.com/contested/contested/internal/faultlayer/faulttest"
 )
@@ -46,7 +47,7 @@ func newWebRig(t *testing.T) *webRig {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	layer := faulttest.Layer(t)
-	direct := victimDB(t)
+	direct := contested.Database(t)
 	ls, err := layer.Leases().Acquire(ctx, t.Name())
 	if err != nil {
 		t.Fatalf("lease a proxy port: %v", err)
