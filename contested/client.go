@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/contested/contested/contested/history"
 	"github.com/contested/contested/internal/faultlayer/levers"
 )
 
@@ -253,39 +254,85 @@ func (c *Client) Invoke(typ, key string, input any) int64 {
 // History for a stream of the client's own, such as a heartbeat) and
 // observes err as the client's (Observe): output when err is nil; a
 // definite failure when err guarantees the op took no effect (Definite);
-// an ambiguous outcome otherwise. Map the component's business answers
-// (busy, fenced, rejected) to outputs before: they are answers, not
-// errors.
+// an ambiguous outcome otherwise. Where the error chain cannot tell (a
+// library's own error type, a retry loop that gave up), say it: wrap err
+// in Ambiguous or NoEffect, which keep the chain for Observe. Map the
+// component's business answers (busy, fenced, rejected) to outputs
+// before: they are answers, not errors.
 func (c *Client) Record(id int64, output any, err error) {
 	c.leg.t.Helper()
 	c.Observe(err)
-	rec := c.leg.History()
-	var rerr error
-	switch {
-	case err == nil:
-		rerr = rec.Complete(id, output, nil)
-	case Definite(err):
-		rerr = rec.Complete(id, nil, err)
-	default:
-		rerr = rec.Ambiguous(id, err)
-	}
-	if rerr != nil {
+	if rerr := record(c.leg.History(), id, output, err); rerr != nil {
 		c.leg.t.Errorf("contested: %v", rerr)
 	}
 }
 
+// record records op id's outcome in rec as Client.Record decides it.
+func record(rec *history.Recorder, id int64, output any, err error) error {
+	switch {
+	case err == nil:
+		return rec.Complete(id, output, nil)
+	case Definite(err):
+		return rec.Complete(id, nil, err)
+	default:
+		return rec.Ambiguous(id, err)
+	}
+}
+
 // Definite reports whether err guarantees that the operation it ended took
-// no effect: the request never left (no connection could be made for it,
-// or pgconn.SafeToRetry: nothing was written), or Postgres answered it with
-// an error of its own (the statement, and its transaction, did not
-// commit). Any other error (a reset, a timeout, a connection closed under
-// the request) leaves the outcome unknown: the op may or may not have taken
-// effect.
+// no effect. An error marked by NoEffect does, one marked by Ambiguous
+// does not, whatever else its chain holds (the outermost mark decides).
+// Otherwise it reads the chain: the request never left (no connection
+// could be made for it, or pgconn.SafeToRetry: nothing was written), or
+// Postgres answered it with an error of its own (the statement, and its
+// transaction, did not commit). Any other error (a reset, a timeout, a
+// connection closed under the request) leaves the outcome unknown: the op
+// may or may not have taken effect.
 func Definite(err error) bool {
+	var m *outcomeMark
+	if errors.As(err, &m) {
+		return m.definite
+	}
 	var pgErr *pgconn.PgError
 	var connErr *pgconn.ConnectError
 	return errors.As(err, &pgErr) || errors.As(err, &connErr) || pgconn.SafeToRetry(err)
 }
+
+// Ambiguous marks err as an unknown outcome: the operation may or may not
+// have taken effect (a library that gave up after a reset, a timeout it
+// reports as its own error). Client.Record records it as ambiguous, and a
+// model lets such an op take effect at any time after its invoke, or
+// never. errors.Is and errors.As see through the mark. Ambiguous(nil) is
+// nil.
+func Ambiguous(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &outcomeMark{err: err}
+}
+
+// NoEffect marks err as a definite failure: the operation certainly took
+// no effect (the library says it rolled back, the request was refused
+// before it was sent). Client.Record records it as failed, and a model
+// holds that it never happened: a later read that sees its effect is a
+// violation. Mark only what the component guarantees; an error marked so
+// wrongly hides a lost acknowledgement. errors.Is and errors.As see
+// through the mark. NoEffect(nil) is nil.
+func NoEffect(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &outcomeMark{err: err, definite: true}
+}
+
+// outcomeMark is an error marked as a definite or an ambiguous outcome.
+type outcomeMark struct {
+	err      error
+	definite bool
+}
+
+func (m *outcomeMark) Error() string { return m.err.Error() }
+func (m *outcomeMark) Unwrap() error { return m.err }
 
 // Fail records that op id took no effect because the component refused it
 // before doing anything (a lease it knows is lost, a request it did not

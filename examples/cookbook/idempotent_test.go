@@ -7,8 +7,10 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contested/contested/contested"
@@ -61,9 +63,36 @@ func TestIdempotentContract(t *testing.T) {
 	leg.Check(ctx, history.NewIdempotent())
 }
 
-// pay applies a payment once per key: the first request inserts it, a replay reads it back,
-// and a replay with another amount is a conflict.
+// pay sends a payment request, and tries it again under the same key when the network failed
+// it, as an idempotent client does (three tries at most). A try the network failed may have
+// been applied, whatever a later try says: a request that ends in an error after such a try
+// has an unknown outcome, which only pay knows, so it says so (contested.Ambiguous). Without
+// the mark, a last try refused before it was sent would read as a definite failure of a
+// request an earlier try applied.
 func pay(ctx context.Context, pool *pgxpool.Pool, key string, amount int64) (any, error) {
+	var err error
+	mayHaveApplied := false
+	for try := range 3 {
+		var answer any
+		if answer, err = payOnce(ctx, pool, key, amount); err == nil {
+			return answer, nil
+		}
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) {
+			break // Postgres answered: another try would be answered the same
+		}
+		mayHaveApplied = mayHaveApplied || !contested.Definite(err)
+		time.Sleep(time.Duration(try+1) * 10 * time.Millisecond)
+	}
+	if mayHaveApplied {
+		return nil, contested.Ambiguous(err)
+	}
+	return nil, err
+}
+
+// payOnce applies a payment once per key: the first request inserts it, a replay reads it
+// back, and a replay with another amount is a conflict.
+func payOnce(ctx context.Context, pool *pgxpool.Pool, key string, amount int64) (any, error) {
 	var id, stored int64
 	err := pool.QueryRow(ctx, `INSERT INTO payments (key, amount) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING RETURNING id`, key, amount).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
