@@ -130,3 +130,70 @@ func TestFileMissingIsEmpty(t *testing.T) {
 		t.Fatalf("%v, %v", got, err)
 	}
 }
+
+// siblings are runs of TestX with two legs and a plain subtest: in run 1
+// only crash-and-resume failed, in run 3 only the plain subtest did, in
+// run 4 only disconnect.
+func siblings() []Outcome {
+	var out []Outcome
+	for i := range 6 {
+		v := func(fails int) string {
+			if i == fails {
+				return "fail"
+			}
+			return "pass"
+		}
+		parent := "pass"
+		if i == 1 || i == 3 || i == 4 {
+			parent = "fail"
+		}
+		meta := Meta{RunID: fmt.Sprintf("run-%d", i), Commit: fmt.Sprintf("c%d", i), Command: "validate", Time: time.Unix(int64(i), 0)}
+		res := &battery.Result{Tests: []battery.Test{
+			{Package: "m", Name: "TestX", Action: parent},
+			{Package: "m", Name: "TestX/crash-and-resume", Action: v(1)},
+			{Package: "m", Name: "TestX/disconnect", Action: v(4)},
+			{Package: "m", Name: "TestX/setup", Action: v(3)},
+		}}
+		recs := []faultrecord.Record{
+			{Package: "m", Test: "TestX/crash-and-resume", Leg: "crash-and-resume", Seed: int64(10 + i)},
+			{Package: "m", Test: "TestX/disconnect", Leg: "disconnect", Seed: int64(20 + i)},
+		}
+		out = append(out, FromBattery(res, recs, meta)...)
+	}
+	return out
+}
+
+// TestAFailureOfOneLegNeverCountsAgainstItsSibling: a leg's history holds
+// its own failures only, never its sibling's nor its parent's; a subtest
+// that is no leg has its own history too; the parent's holds every run in
+// which it or any of its subtests failed, and each leg's count beside it.
+func TestAFailureOfOneLegNeverCountsAgainstItsSibling(t *testing.T) {
+	outs := siblings()
+	for _, tc := range []struct {
+		test   string
+		failed int
+		first  string
+	}{
+		{"TestX/disconnect", 1, "run-4"},
+		{"m.TestX/crash-and-resume", 1, "run-1"},
+		{"TestX/setup", 1, "run-3"},
+		{"TestX", 3, "run-1"},
+	} {
+		t.Run(tc.test, func(t *testing.T) {
+			s := Summarize(outs, tc.test, 0)
+			if len(s.Runs) != 6 || s.Failed != tc.failed || s.FirstFailure == nil || s.FirstFailure.RunID != tc.first {
+				t.Fatalf("runs %d, failed %d, first %+v; want 6, %d, %s", len(s.Runs), s.Failed, s.FirstFailure, tc.failed, tc.first)
+			}
+		})
+	}
+	s := Summarize(outs, "TestX", 0)
+	if len(s.Legs) != 2 || s.Legs[0].Leg != "crash-and-resume" || s.Legs[0].Failed != 1 || fmt.Sprint(s.Legs[0].Seeds) != "[11]" ||
+		s.Legs[1].Leg != "disconnect" || s.Legs[1].Failed != 1 || fmt.Sprint(s.Legs[1].Seeds) != "[24]" {
+		t.Errorf("the parent's legs %+v; want each failing once, with its own seed", s.Legs)
+	}
+	var b bytes.Buffer
+	Summarize(outs, "TestX/disconnect", 0).Write(&b)
+	if !strings.Contains(b.String(), "TestX/disconnect failed 1 of the last 6 runs") || !strings.Contains(b.String(), "run-4") || strings.Contains(b.String(), "run-1") {
+		t.Errorf("the disconnect leg's history names another leg's failure:\n%s", b.String())
+	}
+}

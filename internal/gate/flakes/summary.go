@@ -52,13 +52,31 @@ func (r Run) Where() string {
 	return s
 }
 
-// Leg is one fault leg of a test over the runs.
+// Leg is one fault leg of a test over the runs: the subtest that ran it,
+// counted on its own.
 type Leg struct {
-	Leg    string `json:"leg"`
+	Leg string `json:"leg"`
+	// Test is the subtest that ran the leg (TestX/reset); two subtests of
+	// one lever are two legs.
+	Test   string `json:"test,omitempty"`
 	Runs   int    `json:"runs"`
 	Failed int    `json:"failed"`
 	// Seeds are the seeds of its failing runs.
 	Seeds []int64 `json:"failing_seeds"`
+}
+
+// name is how a summary of test names the leg: its lever, when its
+// subtest is test's lever-named child (TestX/reset under TestX); else its
+// subtest's path below test (store/reset), or its whole path.
+func (l Leg) name(test string) string {
+	rel := strings.TrimPrefix(l.Test, test+"/")
+	if l.Test == "" || rel == l.Leg {
+		return l.Leg
+	}
+	if rel == l.Test && l.Test == test {
+		return l.Leg
+	}
+	return rel
 }
 
 // Rate is the share of runs that failed, 0 with no runs.
@@ -74,12 +92,14 @@ func (s Summary) Rate() float64 {
 func (s Summary) Flaky() bool      { return s.Failed > 0 && s.Failed < len(s.Runs) }
 func (s Summary) Consistent() bool { return len(s.Runs) > 0 && s.Failed == len(s.Runs) }
 
-// Summarize is the trend of test (TestX, or pkg.TestX with its package)
-// over its last runs (0: all), from outs in the order written. A run
-// failed the test when the test or any of its subtests failed in it.
+// Summarize is the trend of test (TestX, TestX/sub, or either with its
+// package, pkg.TestX) over its last runs (0: all), from outs in the order
+// written. A run failed the test when the test or one of its own subtests
+// failed in it: a subtest's history is its own, never its parent's nor a
+// sibling's (a failure of TestX/reset is no failure of TestX/disconnect),
+// and each leg below the test is counted on its own.
 func Summarize(outs []Outcome, test string, last int) Summary {
 	pkg, name := splitID(outs, test)
-	name, _, _ = strings.Cut(name, "/") // a leg's subtest is its test's
 	s := Summary{Package: pkg, Test: name, Runs: []Run{}, Legs: []Leg{}}
 	byRun := map[string]*Run{}
 	var order []string
@@ -87,10 +107,10 @@ func Summarize(outs []Outcome, test string, last int) Summary {
 		failed bool
 		seeds  []int64
 	}
-	legs := map[string]map[string]*legRun{} // leg → run → outcome
+	legs := map[string]map[string]*legRun{} // the leg's subtest → run → outcome
+	legOf := map[string]string{}            // the leg's subtest → its lever
 	for _, o := range outs {
-		top, _, _ := strings.Cut(o.Test, "/")
-		if top != name || (pkg != "" && o.Package != pkg) {
+		if !Within(o.Test, name) || (pkg != "" && o.Package != pkg) {
 			continue
 		}
 		r := byRun[o.RunID]
@@ -101,13 +121,14 @@ func Summarize(outs []Outcome, test string, last int) Summary {
 		}
 		r.Failed = r.Failed || o.Failed()
 		if o.Leg != "" {
-			if legs[o.Leg] == nil {
-				legs[o.Leg] = map[string]*legRun{}
+			if legs[o.Test] == nil {
+				legs[o.Test] = map[string]*legRun{}
+				legOf[o.Test] = o.Leg
 			}
-			lr := legs[o.Leg][o.RunID]
+			lr := legs[o.Test][o.RunID]
 			if lr == nil {
 				lr = &legRun{}
-				legs[o.Leg][o.RunID] = lr
+				legs[o.Test][o.RunID] = lr
 			}
 			lr.failed = lr.failed || o.Failed()
 			if o.Failed() && o.Seed != 0 && !slices.Contains(lr.seeds, o.Seed) {
@@ -131,10 +152,10 @@ func Summarize(outs []Outcome, test string, last int) Summary {
 			}
 		}
 	}
-	for _, leg := range sortedKeys(legs) {
-		l := Leg{Leg: leg, Seeds: []int64{}}
+	for _, sub := range sortedKeys(legs) {
+		l := Leg{Leg: legOf[sub], Test: sub, Seeds: []int64{}}
 		for _, id := range order {
-			lr, ok := legs[leg][id]
+			lr, ok := legs[sub][id]
 			if !ok {
 				continue
 			}
@@ -147,6 +168,11 @@ func Summarize(outs []Outcome, test string, last int) Summary {
 		s.Legs = append(s.Legs, l)
 	}
 	return s
+}
+
+// Within reports whether test is name or one of its subtests.
+func Within(test, name string) bool {
+	return test == name || strings.HasPrefix(test, name+"/")
 }
 
 // splitID finds the package of a test id "pkg.TestX" among the outcomes'
@@ -189,7 +215,7 @@ func (s Summary) Write(w io.Writer) {
 		fmt.Fprintf(w, "  first failing run %s on %s (%s)\n", terminal.Escape(f.RunID), terminal.Escape(f.Where()), f.Time.UTC().Format(time.RFC3339))
 	}
 	for _, l := range s.Legs {
-		fmt.Fprintf(w, "  leg %-17s failed %d of %d runs", terminal.Escape(l.Leg), l.Failed, l.Runs)
+		fmt.Fprintf(w, "  leg %-17s failed %d of %d runs", terminal.Escape(l.name(s.Test)), l.Failed, l.Runs)
 		if len(l.Seeds) > 0 {
 			seeds := make([]string, len(l.Seeds))
 			for i, x := range l.Seeds {

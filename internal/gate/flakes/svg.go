@@ -25,8 +25,8 @@ func trendRows(outs []Outcome, s Summary) (labels []string, rows [][]string) {
 	labels = []string{s.Test}
 	rows = [][]string{make([]string, len(s.Runs))}
 	for _, l := range s.Legs {
-		index[l.Leg] = len(rows)
-		labels = append(labels, "leg "+l.Leg)
+		index[l.Test] = len(rows)
+		labels = append(labels, "leg "+l.name(s.Test))
 		rows = append(rows, make([]string, len(s.Runs)))
 	}
 	mark := func(row, c int, failed bool) {
@@ -42,15 +42,14 @@ func trendRows(outs []Outcome, s Summary) (labels []string, rows [][]string) {
 		}
 	}
 	for _, o := range outs {
-		top, _, _ := strings.Cut(o.Test, "/")
 		c, ok := col[o.RunID]
-		if top != s.Test || (s.Package != "" && o.Package != s.Package) || !ok || o.Verdict == "skip" {
+		if !Within(o.Test, s.Test) || (s.Package != "" && o.Package != s.Package) || !ok || o.Verdict == "skip" {
 			continue
 		}
-		if o.Test == top {
+		if o.Test == s.Test {
 			mark(0, c, o.Failed())
 		}
-		if r, ok := index[o.Leg]; ok && o.Leg != "" {
+		if r, ok := index[o.Test]; ok && o.Leg != "" {
 			mark(r, c, o.Failed())
 		}
 	}

@@ -109,3 +109,34 @@ func TestTheHistoryCountsTheRunBeingArbitrated(t *testing.T) {
 		})
 	}
 }
+
+// TestALegsHistoryIsItsOwn: the ladder walking TestX/disconnect reads the
+// runs in which that leg failed, never those in which only its sibling
+// crash-and-resume (or the parent alone) failed, and names its own first
+// failing run.
+func TestALegsHistoryIsItsOwn(t *testing.T) {
+	var outs []flakes.Outcome
+	add := func(run int, test, leg, verdict string) {
+		outs = append(outs, flakes.Outcome{Schema: flakes.Schema, RunID: fmt.Sprintf("run-%d", run), Commit: fmt.Sprintf("c%d", run), Package: "m", Test: test, Leg: leg, Verdict: verdict})
+	}
+	for i := range 6 {
+		crash, disc, parent := "pass", "pass", "pass"
+		if i == 1 || i == 2 {
+			crash, parent = "fail", "fail"
+		}
+		if i == 4 {
+			disc, parent = "fail", "fail"
+		}
+		add(i, "TestX", "", parent)
+		add(i, "TestX/crash-and-resume", "crash-and-resume", crash)
+		add(i, "TestX/disconnect", "disconnect", disc)
+	}
+	h := fromHistory(outs, "m", "TestX/disconnect", "", false)
+	if h == nil || h.Runs != 6 || h.Failures != 1 || h.FirstFailingRun != "run-4" {
+		t.Fatalf("the disconnect leg's history %+v (%s); want 1 failure of 6, first run-4", h, h.Say())
+	}
+	h = fromHistory(outs, "m", "TestX/crash-and-resume", "", false)
+	if h == nil || h.Failures != 2 || h.FirstFailingRun != "run-1" {
+		t.Errorf("the crash-and-resume leg's history %+v; want 2 failures, first run-1", h)
+	}
+}
