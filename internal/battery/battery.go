@@ -126,9 +126,22 @@ type Result struct {
 	TestLogs map[string]string `json:"-"`
 	// Ceiling is the most packages that might run at once (-p), and
 	// MostAtOnce how many did at most: fewer when the machine had no CPU
-	// to give more (Options.Admit).
+	// to give more (Options.Admit). Ran is how many packages' test
+	// binaries ran (packages without tests run none).
 	Ceiling    int `json:"ceiling,omitempty"`
 	MostAtOnce int `json:"most_at_once,omitempty"`
+	Ran        int `json:"packages_ran,omitempty"`
+}
+
+// AtOnce says how many packages ran and how many at once, for people:
+// "3 packages ran, at most 2 at once (-p 4)"; empty when at most one ran,
+// where there is nothing to say, or the battery did not count them (go
+// test ran the packages itself).
+func (r *Result) AtOnce() string {
+	if r == nil || r.Ran <= 1 || r.MostAtOnce == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d packages ran, at most %d at once (-p %d)", r.Ran, r.MostAtOnce, r.Ceiling)
 }
 
 // Failed returns the tests that failed, top-level and subtests alike, in

@@ -86,6 +86,9 @@ func runPrebuilt(ctx context.Context, opts Options, env, flags []string) (*Resul
 				return
 			}
 			defer slots.release()
+			mu.Lock()
+			res.Ran++
+			mu.Unlock()
 			viaGoTest := func() {
 				// go test builds it again and reports the failure its way.
 				one := append(append([]string{"test"}, flags...), p.ImportPath)

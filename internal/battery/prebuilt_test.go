@@ -331,3 +331,45 @@ func TestTwoModulesOfOnePathGetABinaryEach(t *testing.T) {
 		}
 	}
 }
+
+// TestTheBatterySaysHowManyPackagesRanAndHowManyAtOnce: it counts the
+// packages whose test binary ran (never one without tests, nor the -p
+// ceiling) and says how many ran at once only when more than one ran: a
+// one-package module hears nothing of it.
+func TestTheBatterySaysHowManyPackagesRanAndHowManyAtOnce(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		ran   int
+		say   string
+	}{
+		{"two packages with tests and one without, one at a time", map[string]string{
+			"go.mod":      "module example.com/three\n\ngo 1.24\n",
+			"a/a_test.go": "package a\nimport \"testing\"\nfunc TestA(t *testing.T) {}\n",
+			"b/b_test.go": "package b\nimport \"testing\"\nfunc TestB(t *testing.T) {}\n",
+			"c/c.go":      "package c\n",
+		}, 2, "2 packages ran, at most 1 at once (-p 1)"},
+		{"a module of one package", map[string]string{
+			"go.mod":      "module example.com/one\n\ngo 1.24\n",
+			"one_test.go": "package one\nimport \"testing\"\nfunc TestOne(t *testing.T) {}\n",
+		}, 1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := testmodule.Write(t, tc.files)
+			bins, err := NewBinaries(t.TempDir(), InStore(t.TempDir()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { bins.Close() })
+			res, err := Run(context.Background(), Options{Dir: dir, Args: []string{"-p", "1"}, Binaries: bins, Timeout: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Ran != tc.ran || res.AtOnce() != tc.say {
+				t.Errorf("ran %d, says %q; want %d, %q", res.Ran, res.AtOnce(), tc.ran, tc.say)
+			}
+		})
+	}
+}

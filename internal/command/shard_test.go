@@ -98,7 +98,8 @@ func TestProgramGateMergeOnBadInput(t *testing.T) {
 }
 
 // TestHistoryPrintsTheTrend: history reads the outcomes validate appended
-// and prints a test's flake rate, first failing commit and failing seeds.
+// and prints a test's flake rate, first failing commit and failing seeds:
+// a leg's own, when it names one.
 func TestHistoryPrintsTheTrend(t *testing.T) {
 	dir := module(t)
 	results := t.TempDir()
@@ -117,7 +118,7 @@ func TestHistoryPrintsTheTrend(t *testing.T) {
 	if err := History(context.Background(), HistoryOptions{Dir: dir, Test: "TestLeg/reset", Out: &out}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"TestLeg failed 2 of the last 4 runs (50%): flaky", "commit commit1", "seeds that failed: 41, 43", ".F.F", "history.html"} {
+	for _, want := range []string{"TestLeg/reset failed 2 of the last 4 runs (50%): flaky", "commit commit1", "seeds that failed: 41, 43", ".F.F", "history.html"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("history does not say %q:\n%s", want, out.String())
 		}

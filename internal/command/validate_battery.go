@@ -109,8 +109,8 @@ func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*
 	}
 	v.recordNoise(neighbour, res)
 	events.Close()
-	if res != nil && res.MostAtOnce > 0 {
-		fmt.Fprintf(v.out, "battery: at most %d of %d packages ran at once (another started only while the machine's run queue was under 2 per core)\n", res.MostAtOnce, res.Ceiling)
+	if say := res.AtOnce(); say != "" {
+		fmt.Fprintf(v.out, "battery: %s; another started only while the machine's run queue was under 2 per core\n", say)
 	}
 	v.capacity = sampler.Stop()
 	v.rep.Capacity = &v.capacity

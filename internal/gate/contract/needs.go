@@ -15,8 +15,9 @@ var layerNeeds = map[string]capability.Name{
 // Needs fills in who needs each capability of m: every registered leg
 // needs the fault layer's (a Docker engine for containers, the Postgres
 // binaries for embedded, nothing of this machine's for external) and its
-// surface's needs; the degraded-UX stage needs Chromium and the layer's;
-// the cluster rig needs a Docker engine; every test of res that skipped or
+// surface's needs; the degraded-UX stage, when the registry has one (its
+// [degraded] table), needs Chromium and the layer's; the cluster rig, when
+// it has one ([cluster]), needs a Docker engine; every test of res that skipped or
 // failed saying it lacked a capability needs that one; the battery needs
 // the cores and the disk.
 func Needs(m capability.Matrix, reg *registry.Registry, layer string, res *battery.Result) {
@@ -32,9 +33,11 @@ func Needs(m capability.Matrix, reg *registry.Registry, layer string, res *batte
 			}
 		}
 	}
-	m.Need(capability.Chromium, "stage degraded")
-	if hasBase {
-		m.Need(base, "stage degraded")
+	if reg.Degraded.Line > 0 {
+		m.Need(capability.Chromium, "stage degraded")
+		if hasBase {
+			m.Need(base, "stage degraded")
+		}
 	}
 	if reg.Cluster != nil {
 		m.Need(capability.Docker, "stage cluster-tests")
