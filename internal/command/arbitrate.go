@@ -28,6 +28,7 @@ import (
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/flakes"
 	"github.com/contested/contested/internal/gate/ladder"
+	"github.com/contested/contested/internal/replayenv"
 	"github.com/contested/contested/internal/runenv"
 )
 
@@ -91,7 +92,7 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	lo.History = history
 	rev := flakes.ReadRevision(ctx, dir)
 	last := lastValidate(root, out)
-	lo.Seen, lo.SeenRunID, lo.Noise, lo.Interference = last.Battery, last.RunID, last.Noise, last.Interference
+	lo.Seen, lo.SeenRunID, lo.Noise, lo.Interference, lo.Replay = last.Battery, last.RunID, last.Noise, last.Interference, last.ReplayEnv
 	if last.Battery != nil && !last.Revision.Same(rev) {
 		// A failure of other code says nothing of this code's.
 		lo.Stale = fmt.Sprintf("the last validate ran other code (%s; this is %s), so its failures say nothing of this code's", last.Revision.Say(), rev.Say())
@@ -224,6 +225,9 @@ type lastRun struct {
 	// Interference is what other runs on this Docker host did to that
 	// run's containers during its battery.
 	Interference []ladder.Interference `json:"interference"`
+	// ReplayEnv are the variables its packages' tests read: the reruns
+	// run with them again.
+	ReplayEnv *replayenv.Set `json:"replay_env"`
 }
 
 // lastValidate is the last validate run (validate.json under the results

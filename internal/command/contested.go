@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -68,6 +70,10 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 	bins, closeBinaries := testBinaries(ws.env.ResultsDir, out)
 	defer closeBinaries()
 	copts := contract.Options{Env: ws.env, Out: out, Binaries: bins}
+	if logs, err := os.MkdirTemp("", "contested-testlogs-"); err == nil {
+		defer os.RemoveAll(logs)
+		copts.TestLogs = logs
+	}
 	l, err := faultlayer.Up(ctx, cfg)
 	reportUpError(out, err)
 	if err == nil {
@@ -112,6 +118,7 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 		if err != nil {
 			return err
 		}
+		replayWith([]*contract.Result{res}, replaySet(copts.Env, readBy(res.Seeds)))
 		results = append(results, res)
 		if path, err := saveJSON(root, filepath.Join("contested", s.ID+".json"), res); err != nil {
 			notSaved(out, "contested", path, err)
@@ -283,4 +290,19 @@ func checkSurfaceTests(ctx context.Context, dir string, reg *registry.Registry, 
 		return fmt.Errorf("%w: %s", registry.ErrInvalid, strings.Join(problems, "\n"))
 	}
 	return nil
+}
+
+// readBy is what the seeds' tests read, by package.
+func readBy(seeds []contract.SeedRun) map[string][]string {
+	read := map[string][]string{}
+	for _, s := range seeds {
+		for pkg, names := range s.Read {
+			for _, n := range names {
+				if !slices.Contains(read[pkg], n) {
+					read[pkg] = append(read[pkg], n)
+				}
+			}
+		}
+	}
+	return read
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/contested/contested/internal/gate/flakes"
 	"github.com/contested/contested/internal/gate/ladder"
 	"github.com/contested/contested/internal/registry"
+	"github.com/contested/contested/internal/replayenv"
 	"github.com/contested/contested/internal/runenv"
 )
 
@@ -112,6 +113,10 @@ type ValidateReport struct {
 	// Reuse says what this run reused from earlier certified runs instead
 	// of running it, and why it did not when it did not.
 	Reuse *ReuseReport `json:"reuse,omitempty"`
+	// ReplayEnv are, by package, the variables its tests read that the
+	// run set (package replayenv; a secret's value never kept): what the
+	// replay lines carry, and what arbitrate's reruns set again.
+	ReplayEnv *replayenv.Set `json:"replay_env,omitempty"`
 }
 
 // Validate is the paired run: bring the fault layer up, run fault-preflight
@@ -276,6 +281,9 @@ type validation struct {
 	reuse *reuse
 	// plan is the plan validate -plan runs; nil for a plain validate.
 	plan *runPlan
+	// replay are the variables each package's tests read, which its
+	// replays and reruns carry.
+	replay *replayenv.Set
 }
 
 // faultDir is the run's fault directory.

@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/contested/contested/faultrecord"
@@ -20,7 +22,11 @@ import (
 	"github.com/contested/contested/internal/gate/ladder"
 	"github.com/contested/contested/internal/gate/shard"
 	"github.com/contested/contested/internal/hostevents"
+	"github.com/contested/contested/internal/gate/contract"
+	"github.com/contested/contested/internal/replayenv"
 	"github.com/contested/contested/internal/rundir"
+	"github.com/contested/contested/internal/runenv"
+	"github.com/contested/contested/internal/touched"
 )
 
 // stamp purges the previous run's evidence and writes a fresh gate stamp.
@@ -98,8 +104,10 @@ func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*
 		host.Stop()
 		return nil, err
 	}
+	logs, dropLogs := v.testLogs()
+	defer dropLogs()
 	bo := battery.Options{Dir: v.env.ModuleRoot, Patterns: patterns, Args: args,
-		Env: v.env.Environ(), Out: v.out, Events: events, Binaries: v.binaries, TestLogs: v.reuse.logs,
+		Env: v.env.Environ(), Out: v.out, Events: events, Binaries: v.binaries, TestLogs: logs,
 		Admit: capacity.Admission{Queue: queue}.Admit}
 	var res *battery.Result
 	if v.shard != nil {
@@ -109,6 +117,8 @@ func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*
 	}
 	v.recordNoise(neighbour, res)
 	events.Close()
+	v.replay = replayEnvs(v.env, res)
+	v.rep.ReplayEnv = v.replay
 	if say := res.AtOnce(); say != "" {
 		fmt.Fprintf(v.out, "battery: %s; another started only while the machine's run queue was under 2 per core\n", say)
 	}
@@ -127,6 +137,61 @@ func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*
 	}
 	v.rep.Battery = res
 	return res, nil
+}
+
+// testLogs is the directory the battery's test binaries log what they
+// read to: reuse's, which it keeps until it has certified the run, or one
+// of the replays' own, gone once they are read (drop).
+func (v *validation) testLogs() (dir string, drop func()) {
+	if v.reuse.logs != "" {
+		return v.reuse.logs, func() {}
+	}
+	dir, err := os.MkdirTemp("", "contested-testlogs-")
+	if err != nil {
+		fmt.Fprintf(v.out, "validate: no directory for the tests' logs of what they read (%v): replays carry no variable the tests read\n", err)
+		return "", func() {}
+	}
+	return dir, func() { os.RemoveAll(dir) }
+}
+
+// replayEnvs are the variables each package's tests read that its
+// replays must set (package replayenv), from the logs of what they read. A
+// package go test ran itself logged nothing, and its replays carry
+// nothing.
+func replayEnvs(env runenv.Env, res *battery.Result) *replayenv.Set {
+	if res == nil {
+		return nil
+	}
+	read := map[string][]string{}
+	for pkg, log := range res.TestLogs {
+		if rec, err := touched.ParseFile(log, touched.Paths{Root: env.ModuleRoot, Dir: env.ModuleRoot}); err == nil {
+			read[pkg] = rec.Env
+		}
+	}
+	return replaySet(env, read)
+}
+
+// replaySet is the replays' variables of the packages whose tests read
+// the variables read names; GOFLAGS too, when it is set, since a replay
+// builds the test again. Nil when no replay needs any.
+func replaySet(env runenv.Env, read map[string][]string) *replayenv.Set {
+	mod, _ := contract.ModulePath(env.ModuleRoot)
+	set := &replayenv.Set{Module: mod, Packages: map[string][]replayenv.Var{}}
+	given := given(env.Environ())
+	var build []replayenv.Var
+	if f := os.Getenv("GOFLAGS"); strings.TrimSpace(f) != "" {
+		build = replayenv.Read([]string{"GOFLAGS"}, nil, os.LookupEnv)
+	}
+	for pkg, names := range read {
+		names = slices.Sorted(slices.Values(names))
+		if vars := append(slices.Clone(build), replayenv.Read(names, given, os.LookupEnv)...); len(vars) > 0 {
+			set.Packages[pkg] = vars
+		}
+	}
+	if len(set.Packages) == 0 {
+		return nil
+	}
+	return set
 }
 
 // previousRunID is the run id of the validate.json the run before left,

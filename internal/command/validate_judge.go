@@ -11,6 +11,7 @@ import (
 	"github.com/contested/contested/internal/gate"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/ladder"
+	"github.com/contested/contested/internal/replayenv"
 )
 
 // judge gives every registered surface that ran its contract verdict from
@@ -33,6 +34,7 @@ func (v *validation) judge(ctx context.Context, res *battery.Result, verified *g
 	judged := contract.JudgeBattery(bat)
 	decideLegs(judged, v.rep.Ladder)
 	deeper := v.deeper(ctx, judged)
+	replayWith(judged, v.replay)
 	v.rep.Surfaces = contract.Verdicts(judged)
 	for i := range v.rep.Surfaces {
 		v.rep.Surfaces[i].Deeper = deeper[v.rep.Surfaces[i].ID]
@@ -43,6 +45,16 @@ func (v *validation) judge(ctx context.Context, res *battery.Result, verified *g
 		notSaved(v.out, "validate", filepath.Join(v.faultDir(), faultrecord.ReportName), err)
 	}
 	return judged
+}
+
+// replayWith gives each leg's replay line the variables its package's
+// tests read (replayenv.Set.Apply).
+func replayWith(judged []*contract.Result, set *replayenv.Set) {
+	for _, r := range judged {
+		for i := range r.Legs {
+			r.Legs[i].Replay = set.Apply(r.Legs[i].Replay)
+		}
+	}
 }
 
 // decideLegs gives each failing leg the ladder's decision on its test, so

@@ -40,7 +40,7 @@ func (v *validation) arbitrate(ctx context.Context, res *battery.Result, budget 
 	contracts := map[string]*contract.Result{}
 	v.rep.Ladder, v.rep.NotArbitrated = arbitrateAll(ctx, failures, budget, ladder.Options{
 		Env: v.env, Registry: v.reg, Preflight: &v.preflight, Capacity: &v.capacity, Contracts: contracts, Seen: res, SeenRunID: v.env.RunID, Out: v.out, Binaries: v.binaries,
-		Starts: starts, Noise: v.noise, Records: records, Quiet: ladder.NewQuiet(), Interference: v.interference,
+		Starts: starts, Noise: v.noise, Records: records, Quiet: ladder.NewQuiet(), Interference: v.interference, Replay: v.replay,
 		History: readHistoryIf(ctx, v.env.ResultsDir, v.reg.Guard.CanonicalDatabases, len(failures) > 0, v.out),
 	}, v.out)
 	// A walk's evidence replaces the first verdict's likely owner; a

@@ -66,6 +66,10 @@ type Env struct {
 	// Layer holds the variables that hand a running fault layer to a child
 	// process (faultlayer.Layer.Env); empty until Attach.
 	Layer []string
+	// Replay holds the variables a failing test ran with (NAME=value,
+	// package replayenv), which its reruns are given again; empty unless
+	// WithReplay.
+	Replay []string
 }
 
 // Load builds the environment of a command run in the module rooted at dir
@@ -171,11 +175,19 @@ func (e Env) WithSeed(seed int64) Env {
 	return e
 }
 
+// WithReplay is e handing vars (NAME=value) to its children: what a
+// failing test ran with, for its reruns.
+func (e Env) WithReplay(vars []string) Env {
+	e.Replay = slices.Clone(vars)
+	return e
+}
+
 // Environ is the environment of a child process of the run (a go test of
-// the battery, a rerun, a seed): the layer's coordinates, then the results
-// directory, registry and run id (each when known) and the level, and the
-// seed when one is set. It is the one place that writes these variables;
-// pass it after os.Environ() so that it wins.
+// the battery, a rerun, a seed): the variables a replayed test ran with,
+// the layer's coordinates, then the results directory, registry and run
+// id (each when known) and the level, and the seed when one is set. It is
+// the one place that writes these variables; pass it after os.Environ()
+// so that it wins.
 func (e Env) Environ() []string {
 	var own []string
 	for _, kv := range [][2]string{{envvar.ResultsDir, e.ResultsDir}, {envvar.Surfaces, e.Registry}, {envvar.RunID, e.RunID}} {
@@ -187,7 +199,12 @@ func (e Env) Environ() []string {
 	if e.SeedSet {
 		own = append(own, envvar.Seed+"="+strconv.FormatInt(e.Seed, 10))
 	}
-	out := make([]string, 0, len(e.Layer)+len(own))
+	out := make([]string, 0, len(e.Replay)+len(e.Layer)+len(own))
+	for _, kv := range e.Replay {
+		if !setsKey(own, kv) && !setsKey(e.Layer, kv) {
+			out = append(out, kv)
+		}
+	}
 	for _, kv := range e.Layer {
 		if !setsKey(own, kv) {
 			out = append(out, kv)

@@ -161,6 +161,8 @@ func TestEnviron(t *testing.T) {
 			envvar.RunID + "=run-1", envvar.Level + "=2", envvar.Seed + "=0"}},
 		{"nothing known but the level, which is 1 at least", Env{}, []string{envvar.Level + "=1"}},
 		{"an unknown run id leaves the layer's", Env{}.Attach(layer[2:], ""), []string{envvar.RunID + "=run-0", envvar.Level + "=1"}},
+		{"a replayed test's variables, first, never the run's own", Env{}.WithReplay([]string{"CLIENTS=4", envvar.Level + "=3"}), []string{
+			"CLIENTS=4", envvar.Level + "=1"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +27,7 @@ import (
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/registry"
 	"github.com/contested/contested/internal/runenv"
+	"github.com/contested/contested/internal/touched"
 )
 
 // Reruns is how many times a failing seed is rerun with the same seed: it
@@ -56,6 +59,10 @@ type Options struct {
 	// one leg's subtest, say, which the ladder runs alone over a seed
 	// budget without its siblings.
 	Tests []string
+	// TestLogs, when set, is a private directory the seeds' test binaries
+	// log what they read to (battery.Options.TestLogs): each SeedRun's
+	// Read.
+	TestLogs string
 }
 
 // SeedRun is one run of the surface's tests: under contested, one go test
@@ -89,6 +96,9 @@ type SeedRun struct {
 	// Tests is every test outcome of the run and of its reruns, in the
 	// order they ran, for the flake history.
 	Tests []battery.Test `json:"-"`
+	// Read are, by package, the environment variables its tests read
+	// (Options.TestLogs; package touched), each once.
+	Read map[string][]string `json:"-"`
 	// failing lists the surface's tests whose go test failed, in order:
 	// what a rerun runs again.
 	failing []string
@@ -291,14 +301,22 @@ func runSeed(ctx context.Context, s registry.Surface, tests []string, seed int64
 	env := opts.Env.WithSeed(seed).WithResultsDir(dir).Environ()
 	run := &SeedRun{Seed: seed, Dir: dir, Passed: true, Failures: map[string]string{}}
 	start := time.Now()
-	for _, test := range tests {
+	for i, test := range tests {
+		logs := ""
+		if opts.TestLogs != "" {
+			logs = filepath.Join(opts.TestLogs, name, strconv.Itoa(i))
+			if err := os.MkdirAll(logs, 0o700); err != nil {
+				logs = ""
+			}
+		}
 		res, err := battery.Run(ctx, battery.Options{
 			Dir: opts.Env.ModuleRoot, Patterns: []string{pkg}, Args: []string{"-run", contested.RunPattern(test)},
-			Env: env, Out: indent{opts.Out, "  "}, Binaries: opts.Binaries,
+			Env: env, Out: indent{opts.Out, "  "}, Binaries: opts.Binaries, TestLogs: logs,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("run %s of %s: %w", test, s.ID, err)
 		}
+		run.read(res.TestLogs, opts.Env.ModuleRoot)
 		if !res.OK() {
 			run.Passed = false
 			run.failing = append(run.failing, test)
@@ -320,6 +338,24 @@ func runSeed(ctx context.Context, s registry.Surface, tests []string, seed int64
 	}
 	run.Records = recs
 	return run, nil
+}
+
+// read adds what the tests logged they read to Read.
+func (run *SeedRun) read(logs map[string]string, root string) {
+	for pkg, log := range logs {
+		rec, err := touched.ParseFile(log, touched.Paths{Root: root, Dir: root})
+		if err != nil {
+			continue
+		}
+		if run.Read == nil {
+			run.Read = map[string][]string{}
+		}
+		for _, n := range rec.Env {
+			if !slices.Contains(run.Read[pkg], n) {
+				run.Read[pkg] = append(run.Read[pkg], n)
+			}
+		}
+	}
 }
 
 // NewSeedRun is one run of a surface's tests with seed, from a battery's

@@ -12,6 +12,7 @@ import (
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/registry"
+	"github.com/contested/contested/internal/replayenv"
 	"github.com/contested/contested/internal/terminal"
 )
 
@@ -27,7 +28,7 @@ func alone(o *Outcome, pkg string) string {
 	if o.Seed != 0 {
 		cmd = fmt.Sprintf("%s=%d %s", envvar.Seed, o.Seed, cmd)
 	}
-	return cmd
+	return replayenv.Prefix(cmd, o.replay)
 }
 
 // because is ": <the failure>" when the test reported one.
@@ -248,7 +249,7 @@ func decide(o *Outcome, s registry.Surface, res *contract.Result, opts Options) 
 		l := failingLeg(o, res)
 		o.Verdict = legFinding(l.Verdict)
 		o.Action = fmt.Sprintf("fix %s (%s): leg %s is %s in isolation with seed %d (%s); reproduce with %s; file it as a fix: issue with the leg and the seed",
-			s.ID, s.Behavior, l.Lever, l.Verdict, l.FailedRun, l.Reason, l.Replay)
+			s.ID, s.Behavior, l.Lever, l.Verdict, l.FailedRun, l.Reason, replayenv.Prefix(l.Replay, o.replay))
 		o.Evidence = append(o.Evidence, "leg "+l.Lever+": "+l.Reason, "injector: "+l.Injector, "victim: "+l.Victim)
 	case verdict.Green:
 		flake := o.Reruns.Say()

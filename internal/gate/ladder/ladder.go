@@ -12,10 +12,12 @@
 package ladder
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -30,6 +32,7 @@ import (
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/gotest"
 	"github.com/contested/contested/internal/registry"
+	"github.com/contested/contested/internal/replayenv"
 	"github.com/contested/contested/internal/runenv"
 	"github.com/contested/contested/internal/terminal"
 )
@@ -207,6 +210,9 @@ type Outcome struct {
 	// Runs is what the walk ran, for the flake history: each rerun of the
 	// test, then each seed of the contract when the walk ran it.
 	Runs []contract.SeedRun `json:"-"`
+	// replay are the variables the test's package read in the battery,
+	// which every command that reruns it carries (alone).
+	replay []replayenv.Var
 }
 
 // NoFailure reports whether the ladder found no failure to arbitrate.
@@ -267,6 +273,10 @@ type Options struct {
 	// Binaries, when set, are the command's test binaries: the reruns and
 	// the contract's seeds build each package once (battery.Binaries).
 	Binaries *battery.Binaries
+	// Replay are the variables each package's tests read in the battery
+	// (replayenv): the replay line carries them, and the reruns and the
+	// contract in isolation run with them again.
+	Replay *replayenv.Set
 }
 
 // Walk walks the ladder for one test id: "TestX", "TestX/sub", or a
@@ -323,6 +333,10 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 		o.Replay = runenv.ReplayCommand(o.Seed, max(opts.Env.Level, 1), dir, name)
 		fmt.Fprintf(opts.Out, "ladder: %s: no record of the seed it failed with; rerunning it with seed %d\n", terminal.Escape(name), o.Seed)
 	}
+
+	o.replay = opts.Replay.Of(cmp.Or(pkg, s.Package))
+	o.Replay = replayenv.Prefix(o.Replay, o.replay)
+	opts.Env = withReplay(opts.Env, o.replay, name, opts.Out)
 
 	// Step 2: the fault layer must pass preflight. Any failed check ends
 	// the ladder, whether or not bringing the layer up returned an error
@@ -417,6 +431,26 @@ func batteryFailure(o *Outcome, opts Options, pkg, name string) failure {
 	t, ok := failedTest(opts, pkg, name)
 	f.aboutTime = timing.MatchString(f.evidence) || ok && (t.Timeout != "" || t.Cause != "") || !ok && o.Reason == ""
 	return f
+}
+
+// withReplay is the run's environment with the variables the test's
+// package read in the battery, for its reruns and its contract; a
+// secret's value comes from this process's environment, and one it lacks
+// is named.
+func withReplay(e runenv.Env, vars []replayenv.Var, name string, out io.Writer) runenv.Env {
+	if len(vars) == 0 {
+		return e
+	}
+	env, missing := replayenv.Environ(vars, os.LookupEnv)
+	var words []string
+	for _, v := range vars {
+		words = append(words, v.Word())
+	}
+	fmt.Fprintf(out, "ladder: %s: its reruns run with what its package's tests read in the battery: %s\n", terminal.Escape(name), terminal.Escape(strings.Join(words, " ")))
+	if len(missing) > 0 {
+		fmt.Fprintf(out, "ladder: %s: its package's tests read %s, which this environment does not set: its reruns run without them\n", terminal.Escape(name), strings.Join(missing, ", "))
+	}
+	return e.WithReplay(env)
 }
 
 // failedTest is the test as the battery it was reported from saw it fail.

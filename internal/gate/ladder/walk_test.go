@@ -10,6 +10,7 @@ package ladder
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/markdown"
+	"github.com/contested/contested/internal/replayenv"
 	"github.com/contested/contested/internal/testlog"
 )
 
@@ -170,6 +172,46 @@ func TestATestThatDidNotFailHasNothingToArbitrate(t *testing.T) {
 			where := map[bool]string{true: "no validate run to compare with", false: "did not fail in the last validate run"}[tt.seen == nil]
 			if !strings.Contains(o.Action, where) {
 				t.Errorf("action %q does not say %q", o.Action, where)
+			}
+		})
+	}
+}
+
+// TestTheReplayAndTheRerunsCarryWhatTheTestRead: a test that fails only
+// with four clients (CLIENTS, which it reads) failed in a battery run with
+// CLIENTS=4. Given what its package read there, its reruns set CLIENTS=4
+// again and fail as it did (consistent), and the command that reproduces
+// it carries CLIENTS=4. Without it (another shell, no CLIENTS) the same
+// reruns pass: the variable is what decides.
+func TestTheReplayAndTheRerunsCarryWhatTheTestRead(t *testing.T) {
+	t.Parallel()
+	if _, set := os.LookupEnv("CLIENTS"); set {
+		t.Skip("CLIENTS is set in this environment; the test needs it unset")
+	}
+	body := "package p\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestNeedsFewClients(t *testing.T) {\n\tif os.Getenv(\"CLIENTS\") == \"4\" {\n\t\tt.Fatal(\"four clients lost a job\")\n\t}\n}\n"
+	seen := &battery.Result{Tests: []battery.Test{{Package: "example.com/m/p", Name: "TestNeedsFewClients", Action: "fail", Failure: "four clients lost a job"}}}
+	set := &replayenv.Set{Module: "example.com/m", Packages: map[string][]replayenv.Var{"example.com/m/p": {{Name: "CLIENTS", Value: "4"}}}}
+	for _, tc := range []struct {
+		name  string
+		set   *replayenv.Set
+		class string
+	}{
+		{"with what it read", set, Consistent},
+		{"without", nil, Passes},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			opts := packageModule(t, map[string]string{"p/p_test.go": body})
+			opts.Seen, opts.Replay = seen, tc.set
+			o, err := Walk(context.Background(), "example.com/m/p.TestNeedsFewClients", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Reruns.Class != tc.class {
+				t.Fatalf("reruns %+v; want %s", o.Reruns, tc.class)
+			}
+			if reproduces := strings.Contains(o.Action, "CLIENTS=4 go test"); reproduces != (tc.set != nil) {
+				t.Errorf("action %q; the command that reproduces it carries CLIENTS=4: %v, want %v", o.Action, reproduces, tc.set != nil)
 			}
 		})
 	}
