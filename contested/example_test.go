@@ -3,11 +3,14 @@ package contested_test
 import (
 	"context"
 	"fmt"
+	"log"
 	"os"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contested/contested/contested"
@@ -196,4 +199,86 @@ func ExampleLeg_Rand() {
 	item := fmt.Sprintf("sku-%d", rng.IntN(10)) // one of ten items, so that some repeat
 	qty := 1 + rng.IntN(5)
 	t.Logf("order %d of %s", qty, item)
+}
+
+// A job runner's worker under crash-and-resume: the test binary plays the
+// worker (the role "jobs", which Main serves: see Role), the leg starts it
+// with the jobs' DSN in its environment, kills it with SIGKILL at the
+// points of progress its schedule draws and restarts it, and Run drives
+// that schedule with the worker's own progress until the last generation
+// drained the queue. The oracle, the test's, checks what survived the
+// kills. Compiled, not run: a leg needs a test.
+func ExampleLeg_StartWorker() {
+	var t *testing.T // the one go test hands to the contract test
+	ctx := t.Context()
+	const jobs = 300
+	leg := contested.Start(t, "jobs.runner", contested.CrashAndResume, contested.Span(jobs))
+	db, err := pgxpool.New(ctx, leg.DirectDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(ctx, `CREATE TABLE jobs (id int PRIMARY KEY, done_at timestamptz, runs int NOT NULL DEFAULT 0);
+		INSERT INTO jobs (id) SELECT generate_series(1, 300)`); err != nil {
+		t.Fatal(err)
+	}
+	w := leg.StartWorker(contested.TestBinary("jobs"), contested.WorkerEnv("JOBS_DSN="+leg.DSN()))
+	if err := w.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var lost, twice int
+	err = db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE done_at IS NULL), count(*) FILTER (WHERE runs > 1) FROM jobs`).Scan(&lost, &twice)
+	if err == nil && (lost > 0 || twice > 0) {
+		err = fmt.Errorf("exactly-once violated: after %d worker generations, %d jobs never done and %d done twice", w.Generation(), lost, twice)
+	}
+	leg.Oracle("exactly-once", jobs, jobs, err)
+	if err != nil {
+		t.Error(err)
+	}
+}
+
+// The worker's side: TestMain hands Main the role, and a process that
+// TestBinary("jobs") started runs it instead of the tests. It reports
+// each job with Progressed once the job's transaction committed, never
+// before: a kill between the two must find the job still pending. Its log
+// lines (the log package's) show in the test's log with their own file
+// and line. Compiled, not run.
+func ExampleRole() {
+	var m *testing.M // the one go test hands to TestMain
+	contested.Main(m, contested.Role("jobs", func(ctx context.Context, _ []string) error {
+		db, err := pgxpool.New(ctx, os.Getenv("JOBS_DSN"))
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		for {
+			tag, err := db.Exec(ctx, `UPDATE jobs SET done_at = now(), runs = runs + 1 WHERE id = (
+				SELECT id FROM jobs WHERE done_at IS NULL ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)`)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				log.Printf("no job left")
+				return nil // the queue is drained: exit 0
+			}
+			contested.Progressed(1)
+		}
+	}))
+}
+
+// A library that reports its failures with an error type of its own hides
+// whether the operation took effect, so the error's chain cannot tell:
+// the client says what it knows. Ambiguous: it may have taken effect
+// (Record records an unknown outcome). NoEffect: it certainly did not (a
+// definite failure). The chain stays for the observer.
+func ExampleAmbiguous() {
+	lost := fmt.Errorf("workflow step 3: %w", syscall.ECONNRESET) // the library gave up mid-commit
+	refused := &pgconn.PgError{Code: "40001", Message: "could not serialize access"}
+	fmt.Println(contested.Definite(lost), contested.Definite(refused))
+	fmt.Println(contested.Definite(contested.Ambiguous(refused)), contested.Definite(contested.NoEffect(lost)))
+	fmt.Println(contested.Classify(contested.NoEffect(lost)))
+	// Output:
+	// false true
+	// false true
+	// ECONNRESET
 }

@@ -20,7 +20,7 @@ var publicPackages = []string{"contested", "contested/history", "cluster", "clus
 // mainExamples are the Example functions the main names must keep, by
 // package: the calls a contract is made of.
 var mainExamples = map[string][]string{
-	"contested":         {"ExampleStart", "ExampleMain", "ExampleRun", "ExampleDatabase", "ExampleLeg_Check", "ExampleLeg_Committed", "ExampleLeg_Rand"},
+	"contested":         {"ExampleStart", "ExampleMain", "ExampleRun", "ExampleDatabase", "ExampleLeg_Check", "ExampleLeg_Committed", "ExampleLeg_Rand", "ExampleLeg_StartWorker", "ExampleRole", "ExampleAmbiguous"},
 	"contested/history": {"Example", "ExampleNewLock", "ExampleNewQueue", "ExampleNewKV", "ExampleNewBank", "ExampleNewIdempotent"},
 	"cluster":           {"ExampleService"},
 }

@@ -11,9 +11,9 @@ import (
 const NameCrashAndResume = "crash-and-resume"
 
 // CrashAndResume kills Target.Process with SIGKILL mid-work; Heal starts
-// it again. Its exit status is both sides' proof that it died mid-work;
-// the victim side's proof that it resumed (the restarted worker finished
-// the remainder) is the test's to note. On a Cluster it kills replica
+// it again. Its exit status is the injector side's proof that it died
+// mid-work; the victim side's proof that it resumed (the restarted worker
+// made progress: contested's Worker notes it) is the leg's. On a Cluster it kills replica
 // Target.Replica instead, and its fault is Judged like MassRestart's.
 var CrashAndResume Lever = crashAndResume{spec{
 	name:    NameCrashAndResume,
@@ -22,7 +22,7 @@ var CrashAndResume Lever = crashAndResume{spec{
 	doc: Doc{
 		Arm:      "SIGKILL the worker from `leg.StartWorker`; `Heal` restarts it",
 		Injector: "exit status: killed by SIGKILL",
-		Victim:   "`leg.Note` that the resumed worker finished the remainder",
+		Victim:   "the restarted worker's first progress (`Worker.Run`; or `leg.Note` that it resumed)",
 		Levels: [3]string{
 			"kills the worker (SIGKILL) at a seeded point of progress and restarts it 0-150ms later",
 			"kill it again",
