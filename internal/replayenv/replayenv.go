@@ -184,11 +184,20 @@ func packageOf(replay string) string {
 	return ""
 }
 
+// Build are the variables a replay carries that choose what is built, not
+// what the test is given: a rerun builds the code at hand with its own.
+var Build = []string{"GOFLAGS"}
+
 // Environ is vars as a rerun's environment, NAME=value: a secret's value
 // from lookup (this process's environment), left out when it is unset
-// there, which missing names.
+// there, which missing names. Build variables are left to the rerun's own
+// environment: a rerun tests the code at hand, and a run of other code
+// (other build flags) is no evidence about it.
 func Environ(vars []Var, lookup func(string) (string, bool)) (env, missing []string) {
 	for _, v := range vars {
+		if slices.Contains(Build, v.Name) {
+			continue
+		}
 		if !v.Secret {
 			env = append(env, v.Name+"="+v.Value)
 			continue

@@ -91,9 +91,10 @@ func TestApplyFindsThePackageTheLineRuns(t *testing.T) {
 
 // TestARerunGetsTheValuesAndASecretFromItsOwnEnvironment: a rerun's
 // environment has each value the run had, and a secret's from the
-// environment it runs in, named as missing when that has none.
+// environment it runs in, named as missing when that has none; never the
+// run's build flags, since a rerun tests the code at hand.
 func TestARerunGetsTheValuesAndASecretFromItsOwnEnvironment(t *testing.T) {
-	vars := []Var{{Name: "API_TOKEN", Secret: true}, {Name: "CLIENTS", Value: "4"}, {Name: "DB_PASSWORD", Secret: true}}
+	vars := []Var{{Name: "API_TOKEN", Secret: true}, {Name: "CLIENTS", Value: "4"}, {Name: "DB_PASSWORD", Secret: true}, {Name: "GOFLAGS", Value: "-tags=defect"}}
 	env, missing := Environ(vars, lookupIn(map[string]string{"API_TOKEN": "t"}))
 	if !reflect.DeepEqual(env, []string{"API_TOKEN=t", "CLIENTS=4"}) || !reflect.DeepEqual(missing, []string{"DB_PASSWORD"}) {
 		t.Errorf("Environ = %q, missing %q", env, missing)

@@ -444,7 +444,12 @@ func withReplay(e runenv.Env, vars []replayenv.Var, name string, out io.Writer) 
 	env, missing := replayenv.Environ(vars, os.LookupEnv)
 	var words []string
 	for _, v := range vars {
-		words = append(words, v.Word())
+		if !slices.Contains(replayenv.Build, v.Name) {
+			words = append(words, v.Word())
+		}
+	}
+	if len(words) == 0 {
+		return e
 	}
 	fmt.Fprintf(out, "ladder: %s: its reruns run with what its package's tests read in the battery: %s\n", terminal.Escape(name), terminal.Escape(strings.Join(words, " ")))
 	if len(missing) > 0 {
