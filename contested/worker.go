@@ -319,12 +319,14 @@ const Stall = time.Minute
 // schedule was done, so the kills it had left never landed.
 var ErrWorkerExited = errors.New("the worker exited before the leg's schedule was done")
 
-// Run drives the leg's schedule with the worker: each of its progress
-// reports is a step (Leg.Progress), so the schedule kills the worker at
-// the points of progress its seed draws and starts the next generation
-// when the window heals, and each restarted generation's first progress
-// is noted as its recovery (Leg.Note) before any step it takes can arm
-// the next kill. Run returns once every window of the schedule was armed
+// Run drives the leg's schedule with the worker: its progress is the
+// steps (Leg.Progress, taken on a clock of their own, so that a kill lands
+// wherever the worker is in its work, never just after a report), so the
+// schedule kills the worker at the points of progress its seed draws and
+// starts the next generation when the window heals, and each restarted
+// generation's first progress is noted as its recovery (Leg.Note) before
+// any step it takes can arm the next kill. (The steps are taken from
+// StartWorker on; Run waits.) Run returns once every window of the schedule was armed
 // and healed and the workload is done: the last generation exited 0, or
 // Until said so and the worker was stopped. It returns an error when a
 // generation the leg did not kill exits before the schedule is done
