@@ -278,6 +278,12 @@ func (w *Worker) drive() {
 	}
 }
 
+func (w *Worker) isDown() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.down
+}
+
 // Progress is the work the worker did so far, over every generation (work
 // a killed generation did and a later one did again counts twice).
 func (w *Worker) Progress() int {
@@ -348,7 +354,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		if probeErr != nil {
 			return fmt.Errorf("read the worker's progress: %w", probeErr)
 		}
-		if !down && !w.proc.Running() {
+		if !down && !w.proc.Running() && !w.isDown() {
+			// isDown again: a kill marks the worker down before its
+			// signal, so a generation that died of one is never taken
+			// for one that exited on its own.
 			err := w.proc.Wait(ctx)
 			if !scheduleDone {
 				return fmt.Errorf("%w: generation %d exited (%v) after %d units of progress in all; %s",
