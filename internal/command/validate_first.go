@@ -30,7 +30,7 @@ func (v *validation) firstVerdict(ctx context.Context, res *battery.Result, veri
 	rep := v.rep
 	starts, _, _ := faultrecord.ReadStarts(v.env.ResultsDir)
 	records, _ := contract.ReadRecords(v.faultDir())
-	lo := ladder.Options{Env: v.env, Registry: v.reg, Seen: res, SeenRunID: v.env.RunID, Starts: faultrecord.OfRun(starts, v.env.RunID), Records: records}
+	lo := ladder.Options{Env: v.env, Registry: v.reg, Seen: res, SeenRunID: v.env.RunID, Starts: faultrecord.OfRun(starts, v.env.RunID), Records: records, Replay: v.replay}
 	rep.BatteryFailures = nil
 	for _, t := range contract.LeafFailures(res) {
 		rep.BatteryFailures = append(rep.BatteryFailures, ladder.Provisional(ctx, t, lo))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/gate/contract"
+	"github.com/contested/contested/internal/replayenv"
 )
 
 // Provisional is a failing test as validate reports it the moment the
@@ -26,6 +27,8 @@ func Provisional(ctx context.Context, t battery.Test, opts Options) Plain {
 	p.Confirming = true
 	o := &Outcome{Test: t.Name, Package: t.Package, Reason: contract.Reason(t.Failure, t.Output)}
 	seedFromStart(o, opts, t.Package, t.Name)
+	o.replay = opts.Replay.Of(t.Package)
+	o.Replay = replayenv.Prefix(o.Replay, o.replay)
 	p.Seed, p.Replay = o.Seed, o.Replay
 	f := batteryFailure(o, opts, t.Package, t.Name)
 	if v := violatedIn(opts.Records, t.Name); v != "" {
