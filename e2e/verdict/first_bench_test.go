@@ -187,12 +187,20 @@ package = "./three"
 // most 3x) and how long after the battery the first RED came (at most
 // 5 s). Each side runs once untimed first, so both are warm.
 func BenchmarkTheFirstREDOfThreeLegs(b *testing.B) {
+	timeFirstRED(b, threeLegs, threeSurface, "three_defect", "TestThreeContract/", "component (three-team)", 2)
+}
+
+// timeFirstRED times the adopter with files and surface added: its warm full
+// GREEN, then its full RED built with tag, in which want legs of the
+// contract (named with prefix) fail, each owned by owner. It runs beside
+// two busy loops, each side once untimed first so that both are warm.
+func timeFirstRED(b *testing.B, files map[string]string, surface, tag, prefix, owner string, want int) {
 	edits := map[string]string{}
-	for k, v := range threeLegs {
+	for k, v := range files {
 		edits[k] = v
 	}
 	registry := readFile(b, filepath.Join(e2etest.RepoRoot(b), "testdata", "adopter", "contested-surfaces.toml"))
-	edits["contested-surfaces.toml"] = registry + threeSurface
+	edits["contested-surfaces.toml"] = registry + surface
 	dir := e2etest.Adopter(b, edits)
 	e2etest.Targets(b)
 	stop := busyLoops(b, 2)
@@ -208,20 +216,20 @@ func BenchmarkTheFirstREDOfThreeLegs(b *testing.B) {
 	var v firstRED
 	red := func() time.Duration {
 		start := time.Now()
-		out, code := e2etest.GoToolMage(b, dir, []string{"CI=", "GOFLAGS=-tags=three_defect"}, "validate", "-full")
+		out, code := e2etest.GoToolMage(b, dir, []string{"CI=", "GOFLAGS=-tags=" + tag}, "validate", "-full")
 		took := time.Since(start)
 		e2etest.ReadJSON(b, filepath.Join(dir, "test-results", "validate.json"), &v)
 		failing := 0
 		for _, f := range v.BatteryFailures {
-			if strings.HasPrefix(f.Test, "TestThreeContract/") {
+			if strings.HasPrefix(f.Test, prefix) {
 				failing++
-				if !strings.HasPrefix(f.Owner, "component (three-team)") {
-					b.Errorf("%s owned by %q, want the component", f.Test, f.Owner)
+				if !strings.HasPrefix(f.Owner, owner) {
+					b.Errorf("%s owned by %q, want %s", f.Test, f.Owner, owner)
 				}
 			}
 		}
-		if code != 1 || failing != 2 {
-			b.Fatalf("RED: exit %d, %d legs of adopter.three failing; want 1 and 2:\n%s", code, failing, out)
+		if code != 1 || failing != want {
+			b.Fatalf("RED: exit %d, %d legs failing; want 1 and %d:\n%s", code, failing, want, out)
 		}
 		return took
 	}
@@ -247,4 +255,125 @@ func readFile(tb testing.TB, p string) string {
 		tb.Fatal(err)
 	}
 	return string(b)
+}
+
+// crashLeg is a contract of the adopter that puts a job runner of its own
+// under crash-and-resume (contested's worker API). Its planted defect
+// (build tag jobs_defect) claims a job in one transaction and marks it
+// done in another, so a kill between the two loses the job.
+var crashLeg = map[string]string{
+	"jobs/jobs.go": `// Package jobs runs jobs from a table, each once.
+package jobs
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+var twoSteps bool // the planted defect's (defect.go)
+
+// RunOne runs the next job; false when none is left.
+func RunOne(ctx context.Context, db *pgxpool.Pool) (bool, error) {
+	if twoSteps {
+		var id int
+		err := db.QueryRow(ctx, "UPDATE jobs SET claimed = true WHERE id = (SELECT id FROM jobs WHERE NOT claimed ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id").Scan(&id)
+		if err != nil {
+			return false, nil
+		}
+		time.Sleep(5 * time.Millisecond) // the job's work, between its two transactions
+		_, err = db.Exec(ctx, "UPDATE jobs SET done_at = now(), runs = runs + 1 WHERE id = $1", id)
+		return err == nil, err
+	}
+	time.Sleep(5 * time.Millisecond) // the job's work, inside its transaction's time
+	tag, err := db.Exec(ctx, "UPDATE jobs SET claimed = true, done_at = now(), runs = runs + 1 WHERE id = (SELECT id FROM jobs WHERE done_at IS NULL ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)")
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() > 0, nil
+}
+`,
+	"jobs/defect.go": "//go:build jobs_defect\n\npackage jobs\n\nfunc init() { twoSteps = true }\n",
+	"jobs/jobs_test.go": `package jobs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/contested/contested/contested"
+)
+
+func TestMain(m *testing.M) {
+	contested.Main(m, contested.Role("jobs", func(ctx context.Context, _ []string) error {
+		db, err := pgxpool.New(ctx, os.Getenv("JOBS_DSN"))
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		for {
+			ran, err := RunOne(ctx, db)
+			if err != nil {
+				return err
+			}
+			if !ran {
+				return nil
+			}
+			contested.Progressed(1)
+		}
+	}))
+}
+
+func TestJobsContract(t *testing.T) {
+	t.Run("crash-and-resume", func(t *testing.T) {
+		ctx := t.Context()
+		const jobs = 200
+		leg := contested.Start(t, "adopter.jobs", contested.CrashAndResume, contested.Span(jobs))
+		db, err := pgxpool.New(ctx, leg.DirectDSN())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Exec(ctx, "CREATE TABLE jobs (id int PRIMARY KEY, claimed bool NOT NULL DEFAULT false, done_at timestamptz, runs int NOT NULL DEFAULT 0); INSERT INTO jobs (id) SELECT generate_series(1, 200)"); err != nil {
+			t.Fatal(err)
+		}
+		w := leg.StartWorker(contested.TestBinary("jobs"), contested.WorkerEnv("JOBS_DSN="+leg.DSN()))
+		if err := w.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var lost, twice int
+		err = db.QueryRow(context.Background(), "SELECT count(*) FILTER (WHERE done_at IS NULL), count(*) FILTER (WHERE runs > 1) FROM jobs").Scan(&lost, &twice)
+		if err == nil && (lost > 0 || twice > 0) {
+			err = fmt.Errorf("exactly-once violated: of %d jobs, %d never done and %d done twice", jobs, lost, twice)
+		}
+		leg.Oracle("exactly-once", jobs, jobs, err)
+		if err != nil {
+			t.Error(err)
+		}
+	})
+}
+`,
+}
+
+const jobsSurface = `
+[[surface]]
+id = "adopter.jobs"
+class = "mq-consumer"
+owner = "jobs-team"
+behavior = "an enqueued job is done exactly once, even when its worker is killed"
+oracle = "exactly-once"
+legs = ["crash-and-resume"]
+tests = ["TestJobsContract"]
+package = "./jobs"
+`
+
+// BenchmarkTheFirstREDOfACrashAndResumeLeg is BenchmarkTheFirstREDOfThreeLegs
+// for a job runner whose planted defect loses a job when its worker is
+// killed between claiming and finishing it.
+func BenchmarkTheFirstREDOfACrashAndResumeLeg(b *testing.B) {
+	timeFirstRED(b, crashLeg, jobsSurface, "jobs_defect", "TestJobsContract/", "component (jobs-team)", 1)
 }

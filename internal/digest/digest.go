@@ -35,6 +35,7 @@ package digest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -46,6 +47,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // ErrList means go list could not list the module's packages.
@@ -141,22 +143,34 @@ func Load(ctx context.Context, dir string, opts ...Option) (*Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	ge, err := goEnv(ctx, root, c.env)
-	if err != nil {
+	// The go command's three answers are asked at once: each costs a
+	// process start and a load of the module, and none needs another.
+	var (
+		ge              buildEnv
+		pkgs, tool      *listing
+		envErr, listErr error
+		toolErr         error
+		wg              sync.WaitGroup
+	)
+	fi, statErr := os.Stat(filepath.Join(root, "magefiles"))
+	magefiles := statErr == nil && fi.IsDir()
+	wg.Add(2)
+	go func() { defer wg.Done(); ge, envErr = goEnv(ctx, root, c.env) }()
+	go func() { defer wg.Done(); pkgs, listErr = runList(ctx, root, c.env, []string{"-test", "./..."}) }()
+	if magefiles {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tool, toolErr = runList(ctx, root, c.env, []string{"-tags=mage", "./magefiles"})
+		}()
+	}
+	wg.Wait()
+	if err := cmp.Or(envErr, listErr, toolErr); err != nil {
 		return nil, err
 	}
 	h := newHasher(ge.modCache)
 	m := &Module{Root: root, Env: ge.sum, GoDirs: ge.dirs}
-
-	pkgs, err := runList(ctx, root, c.env, []string{"-test", "./..."})
-	if err != nil {
-		return nil, err
-	}
-	if fi, err := os.Stat(filepath.Join(root, "magefiles")); err == nil && fi.IsDir() {
-		tool, err := runList(ctx, root, c.env, []string{"-tags=mage", "./magefiles"})
-		if err != nil {
-			return nil, err
-		}
+	if magefiles {
 		var paths, sums []string
 		for ip := range tool.byPath {
 			paths = append(paths, ip)
