@@ -196,7 +196,7 @@ func prepare(ctx context.Context, spec Spec, opts Options, rep *Report) (*platfo
 
 	fmt.Fprintf(out, "cluster: building the %s service (%s)\n", spec.Name, spec.Package)
 	if kind == faultlayer.Containers {
-		p.image, err = BuildImage(ctx, p.cli, opts.Dir, spec.Name, spec.Package, out)
+		p.image, err = images.BuildService(ctx, p.cli, opts.Dir, spec.Name, spec.Package, out)
 	} else {
 		p.bin, p.clean, err = buildLocal(ctx, opts.Dir, spec.Name, spec.Package)
 	}
@@ -307,30 +307,4 @@ func Sweep(ctx context.Context, out io.Writer) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-// BuildImage builds a service's rig image from the module at dir: the Go
-// package pkg compiled static (CGO_ENABLED=0) and put on scratch as
-// /<name>, tagged contested.local/<name>:rig, a tag of the rig's own.
-func BuildImage(ctx context.Context, d images.Docker, dir, name, pkg string, out io.Writer) (string, error) {
-	if !validName.MatchString(name) {
-		return "", fmt.Errorf("%w: image name %q must be lower-case letters and digits, starting with a letter", ErrUsage, name)
-	}
-	tag := Spec{Name: name}.image()
-	tmp, err := os.MkdirTemp("", "contested-rig-build-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, name)
-	cmd := goCmd(ctx, dir, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, pkg)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
-	}
-	if err := images.FromBinary(ctx, d, tag, bin, []string{"help"}, map[string]string{"dev.contested.image": name + "-rig"}, io.Discard); err != nil {
-		return "", err
-	}
-	fmt.Fprintf(out, "cluster: built %s (static, on scratch)\n", tag)
-	return tag, nil
 }

@@ -1,19 +1,23 @@
 package cluster
 
-import "os"
+import (
+	"os"
+
+	"github.com/contested/contested/internal/envvar"
+)
 
 // Variables through which `go tool mage cluster-tests` hands its options
 // to the rig test it runs (the registry's [cluster] test).
 const (
 	// EnvTarget is set to 1 by cluster-tests: the rig test runs as the
 	// target's.
-	EnvTarget = "CONTESTED_CLUSTER"
+	EnvTarget = envvar.ClusterTarget
 	// EnvReplicas is the target's -replicas (3 to 9).
-	EnvReplicas = "CONTESTED_CLUSTER_REPLICAS"
+	EnvReplicas = envvar.ClusterReplicas
 	// EnvKeep is the target's -keep (true or false).
-	EnvKeep = "CONTESTED_CLUSTER_KEEP"
+	EnvKeep = envvar.ClusterKeep
 	// EnvLocal is the target's -local (true or false).
-	EnvLocal = "CONTESTED_CLUSTER_LOCAL"
+	EnvLocal = envvar.ClusterLocal
 )
 
 // UnderTarget reports whether this process runs under cluster-tests. A

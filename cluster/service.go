@@ -3,13 +3,13 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/internal/images"
 )
 
 // Service is an adopter's service as the rig runs it: how to build it and
@@ -109,20 +109,18 @@ type OracleResult struct {
 
 // Replica counts the rig runs.
 const (
-	MinReplicas = 3
-	MaxReplicas = 9
+	MinReplicas = envvar.MinReplicas
+	MaxReplicas = envvar.MaxReplicas
 )
 
 // DefaultHealthPath is Spec.HealthPath's default.
 const DefaultHealthPath = "/healthz"
 
-var validName = regexp.MustCompile(`^[a-z][a-z0-9]{0,31}$`)
-
 // settle fills the spec's and the options' defaults and refuses what
 // cannot work, with ErrUsage.
 func settle(spec Spec, opts Options) (Spec, Options, error) {
 	var problems []string
-	if !validName.MatchString(spec.Name) {
+	if images.CheckServiceName(spec.Name) != nil {
 		problems = append(problems, fmt.Sprintf("name %q must be lower-case letters and digits, starting with a letter (at most 32)", spec.Name))
 	}
 	if strings.TrimSpace(spec.Package) == "" {
@@ -181,4 +179,4 @@ func (s Spec) database() string { return s.Name + "_rig" }
 func (s Spec) role() string { return s.Name + "_rig_service" }
 
 // image is the rig's tag for the service's image.
-func (s Spec) image() string { return "contested.local/" + s.Name + ":rig" }
+func (s Spec) image() string { return images.ServiceTag(s.Name) }

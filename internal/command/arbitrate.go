@@ -29,7 +29,6 @@ import (
 	"github.com/contested/contested/internal/gate/flakes"
 	"github.com/contested/contested/internal/gate/ladder"
 	"github.com/contested/contested/internal/replayenv"
-	"github.com/contested/contested/internal/runenv"
 )
 
 // ArbitrateOptions configures Arbitrate.
@@ -122,7 +121,7 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 	if starts, _, err := faultrecord.ReadStarts(root); err == nil {
 		lo.Starts = faultrecord.OfRun(starts, last.RunID)
 	}
-	if spec, set, _ := runenv.Noise(); set && !spec.Zero() {
+	if spec, set, _ := noise.FromEnv(); set && !spec.Zero() {
 		lo.Beside = &spec
 		fmt.Fprintf(out, "ladder: a test that does not fail every rerun alone is rerun beside a noisy neighbour, %s (%s)\n", spec, envvar.Noise)
 	}

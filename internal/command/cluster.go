@@ -16,8 +16,8 @@ import (
 
 	"github.com/fatih/color"
 
-	"github.com/contested/contested/cluster"
 	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/gotest"
 	"github.com/contested/contested/internal/interrupt"
 	"github.com/contested/contested/internal/registry"
@@ -44,8 +44,8 @@ type ClusterOptions struct {
 func ClusterTests(ctx context.Context, opts ClusterOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
-	if opts.Replicas != 0 && (opts.Replicas < cluster.MinReplicas || opts.Replicas > cluster.MaxReplicas) {
-		return fmt.Errorf("%w: -replicas=%d; the rig runs between %d and %d", ErrUsage, opts.Replicas, cluster.MinReplicas, cluster.MaxReplicas)
+	if opts.Replicas != 0 && (opts.Replicas < envvar.MinReplicas || opts.Replicas > envvar.MaxReplicas) {
+		return fmt.Errorf("%w: -replicas=%d; the rig runs between %d and %d", ErrUsage, opts.Replicas, envvar.MinReplicas, envvar.MaxReplicas)
 	}
 	ws, err := openWorkspace(opts.Dir)
 	if err != nil {
@@ -109,10 +109,10 @@ func runClusterTest(ctx context.Context, ws *workspace, c *registry.Cluster, opt
 	cmd := interrupt.Command(ctx, clusterStopAfter, "go", args...)
 	cmd.Dir = ws.env.ModuleRoot
 	cmd.Env = append(os.Environ(),
-		cluster.EnvTarget+"=1",
-		cluster.EnvReplicas+"="+strconv.Itoa(opts.Replicas),
-		cluster.EnvKeep+"="+strconv.FormatBool(opts.Keep),
-		cluster.EnvLocal+"="+strconv.FormatBool(opts.Local),
+		envvar.ClusterTarget+"=1",
+		envvar.ClusterReplicas+"="+strconv.Itoa(opts.Replicas),
+		envvar.ClusterKeep+"="+strconv.FormatBool(opts.Keep),
+		envvar.ClusterLocal+"="+strconv.FormatBool(opts.Local),
 	)
 	cmd.Env = append(cmd.Env, ws.env.Environ()...)
 	out := secret.NewWriter(opts.Out)
@@ -132,10 +132,33 @@ func runClusterTest(ctx context.Context, ws *workspace, c *registry.Cluster, opt
 	return err
 }
 
+// legsReport is what cluster-tests prints of the rig's legs.json
+// (written by the cluster package's Run; docs/reference/artifacts.md).
+type legsReport struct {
+	Service  string `json:"service"`
+	Mode     string `json:"mode"`
+	Replicas int    `json:"replicas"`
+	Green    bool   `json:"green"`
+	Legs     []struct {
+		Name     string       `json:"name"`
+		Lever    string       `json:"lever"`
+		Fired    bool         `json:"fired"`
+		Injector string       `json:"injector"`
+		Victim   string       `json:"victim"`
+		Error    string       `json:"error"`
+		Oracles  []legsOracle `json:"oracles"`
+	} `json:"legs"`
+}
+
+type legsOracle struct {
+	Held   bool   `json:"held"`
+	Detail string `json:"detail"`
+}
+
 // readLegs reads the rig's legs.json; fresh when this run wrote it (at or
 // after start), so a stale report from an earlier run is never taken for
 // this one's.
-func readLegs(path string, start time.Time) (*cluster.Report, bool) {
+func readLegs(path string, start time.Time) (*legsReport, bool) {
 	fi, err := os.Lstat(path)
 	if err != nil || fi.ModTime().Before(start) {
 		return nil, false
@@ -144,7 +167,7 @@ func readLegs(path string, start time.Time) (*cluster.Report, bool) {
 	if err != nil {
 		return nil, false
 	}
-	var rep cluster.Report
+	var rep legsReport
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return nil, false
 	}
@@ -153,14 +176,14 @@ func readLegs(path string, start time.Time) (*cluster.Report, bool) {
 
 // writeLegs prints each leg: its state, the evidence from both sides, its
 // error and its oracles.
-func writeLegs(out io.Writer, rep *cluster.Report) {
+func writeLegs(out io.Writer, rep *legsReport) {
 	if len(rep.Legs) == 0 {
 		return
 	}
 	fmt.Fprintf(out, "\n%s (%s, %s, %d replicas)\n", bold("cluster legs"), rep.Service, rep.Mode, rep.Replicas)
 	for _, l := range rep.Legs {
 		state := color.GreenString("ok")
-		if !l.OK() {
+		if !l.Fired || l.Error != "" || len(l.Oracles) == 0 || slices.ContainsFunc(l.Oracles, func(o legsOracle) bool { return !o.Held }) {
 			state = color.RedString("RED")
 		}
 		fmt.Fprintf(out, "  %-13s %-17s %s\n      injector: %s\n      victim:   %s\n", l.Name, l.Lever, state, l.Injector, l.Victim)

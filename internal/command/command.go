@@ -20,10 +20,11 @@ import (
 	"os"
 	"strings"
 
-	"github.com/contested/contested/cluster"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/faultlayer"
+	"github.com/contested/contested/internal/faultlayer/noise"
+	"github.com/contested/contested/internal/images"
 	"github.com/contested/contested/internal/interrupt"
 	"github.com/contested/contested/internal/registry"
 	"github.com/contested/contested/internal/runenv"
@@ -64,9 +65,9 @@ func ExitCode(err error) int {
 		return ExitRed
 	case exitStatus(err) >= 0:
 		return exitStatus(err)
-	case errors.Is(err, ErrUsage), errors.Is(err, faultlayer.ErrConfig), errors.Is(err, registry.ErrInvalid), errors.Is(err, runenv.ErrInvalid), errors.Is(err, cluster.ErrUsage):
+	case errors.Is(err, ErrUsage), errors.Is(err, faultlayer.ErrConfig), errors.Is(err, registry.ErrInvalid), errors.Is(err, runenv.ErrInvalid), errors.Is(err, images.ErrServiceName), errors.Is(err, noise.ErrSpec):
 		return ExitUsage
-	case errors.Is(err, ErrCannotRun), errors.Is(err, faultlayer.ErrCannotRun), errors.Is(err, cluster.ErrCannotRun):
+	case errors.Is(err, ErrCannotRun), errors.Is(err, faultlayer.ErrCannotRun):
 		return ExitCannotRun
 	default:
 		return ExitRed
@@ -127,7 +128,7 @@ func checkVariables(names ...string) error {
 		case varTimeout:
 			_, err = battery.TimeoutFromEnv()
 		case varNoise:
-			_, _, err = runenv.Noise()
+			_, _, err = noise.FromEnv()
 		case varSignKey:
 			_, err = signingKey()
 		default:

@@ -17,7 +17,7 @@ import (
 // noiseSpec is the neighbour to arm beside a battery: CONTESTED_NOISE,
 // else the registry's [battery] noise.
 func noiseSpec(reg noise.Spec) (noise.Spec, error) {
-	spec, set, err := runenv.Noise()
+	spec, set, err := noise.FromEnv()
 	if err != nil {
 		return noise.Spec{}, fmt.Errorf("%w: %w", ErrUsage, err)
 	}

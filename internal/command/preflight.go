@@ -11,7 +11,6 @@ import (
 
 	"github.com/fatih/color"
 
-	"github.com/contested/contested/cluster"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/dockerenv"
 	"github.com/contested/contested/internal/envvar"
@@ -218,7 +217,7 @@ func Images(ctx context.Context, out io.Writer) error {
 	// service, which the compose files' cluster profile runs.
 	if dir, err := os.Getwd(); err == nil {
 		if _, err := os.Stat(filepath.Join(dir, "examples", "ledger", "cmd", "ledger")); err == nil {
-			ref, err := cluster.BuildImage(ctx, cli, dir, "ledger", "./examples/ledger/cmd/ledger", out)
+			ref, err := images.BuildService(ctx, cli, dir, "ledger", "./examples/ledger/cmd/ledger", out)
 			if err != nil {
 				return fmt.Errorf("%w: the rig image: %v", ErrCannotRun, err)
 			}

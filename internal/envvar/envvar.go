@@ -30,6 +30,13 @@ const (
 	Shard = "CONTESTED_SHARD"
 	// HistoryDSN is Postgres for a team's history of runs.
 	HistoryDSN = "CONTESTED_HISTORY_DSN"
+	// ClusterTarget is set to 1 by cluster-tests: the rig test runs as the
+	// target's. ClusterReplicas, ClusterKeep and ClusterLocal hand it the
+	// target's -replicas, -keep and -local.
+	ClusterTarget   = "CONTESTED_CLUSTER"
+	ClusterReplicas = "CONTESTED_CLUSTER_REPLICAS"
+	ClusterKeep     = "CONTESTED_CLUSTER_KEEP"
+	ClusterLocal    = "CONTESTED_CLUSTER_LOCAL"
 	// SigningKey is the path of the private key (go tool mage certkey)
 	// validate signs its reuse certificates with: CI's, whose public half
 	// the registry's [reuse] trust lists.
@@ -66,4 +73,11 @@ const (
 	// PostgresBin is a directory holding initdb and postgres, for the
 	// embedded layer and the Postgres image.
 	PostgresBin = "CONTESTED_PG_BIN"
+)
+
+// The replicas the cluster rig runs: -replicas and the [cluster] table
+// take a count between them.
+const (
+	MinReplicas = 3
+	MaxReplicas = 9
 )

@@ -24,7 +24,6 @@ import (
 
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/envvar"
-	"github.com/contested/contested/internal/faultlayer/noise"
 	"github.com/contested/contested/internal/runid"
 )
 
@@ -326,17 +325,4 @@ func Seeds() (int, error) {
 	return n, nil
 }
 
-// Noise reads CONTESTED_NOISE, the noisy neighbour to arm beside the
-// battery ("cpu:2", "cpu:2,io:1"); ok is false when it is unset, so that a
-// registry's [battery] noise applies.
-func Noise() (spec noise.Spec, ok bool, err error) {
-	v := strings.TrimSpace(os.Getenv(envvar.Noise))
-	if v == "" {
-		return noise.Spec{}, false, nil
-	}
-	spec, err = noise.Parse(v)
-	if err != nil {
-		return noise.Spec{}, false, fmt.Errorf("%w: %s: %v", ErrInvalid, envvar.Noise, err)
-	}
-	return spec, true, nil
-}
+

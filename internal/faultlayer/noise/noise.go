@@ -51,6 +51,20 @@ var ErrSpec = errors.New("bad noise specification")
 // switches, not contention.
 const maxPerCore = 8
 
+// FromEnv reads CONTESTED_NOISE, the neighbour to arm beside a battery
+// ("cpu:2", "cpu:2,io:1"); set is false when it is unset, so that a
+// registry's [battery] noise applies.
+func FromEnv() (spec Spec, set bool, err error) {
+	v := strings.TrimSpace(os.Getenv(envvar.Noise))
+	if v == "" {
+		return Spec{}, false, nil
+	}
+	if spec, err = Parse(v); err != nil {
+		return Spec{}, false, fmt.Errorf("%s: %w", envvar.Noise, err)
+	}
+	return spec, true, nil
+}
+
 // Parse reads a specification: "" or "off" is none; "cpu" is one busy
 // thread per core; "cpu:2" two; "io:1" one writer; "cpu:2,io:1" both.
 func Parse(s string) (Spec, error) {

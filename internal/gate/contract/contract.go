@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/contested/contested/contested"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
@@ -310,7 +309,7 @@ func runSeed(ctx context.Context, s registry.Surface, tests []string, seed int64
 			}
 		}
 		res, err := battery.Run(ctx, battery.Options{
-			Dir: opts.Env.ModuleRoot, Patterns: []string{pkg}, Args: []string{"-run", contested.RunPattern(test)},
+			Dir: opts.Env.ModuleRoot, Patterns: []string{pkg}, Args: []string{"-run", runenv.RunPattern(test)},
 			Env: env, Out: indent{opts.Out, "  "}, Binaries: opts.Binaries, TestLogs: logs,
 		})
 		if err != nil {
@@ -328,7 +327,7 @@ func runSeed(ctx context.Context, s registry.Surface, tests []string, seed int64
 			run.Failures[p.Name] = p.Output
 		}
 		if res.OK() && len(res.Tests) == 0 {
-			fmt.Fprintf(opts.Out, "  contested: -run %s matched no test in %s\n", contested.RunPattern(test), pkg)
+			fmt.Fprintf(opts.Out, "  contested: -run %s matched no test in %s\n", runenv.RunPattern(test), pkg)
 		}
 	}
 	run.Took = time.Since(start)

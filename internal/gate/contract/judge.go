@@ -7,11 +7,11 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/contested/contested/contested"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/capability"
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/registry"
+	"github.com/contested/contested/internal/runenv"
 )
 
 // Evidence is everything a surface's contract is judged from.
@@ -405,7 +405,7 @@ func replay(run SeedRun, lever, test, dir string, level int) string {
 			return s.Replay
 		}
 	}
-	return contested.ReplayCommandAt(seedOf(run, lever, test), level, dir, test)
+	return runenv.ReplayCommand(seedOf(run, lever, test), level, dir, test)
 }
 
 func skippedTests(runs []SeedRun, lever string) []string {

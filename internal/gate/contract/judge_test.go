@@ -5,12 +5,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contested/contested/contested"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/capability"
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/registry"
+	"github.com/contested/contested/internal/runenv"
 )
 
 // surface is a registered surface with two legs; reset runs only at
@@ -311,7 +311,7 @@ func TestAReplayWithoutAPackageRunsTheModule(t *testing.T) {
 	if len(legs) == 0 {
 		t.Fatal("no leg judged")
 	}
-	if want := contested.ReplayCommandAt(9, 1, "./...", "TestStock/burst"); legs[0].Replay != want {
+	if want := runenv.ReplayCommand(9, 1, "./...", "TestStock/burst"); legs[0].Replay != want {
 		t.Errorf("burst replayed with %q, want %q", legs[0].Replay, want)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/contested/contested/contested"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/envvar"
@@ -13,6 +12,7 @@ import (
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/registry"
 	"github.com/contested/contested/internal/replayenv"
+	"github.com/contested/contested/internal/runenv"
 	"github.com/contested/contested/internal/terminal"
 )
 
@@ -24,7 +24,7 @@ func alone(o *Outcome, pkg string) string {
 	if pkg == "" {
 		pkg = "./..."
 	}
-	cmd := fmt.Sprintf("go test %s -run '%s' -count=1", pkg, contested.RunPattern(o.Test))
+	cmd := fmt.Sprintf("go test %s -run '%s' -count=1", pkg, runenv.RunPattern(o.Test))
 	if o.Seed != 0 {
 		cmd = fmt.Sprintf("%s=%d %s", envvar.Seed, o.Seed, cmd)
 	}
@@ -331,7 +331,7 @@ func neverRuns(o *Outcome, s registry.Surface, pkg string, contractTest bool) {
 	if pkg == "" {
 		pkg = "./..."
 	}
-	o.Action = fmt.Sprintf("%s passed all %d reruns without running %s: a TestMain that returns before m.Run, or a build constraint that leaves its file out; make the test run (go test %s -run '%s' -v lists what ran), then walk the ladder again", pkg, o.Reruns.Runs, o.Test, pkg, contested.RunPattern(o.Test))
+	o.Action = fmt.Sprintf("%s passed all %d reruns without running %s: a TestMain that returns before m.Run, or a build constraint that leaves its file out; make the test run (go test %s -run '%s' -v lists what ran), then walk the ladder again", pkg, o.Reruns.Runs, o.Test, pkg, runenv.RunPattern(o.Test))
 	if contractTest {
 		o.Action += fmt.Sprintf("; %s's contract cannot be judged until it does", s.ID)
 	}

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/contested/contested/contested"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
@@ -20,6 +19,7 @@ import (
 	"github.com/contested/contested/internal/faultlayer/noise"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/flakes"
+	"github.com/contested/contested/internal/runenv"
 	"github.com/contested/contested/internal/terminal"
 )
 
@@ -286,7 +286,7 @@ func runOnce(ctx context.Context, name, pkg string, seed int64, label string, op
 		}
 	}
 	res, err := battery.Run(ctx, battery.Options{Dir: opts.Env.ModuleRoot, Patterns: []string{pkg},
-		Args: []string{"-run", contested.RunPattern(name)}, Env: env.Environ(), Binaries: opts.Binaries})
+		Args: []string{"-run", runenv.RunPattern(name)}, Env: env.Environ(), Binaries: opts.Binaries})
 	var e *noise.Evidence
 	if n != nil {
 		ev := n.Stop()
