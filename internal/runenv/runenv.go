@@ -324,5 +324,3 @@ func Seeds() (int, error) {
 	}
 	return n, nil
 }
-
-
