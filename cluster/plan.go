@@ -7,6 +7,8 @@ import (
 
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/faultlayer/levers"
+
+	seedpkg "github.com/contested/contested/internal/seed"
 )
 
 // plan is where one leg's faults land, drawn from the run's seed: for each
@@ -105,7 +107,7 @@ func pick(l leg, seed int64, w levers.Window, i, replicas int) int {
 	if c, ok := w.Params.(levers.CrashParams); ok {
 		return c.Victim(replicas)
 	}
-	return levers.Stream(l.lever.Name(), seed, fmt.Sprintf("cluster/%s/%d", l.name, i)).IntN(replicas)
+	return seedpkg.Seed(seed).Rand(fmt.Sprintf("%s/cluster/%s/%d", l.lever.Name(), l.name, i)).IntN(replicas)
 }
 
 // summary describes the plan: the lever and each strike.

@@ -26,13 +26,6 @@ func ExamplePlan() {
 	// Output: true true
 }
 
-// The replay command reruns exactly one test, anchored at every level,
-// with the seed the failing run used.
-func ExampleReplayCommand() {
-	fmt.Println(contested.ReplayCommand(7, "./examples/ledger", "TestConsumerContract/burst"))
-	// Output: CONTESTED_SEED=7 go test ./examples/ledger -run '^TestConsumerContract$/^burst$' -count=1
-}
-
 // A package whose tests start legs and need no set-up of their own: Main
 // is its whole TestMain, func TestMain(m *testing.M) { contested.Main(m) }.
 func ExampleMain() {

@@ -24,6 +24,7 @@ import (
 	"github.com/contested/contested/internal/faultlayer/lease"
 	"github.com/contested/contested/internal/faultlayer/levers"
 	"github.com/contested/contested/internal/registry"
+	seedpkg "github.com/contested/contested/internal/seed"
 )
 
 // Leg is one fault leg in a test: a lever applied to a surface. Start
@@ -111,10 +112,11 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 	if !slices.Contains(s.Legs, string(lever)) {
 		t.Fatalf("contested: surface %q (%s:%d) does not list lever %q in its legs %v; add it there", surface, reg.Path, s.Line, lever, s.Legs)
 	}
-	seed, err := Seed()
+	s0, err := seedpkg.FromEnv()
 	if err != nil {
 		t.Fatalf("contested: %v", err)
 	}
+	seed := s0.OrNew()
 	level, err := Level()
 	if err != nil {
 		t.Fatalf("contested: %v", err)
@@ -123,8 +125,8 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 		t.Fatalf("contested: %v", err)
 	}
 	dir, _ := packageDir()
-	l := &Leg{t: t, surface: s, lever: lever, value: value, seed: seed, rand: newRand(seed), replay: ReplayCommandAt(seed, level, dir, t.Name()),
-		sched: levers.NewSchedule(value, seed, levers.Scope{Level: level, Span: o.span}), hold: o.hold, clients: max(o.clients, defaultClients)}
+	l := &Leg{t: t, surface: s, lever: lever, value: value, seed: int64(seed), rand: seed.Rand("leg"), replay: seed.Replay(level, dir, t.Name()),
+		sched: levers.NewSchedule(value, int64(seed), levers.Scope{Level: level, Span: o.span}), hold: o.hold, clients: max(o.clients, defaultClients)}
 	l.drive.done = make(chan struct{})
 	t.Logf("contested: leg %s of surface %s: %s=%d; replay: %s; schedule %s (digest %s)", legName(t.Name(), lever), surface, envvar.Seed, seed, l.replay, l.sched, l.sched.Digest())
 	t.Cleanup(l.cleanup)
@@ -133,7 +135,7 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 	// rerun, ladder and replay still need the seed it ran with.
 	rec, err := recorder()
 	if err == nil {
-		_, err = rec.WriteStart(faultrecord.LegStart{Test: t.Name(), Surface: s.ID, Leg: string(lever), Seed: seed, Level: level, Replay: l.replay, StartedAt: time.Now()})
+		_, err = rec.WriteStart(faultrecord.LegStart{Test: t.Name(), Surface: s.ID, Leg: string(lever), Seed: int64(seed), Level: level, Replay: l.replay, StartedAt: time.Now()})
 	}
 	if err != nil {
 		t.Fatalf("contested: record the start of leg %s: %v", legName(t.Name(), lever), err)

@@ -405,11 +405,17 @@ func TestStartRefusesWhatTheRegistryDoesNotAllow(t *testing.T) {
 	}
 }
 
+// TestBadSeedIsRefused: a CONTESTED_SEED that is no seed, 0 among them
+// (the value of "no seed" everywhere), stops the leg saying so.
 func TestBadSeedIsRefused(t *testing.T) {
-	t.Setenv(envvar.Seed, "forty-two")
-	p := runProbe(t, func(tb *probe) { Start(tb, "test.consumer", Burst) })
-	if !strings.Contains(p.errors(), `CONTESTED_SEED="forty-two" is not a non-negative integer`) {
-		t.Errorf("errors = %q", p.errors())
+	for _, v := range []string{"forty-two", "0"} {
+		t.Run(v, func(t *testing.T) {
+			t.Setenv(envvar.Seed, v)
+			p := runProbe(t, func(tb *probe) { Start(tb, "test.consumer", Burst) })
+			if !strings.Contains(p.errors(), `CONTESTED_SEED="`+v+`" is not a seed`) {
+				t.Errorf("errors = %q", p.errors())
+			}
+		})
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/contested/contested/cluster"
 	"github.com/contested/contested/internal/runenv"
+	"github.com/contested/contested/internal/seed"
 	"github.com/contested/contested/internal/testlog"
 )
 
@@ -46,13 +47,16 @@ func Options(t testing.TB) (cluster.Options, error) {
 		return cluster.Options{}, err
 	}
 	opts := cluster.Options{Dir: dir, TestName: t.Name(), Package: pkg}
-	if opts.Seed, err = runenv.SeedOrNew(); err != nil {
+	s, err := seed.FromEnv()
+	if err != nil {
 		return opts, fmt.Errorf("%w: %v", cluster.ErrUsage, err)
 	}
+	s = s.OrNew()
+	opts.Seed = int64(s)
 	if opts.Level, err = runenv.Level(); err != nil {
 		return opts, fmt.Errorf("%w: %v", cluster.ErrUsage, err)
 	}
-	opts.Replay = runenv.ReplayCommand(opts.Seed, opts.Level, packageDir(dir, wd), t.Name())
+	opts.Replay = s.Replay(opts.Level, packageDir(dir, wd), t.Name())
 	t.Logf("cluster rig: seed %d, level %d; replay: %s", opts.Seed, opts.Level, opts.Replay)
 	if !cluster.UnderTarget() {
 		opts.ResultsRoot, opts.RecordDir, opts.Out = t.TempDir(), root, testlog.Writer(t)

@@ -29,6 +29,7 @@ import (
 	"github.com/contested/contested/internal/registry"
 	"github.com/contested/contested/internal/runenv"
 	"github.com/contested/contested/internal/secret"
+	seedpkg "github.com/contested/contested/internal/seed"
 	"github.com/contested/contested/internal/supervise"
 	"github.com/contested/contested/internal/terminal"
 )
@@ -65,7 +66,7 @@ func ExitCode(err error) int {
 		return ExitRed
 	case exitStatus(err) >= 0:
 		return exitStatus(err)
-	case errors.Is(err, ErrUsage), errors.Is(err, faultlayer.ErrConfig), errors.Is(err, registry.ErrInvalid), errors.Is(err, runenv.ErrInvalid), errors.Is(err, images.ErrServiceName), errors.Is(err, noise.ErrSpec):
+	case errors.Is(err, ErrUsage), errors.Is(err, faultlayer.ErrConfig), errors.Is(err, registry.ErrInvalid), errors.Is(err, runenv.ErrInvalid), errors.Is(err, seedpkg.ErrInvalid), errors.Is(err, images.ErrServiceName), errors.Is(err, noise.ErrSpec):
 		return ExitUsage
 	case errors.Is(err, ErrCannotRun), errors.Is(err, faultlayer.ErrCannotRun):
 		return ExitCannotRun
@@ -120,7 +121,7 @@ func checkVariables(names ...string) error {
 		case varLevel:
 			_, err = runenv.Level()
 		case varSeed:
-			_, _, err = runenv.Seed()
+			_, err = seedpkg.FromEnv()
 		case varSeeds:
 			_, err = runenv.Seeds()
 		case varBudget:
@@ -135,7 +136,7 @@ func checkVariables(names ...string) error {
 			err = fmt.Errorf("internal error: no check for %s", n)
 		}
 		if err != nil {
-			problems = append(problems, trimSentinels(err.Error(), ErrUsage, faultlayer.ErrConfig, runenv.ErrInvalid))
+			problems = append(problems, trimSentinels(err.Error(), ErrUsage, faultlayer.ErrConfig, runenv.ErrInvalid, seedpkg.ErrInvalid))
 		}
 	}
 	if len(problems) > 0 {

@@ -13,7 +13,7 @@ import (
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/degraded"
 	"github.com/contested/contested/internal/gate/report"
-	"github.com/contested/contested/internal/runenv"
+	seedpkg "github.com/contested/contested/internal/seed"
 )
 
 // DegradedOptions configures Degraded.
@@ -47,7 +47,8 @@ func Degraded(ctx context.Context, opts DegradedOptions) error {
 		return fmt.Errorf("%w: -cells: %v", ErrUsage, err)
 	}
 	// CONTESTED_SEED replays a stage's plan; without it the stage draws one.
-	seed, _, err := runenv.Seed()
+	given, err := seedpkg.FromEnv()
+	seed := int64(given)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}

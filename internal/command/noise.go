@@ -12,6 +12,7 @@ import (
 	"github.com/contested/contested/internal/gate/shard"
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/runenv"
+	seedpkg "github.com/contested/contested/internal/seed"
 )
 
 // noiseSpec is the neighbour to arm beside a battery: CONTESTED_NOISE,
@@ -35,10 +36,11 @@ func armNeighbour(ctx context.Context, who string, reg noise.Spec, env runenv.En
 	if err != nil || spec.Zero() {
 		return nil, err
 	}
-	seed, err := runenv.SeedOrNew()
+	given, err := seedpkg.FromEnv()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
+	seed := int64(given.OrNew())
 	if spec.IO > 0 {
 		noise.RemoveStale(env.ResultsDir, out)
 	}

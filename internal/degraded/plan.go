@@ -4,9 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"time"
+
+	seedpkg "github.com/contested/contested/internal/seed"
 )
 
 // Plan is what a seed decides of a stage: each cell's transfer amount and
@@ -36,7 +37,7 @@ type planned struct {
 // the latency in timeouts, so that one seed is one plan (one digest) on a
 // machine whose front runs with a longer timeout (frontTimeout) too.
 func newPlan(seed int64, cells []Cell, timeout time.Duration) Plan {
-	rng := rand.New(rand.NewPCG(uint64(seed), 0x6465677261646564)) // "degraded"
+	rng := seedpkg.Seed(seed).Rand("degraded")
 	p := Plan{Seed: seed, cells: map[string]planned{}}
 	base := 10 + rng.Int64N(40)
 	var desc []string

@@ -13,6 +13,7 @@ import (
 	"github.com/contested/contested/internal/faultlayer/faulttest"
 	"github.com/contested/contested/internal/registry"
 	"github.com/contested/contested/internal/runenv"
+	"github.com/contested/contested/internal/seed"
 )
 
 func TestMain(m *testing.M) { faulttest.Main(m) }
@@ -43,10 +44,11 @@ func stage(t *testing.T, results, tags string, cells ...string) Result {
 	defer lock.Release()
 	// The seed a contested run hands each of its seeds (CONTESTED_SEED),
 	// else a fresh one: N seeds run N plans.
-	seed, err := runenv.SeedOrNew()
+	given, err := seed.FromEnv()
 	if err != nil {
 		t.Fatal(err)
 	}
+	seed := int64(given.OrNew())
 	res, err := Run(ctx, Options{Layer: lay, Registry: reg, ModuleRoot: env.ModuleRoot, ResultsDir: results, RunID: lay.RunID, Cells: cells, Tags: tags, Seed: seed, Out: &log})
 	if err != nil {
 		t.Fatalf("the stage could not run: %v", err)

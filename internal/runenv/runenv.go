@@ -7,7 +7,8 @@
 // coordinates join it with [Env.Attach] once the layer is up, and
 // [Env.Environ] turns it into a child process's environment: the one place
 // that writes those variables. A test process reads the same variables
-// through [Process], [Level] and [Seed], the one place that reads them.
+// through [Process] and [Level], the one place that reads them (and the
+// seed, through package seed).
 // Lower packages (faultrecord, faultlayer) get plain values from here and
 // never resolve the run's environment themselves.
 package runenv
@@ -25,6 +26,7 @@ import (
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/runid"
+	"github.com/contested/contested/internal/seed"
 )
 
 // DefaultRegistry is the registry file, relative to the module root, when
@@ -58,10 +60,9 @@ type Env struct {
 	Registry string
 	// Level is the intensity, 1 to 3.
 	Level int
-	// Seed is handed to children when SeedSet: a replay, or one seed of
+	// Seed is handed to children when it is set: a replay, or one seed of
 	// mage contested.
-	Seed    int64
-	SeedSet bool
+	Seed seed.Seed
 	// Layer holds the variables that hand a running fault layer to a child
 	// process (faultlayer.Layer.Env); empty until Attach.
 	Layer []string
@@ -132,7 +133,7 @@ func PrepareResultsDir(moduleRoot string) (string, error) {
 // above the working directory ("" when none), the results directory and
 // registry resolved against it, and the run id (CONTESTED_RUN_ID, or a
 // fresh one per call). The level and a replayed seed are read by [Level]
-// and [Seed], where a leg reports a bad value itself. The results
+// and seed.FromEnv, where a leg reports a bad value itself. The results
 // directory is resolved, not readied: a command has checked it.
 func Process() (Env, error) {
 	var e Env
@@ -168,9 +169,9 @@ func (e Env) WithResultsDir(dir string) Env {
 	return e
 }
 
-// WithSeed is e handing seed to its children.
-func (e Env) WithSeed(seed int64) Env {
-	e.Seed, e.SeedSet = seed, true
+// WithSeed is e handing s to its children.
+func (e Env) WithSeed(s seed.Seed) Env {
+	e.Seed = s
 	return e
 }
 
@@ -195,8 +196,8 @@ func (e Env) Environ() []string {
 		}
 	}
 	own = append(own, envvar.Level+"="+strconv.Itoa(max(e.Level, 1)))
-	if e.SeedSet {
-		own = append(own, envvar.Seed+"="+strconv.FormatInt(e.Seed, 10))
+	if e.Seed.IsSet() {
+		own = append(own, e.Seed.Env())
 	}
 	out := make([]string, 0, len(e.Replay)+len(e.Layer)+len(own))
 	for _, kv := range e.Replay {
@@ -294,21 +295,6 @@ func Level() (int, error) {
 		return 0, fmt.Errorf("%w: %s=%q is not 1 (sunny), 2 (stormy) or 3 (radioactive)", ErrInvalid, envvar.Level, v)
 	}
 	return n, nil
-}
-
-// Seed reads CONTESTED_SEED: the seed to replay and set=true, or set=false
-// when it is unset. A malformed value is an error, never silently replaced:
-// a replay that does not replay is worse than none.
-func Seed() (seed int64, set bool, err error) {
-	v := strings.TrimSpace(os.Getenv(envvar.Seed))
-	if v == "" {
-		return 0, false, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 {
-		return 0, false, fmt.Errorf("%w: %s=%q is not a non-negative integer; unset it for a fresh seed", ErrInvalid, envvar.Seed, v)
-	}
-	return n, true, nil
 }
 
 // Seeds reads CONTESTED_SEEDS, the seed count of mage contested: 1 to

@@ -156,9 +156,11 @@ func TestEnviron(t *testing.T) {
 		{"a layer whose run id is the run's", env.Attach(layer, "run-1-abcd"), []string{envvar.Layer + "=external",
 			envvar.ToxiproxyURL + "=http://127.0.0.1:8474", envvar.ResultsDir + "=/m/test-results",
 			envvar.Surfaces + "=/m/contested-surfaces.toml", envvar.RunID + "=run-1-abcd", envvar.Level + "=2"}},
-		{"a seed and a private results directory", env.WithSeed(0).WithResultsDir("/m/test-results/reruns/x"), []string{
+		{"a seed and a private results directory", env.WithSeed(7).WithResultsDir("/m/test-results/reruns/x"), []string{
 			envvar.ResultsDir + "=/m/test-results/reruns/x", envvar.Surfaces + "=/m/contested-surfaces.toml",
-			envvar.RunID + "=run-1", envvar.Level + "=2", envvar.Seed + "=0"}},
+			envvar.RunID + "=run-1", envvar.Level + "=2", envvar.Seed + "=7"}},
+		{"an unset seed is never handed on", env.WithSeed(0), []string{envvar.ResultsDir + "=/m/test-results", envvar.Surfaces + "=/m/contested-surfaces.toml",
+			envvar.RunID + "=run-1", envvar.Level + "=2"}},
 		{"nothing known but the level, which is 1 at least", Env{}, []string{envvar.Level + "=1"}},
 		{"an unknown run id leaves the layer's", Env{}.Attach(layer[2:], ""), []string{envvar.RunID + "=run-0", envvar.Level + "=1"}},
 		{"a replayed test's variables, first, never the run's own", Env{}.WithReplay([]string{"CLIENTS=4", envvar.Level + "=3"}), []string{
@@ -181,37 +183,30 @@ func TestEnviron(t *testing.T) {
 
 func TestVariables(t *testing.T) {
 	tests := []struct {
-		name, level, seed, seeds string
-		wantLevel, wantSeeds     int
-		wantSeed                 int64
-		wantSet                  bool
-		bad                      string
+		name, level, seeds   string
+		wantLevel, wantSeeds int
+		bad                  string
 	}{
 		{name: "unset", wantLevel: 1},
-		{name: "all given", level: "3", seed: "42", seeds: "7", wantLevel: 3, wantSeed: 42, wantSet: true, wantSeeds: 7},
-		{name: "seed zero is a seed", seed: "0", wantLevel: 1, wantSet: true},
+		{name: "all given", level: "3", seeds: "7", wantLevel: 3, wantSeeds: 7},
 		{name: "a level out of range", level: "7", bad: envvar.Level + `="7" is not 1`},
-		{name: "a seed that is no number", seed: "forty-two", bad: envvar.Seed + `="forty-two" is not a non-negative integer`},
-		{name: "a negative seed", seed: "-1", bad: "not a non-negative integer"},
 		{name: "too many seeds", seeds: "1001", bad: "between 1 and 1000"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(envvar.Level, tc.level)
-			t.Setenv(envvar.Seed, tc.seed)
 			t.Setenv(envvar.Seeds, tc.seeds)
 			level, lerr := Level()
-			seed, set, serr := Seed()
 			seeds, nerr := Seeds()
-			err := errors.Join(lerr, serr, nerr)
+			err := errors.Join(lerr, nerr)
 			if tc.bad != "" {
 				if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.bad) {
 					t.Errorf("err = %v, want ErrInvalid saying %q", err, tc.bad)
 				}
 				return
 			}
-			if err != nil || level != tc.wantLevel || seed != tc.wantSeed || set != tc.wantSet || seeds != tc.wantSeeds {
-				t.Errorf("level %d, seed %d (set %v), seeds %d, %v", level, seed, set, seeds, err)
+			if err != nil || level != tc.wantLevel || seeds != tc.wantSeeds {
+				t.Errorf("level %d, seeds %d, %v", level, seeds, err)
 			}
 		})
 	}

@@ -4,12 +4,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	seedpkg "github.com/contested/contested/internal/seed"
 )
 
 // Schedule is when and how one leg's faults land: at which step of the
@@ -114,7 +115,7 @@ const MaxHold = 5 * time.Second
 func NewSchedule(l Lever, seed int64, p Scope) Schedule {
 	p = p.norm()
 	s := Schedule{Lever: l.Name(), Seed: seed, Level: p.Level, Span: p.Span, Windows: l.Draw(streams(l.Name(), seed), p)}
-	r := Stream(l.Name(), seed, "retry")
+	r := seedpkg.Seed(seed).Rand(l.Name() + "/retry")
 	s.Retry = Retry{Backoff: between(r, 5, 40) * time.Millisecond, Max: between(r, 100, 400) * time.Millisecond}
 	return s
 }
@@ -146,15 +147,8 @@ func (s Streams) Of(k Kind) *rand.Rand {
 }
 
 func streams(lever string, seed int64) Streams {
-	return Streams{Stream(lever, seed, "base"), Stream(lever, seed, "more"), Stream(lever, seed, "recovery")}
-}
-
-// Stream is the random source of one purpose of one lever's schedule (a
-// rig that draws more of a lever's choices names a purpose of its own).
-func Stream(lever string, seed int64, purpose string) *rand.Rand {
-	h := fnv.New64a()
-	h.Write([]byte(lever + "/" + purpose))
-	return rand.New(rand.NewPCG(uint64(seed), h.Sum64()))
+	s := seedpkg.Seed(seed)
+	return Streams{s.Rand(lever + "/base"), s.Rand(lever + "/more"), s.Rand(lever + "/recovery")}
 }
 
 // between draws an integer in [lo, hi].

@@ -26,6 +26,7 @@ import (
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/registry"
 	"github.com/contested/contested/internal/runenv"
+	seedpkg "github.com/contested/contested/internal/seed"
 	"github.com/contested/contested/internal/touched"
 )
 
@@ -132,12 +133,12 @@ func (r *Result) Leg(lever string) (verdict.Leg, bool) {
 // set, else budget) picked for their schedules (see PickSeeds) for the
 // legs at level.
 func Seeds(budget int, legs []string, level int) ([]int64, error) {
-	seed, set, err := runenv.Seed()
+	s, err := seedpkg.FromEnv()
 	if err != nil {
 		return nil, err
 	}
-	if set {
-		return []int64{seed}, nil
+	if s.IsSet() {
+		return []int64{int64(s)}, nil
 	}
 	n, err := runenv.Seeds()
 	if err != nil {
@@ -297,7 +298,7 @@ func runSeed(ctx context.Context, s registry.Surface, tests []string, seed int64
 	if pkg == "" {
 		pkg = "./..."
 	}
-	env := opts.Env.WithSeed(seed).WithResultsDir(dir).Environ()
+	env := opts.Env.WithSeed(seedpkg.Seed(seed)).WithResultsDir(dir).Environ()
 	run := &SeedRun{Seed: seed, Dir: dir, Passed: true, Failures: map[string]string{}}
 	start := time.Now()
 	for i, test := range tests {
@@ -309,7 +310,7 @@ func runSeed(ctx context.Context, s registry.Surface, tests []string, seed int64
 			}
 		}
 		res, err := battery.Run(ctx, battery.Options{
-			Dir: opts.Env.ModuleRoot, Patterns: []string{pkg}, Args: []string{"-run", runenv.RunPattern(test)},
+			Dir: opts.Env.ModuleRoot, Patterns: []string{pkg}, Args: []string{"-run", seedpkg.RunPattern(test)},
 			Env: env, Out: indent{opts.Out, "  "}, Binaries: opts.Binaries, TestLogs: logs,
 		})
 		if err != nil {
@@ -327,7 +328,7 @@ func runSeed(ctx context.Context, s registry.Surface, tests []string, seed int64
 			run.Failures[p.Name] = p.Output
 		}
 		if res.OK() && len(res.Tests) == 0 {
-			fmt.Fprintf(opts.Out, "  contested: -run %s matched no test in %s\n", runenv.RunPattern(test), pkg)
+			fmt.Fprintf(opts.Out, "  contested: -run %s matched no test in %s\n", seedpkg.RunPattern(test), pkg)
 		}
 	}
 	run.Took = time.Since(start)

@@ -11,7 +11,7 @@ import (
 	"github.com/contested/contested/internal/capability"
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/registry"
-	"github.com/contested/contested/internal/runenv"
+	"github.com/contested/contested/internal/seed"
 )
 
 // Evidence is everything a surface's contract is judged from.
@@ -405,7 +405,7 @@ func replay(run SeedRun, lever, test, dir string, level int) string {
 			return s.Replay
 		}
 	}
-	return runenv.ReplayCommand(seedOf(run, lever, test), level, dir, test)
+	return seed.Seed(seedOf(run, lever, test)).Replay(level, dir, test)
 }
 
 func skippedTests(runs []SeedRun, lever string) []string {

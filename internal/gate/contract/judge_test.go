@@ -10,7 +10,7 @@ import (
 	"github.com/contested/contested/internal/capability"
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/registry"
-	"github.com/contested/contested/internal/runenv"
+	"github.com/contested/contested/internal/seed"
 )
 
 // surface is a registered surface with two legs; reset runs only at
@@ -311,7 +311,7 @@ func TestAReplayWithoutAPackageRunsTheModule(t *testing.T) {
 	if len(legs) == 0 {
 		t.Fatal("no leg judged")
 	}
-	if want := runenv.ReplayCommand(9, 1, "./...", "TestStock/burst"); legs[0].Replay != want {
+	if want := seed.Seed(9).Replay(1, "./...", "TestStock/burst"); legs[0].Replay != want {
 		t.Errorf("burst replayed with %q, want %q", legs[0].Replay, want)
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/registry"
 	"github.com/contested/contested/internal/replayenv"
-	"github.com/contested/contested/internal/runenv"
+	"github.com/contested/contested/internal/seed"
 	"github.com/contested/contested/internal/terminal"
 )
 
@@ -24,11 +24,7 @@ func alone(o *Outcome, pkg string) string {
 	if pkg == "" {
 		pkg = "./..."
 	}
-	cmd := fmt.Sprintf("go test %s -run '%s' -count=1", pkg, runenv.RunPattern(o.Test))
-	if o.Seed != 0 {
-		cmd = fmt.Sprintf("%s=%d %s", envvar.Seed, o.Seed, cmd)
-	}
-	return replayenv.Prefix(cmd, o.replay)
+	return replayenv.Prefix(seed.Seed(o.Seed).Replay(1, pkg, o.Test), o.replay)
 }
 
 // because is ": <the failure>" when the test reported one.
@@ -331,7 +327,7 @@ func neverRuns(o *Outcome, s registry.Surface, pkg string, contractTest bool) {
 	if pkg == "" {
 		pkg = "./..."
 	}
-	o.Action = fmt.Sprintf("%s passed all %d reruns without running %s: a TestMain that returns before m.Run, or a build constraint that leaves its file out; make the test run (go test %s -run '%s' -v lists what ran), then walk the ladder again", pkg, o.Reruns.Runs, o.Test, pkg, runenv.RunPattern(o.Test))
+	o.Action = fmt.Sprintf("%s passed all %d reruns without running %s: a TestMain that returns before m.Run, or a build constraint that leaves its file out; make the test run (go test %s -run '%s' -v lists what ran), then walk the ladder again", pkg, o.Reruns.Runs, o.Test, pkg, seed.RunPattern(o.Test))
 	if contractTest {
 		o.Action += fmt.Sprintf("; %s's contract cannot be judged until it does", s.ID)
 	}

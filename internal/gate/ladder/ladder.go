@@ -34,6 +34,7 @@ import (
 	"github.com/contested/contested/internal/registry"
 	"github.com/contested/contested/internal/replayenv"
 	"github.com/contested/contested/internal/runenv"
+	"github.com/contested/contested/internal/seed"
 	"github.com/contested/contested/internal/terminal"
 )
 
@@ -323,14 +324,16 @@ func Walk(ctx context.Context, testID string, opts Options) (*Outcome, error) {
 	if _, isLeg := legOf(s, name); o.Seed == 0 && contractTest && isLeg {
 		// No start record (arbitrate without the battery's results): one
 		// seed for every rerun, so that they agree and the replay has it.
-		if o.Seed, err = runenv.SeedOrNew(); err != nil {
+		given, err := seed.FromEnv()
+		if err != nil {
 			return nil, err
 		}
+		o.Seed = int64(given.OrNew())
 		dir := s.Package
 		if dir == "" {
 			dir = "./..."
 		}
-		o.Replay = runenv.ReplayCommand(o.Seed, max(opts.Env.Level, 1), dir, name)
+		o.Replay = seed.Seed(o.Seed).Replay(max(opts.Env.Level, 1), dir, name)
 		fmt.Fprintf(opts.Out, "ladder: %s: no record of the seed it failed with; rerunning it with seed %d\n", terminal.Escape(name), o.Seed)
 	}
 

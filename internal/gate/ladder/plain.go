@@ -7,7 +7,7 @@ import (
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/gate/contract"
-	"github.com/contested/contested/internal/runenv"
+	"github.com/contested/contested/internal/seed"
 )
 
 // PlainOwner owns a failing test before the ladder has walked it, and a
@@ -86,7 +86,7 @@ func NewPlain(pkg, test, output string) Plain {
 		return PackageFailure(pkg, output, -1)
 	}
 	p := Plain{Package: pkg, Test: test, Owner: PlainOwner, FirstLine: contract.FirstFailureLine(output)}
-	p.Action = fmt.Sprintf("run it alone with go test %s -run '%s' -count=1 -v, or walk the ladder for it: go tool mage arbitrate %s", where(pkg), runenv.RunPattern(test), test)
+	p.Action = fmt.Sprintf("run it alone with go test %s -run '%s' -count=1 -v, or walk the ladder for it: go tool mage arbitrate %s", where(pkg), seed.RunPattern(test), test)
 	return p
 }
 
@@ -154,7 +154,7 @@ func PlainTest(t battery.Test) Plain {
 	if r := contract.Reason(t.Failure, ""); r != "" {
 		p.FirstLine = r
 	}
-	alone := fmt.Sprintf("go test %s -run '%s' -count=1 -v", t.Package, runenv.RunPattern(t.Name))
+	alone := fmt.Sprintf("go test %s -run '%s' -count=1 -v", t.Package, seed.RunPattern(t.Name))
 	switch {
 	case t.Timeout != "":
 		p.FirstLine = t.Cause

@@ -19,7 +19,7 @@ import (
 	"github.com/contested/contested/internal/faultlayer/noise"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/flakes"
-	"github.com/contested/contested/internal/runenv"
+	seedpkg "github.com/contested/contested/internal/seed"
 	"github.com/contested/contested/internal/terminal"
 )
 
@@ -274,10 +274,7 @@ func runOnce(ctx context.Context, name, pkg string, seed int64, label string, op
 	if err := atomicfile.EmptyDir(opts.Env.ResultsDir, rel); err != nil {
 		return nil, dir, nil, err
 	}
-	env := opts.Env.WithResultsDir(dir)
-	if seed != 0 {
-		env = env.WithSeed(seed)
-	}
+	env := opts.Env.WithResultsDir(dir).WithSeed(seedpkg.Seed(seed))
 	var n *noise.Neighbour
 	if beside != nil {
 		var err error
@@ -286,7 +283,7 @@ func runOnce(ctx context.Context, name, pkg string, seed int64, label string, op
 		}
 	}
 	res, err := battery.Run(ctx, battery.Options{Dir: opts.Env.ModuleRoot, Patterns: []string{pkg},
-		Args: []string{"-run", runenv.RunPattern(name)}, Env: env.Environ(), Binaries: opts.Binaries})
+		Args: []string{"-run", seedpkg.RunPattern(name)}, Env: env.Environ(), Binaries: opts.Binaries})
 	var e *noise.Evidence
 	if n != nil {
 		ev := n.Stop()
