@@ -17,6 +17,7 @@ import (
 
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/faultlayer"
 )
 
@@ -73,7 +74,7 @@ func newRig(ctx context.Context, svc Service, spec Spec, layer *faultlayer.Layer
 	recDir := opts.RecordDir
 	if recDir == "" {
 		recDir = filepath.Join(opts.ResultsRoot, "cluster")
-		if err := os.RemoveAll(faultrecord.FaultDir(recDir)); err != nil {
+		if err := os.RemoveAll(faultdir.Of(recDir)); err != nil {
 			return r, err
 		}
 	}

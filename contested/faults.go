@@ -16,16 +16,16 @@ import (
 // fault is one armed fault of a leg, from Arm to Heal: it becomes one
 // record.
 type fault struct {
-	faultrecord.Sides              // the evidence from both sides
-	armed             levers.Fault // what the lever armed; nil when arming failed before it acted
-	armedAt           time.Time
-	healedAt          time.Time
-	confirmed         bool          // server-side confirmation a lever needs (confirm-timeout's commit)
-	index             int           // which window of the schedule, from 0
-	window            levers.Window // the window's timing and the lever's parameters
-	timing            string        // who decided when it was armed and healed
-	struck            []int         // the clients a scoped fault cut off (nil: every client)
-	spared            map[int]*work // what the clients it spared did meanwhile
+	sides                  // the evidence from both sides
+	armed     levers.Fault // what the lever armed; nil when arming failed before it acted
+	armedAt   time.Time
+	healedAt  time.Time
+	confirmed bool          // server-side confirmation a lever needs (confirm-timeout's commit)
+	index     int           // which window of the schedule, from 0
+	window    levers.Window // the window's timing and the lever's parameters
+	timing    string        // who decided when it was armed and healed
+	struck    []int         // the clients a scoped fault cut off (nil: every client)
+	spared    map[int]*work // what the clients it spared did meanwhile
 }
 
 func (f *fault) victimSaw(what string, at time.Time) { f.Victim(what, true, at) }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -19,10 +20,12 @@ import (
 	"github.com/contested/contested/contested/history"
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/faultlayer"
 	"github.com/contested/contested/internal/faultlayer/faulttest"
 	"github.com/contested/contested/internal/faultlayer/lease"
 	"github.com/contested/contested/internal/faultlayer/levers"
+	"github.com/contested/contested/internal/legstart"
 	"github.com/contested/contested/internal/registry"
 	seedpkg "github.com/contested/contested/internal/seed"
 )
@@ -135,7 +138,8 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 	// rerun, ladder and replay still need the seed it ran with.
 	rec, err := recorder()
 	if err == nil {
-		_, err = rec.WriteStart(faultrecord.LegStart{Test: t.Name(), Surface: s.ID, Leg: string(lever), Seed: int64(seed), Level: level, Replay: l.replay, StartedAt: time.Now()})
+		_, err = legstart.Write(filepath.Dir(rec.Dir()), legstart.Start{RunID: rec.RunID(), Package: rec.Package(), Test: t.Name(), Surface: s.ID,
+			Leg: string(lever), Seed: int64(seed), Level: level, Replay: l.replay, StartedAt: time.Now()})
 	}
 	if err != nil {
 		t.Fatalf("contested: record the start of leg %s: %v", legName(t.Name(), lever), err)
@@ -178,7 +182,7 @@ func (l *Leg) openPath(ctx context.Context, i, n int) error {
 	p := &path{lease: ls, keep: l.layer.Leases().Keep(context.Background(), ls)}
 	l.paths = append(l.paths, p) // cleanup releases it from now on
 	p.port, _ = l.layer.Port(ls.Port)
-	name := fmt.Sprintf("contested-%d-%s", ls.Port, faultrecord.SafeName(l.t.Name()))
+	name := fmt.Sprintf("contested-%d-%s", ls.Port, faultdir.SafeName(l.t.Name()))
 	if n > 1 {
 		name += fmt.Sprintf("-c%d", i)
 	}

@@ -19,6 +19,8 @@ import (
 
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/internal/faultdir"
+	"github.com/contested/contested/internal/legstart"
 	"github.com/contested/contested/internal/runenv"
 )
 
@@ -137,7 +139,7 @@ func records(t *testing.T, test string) []faultrecord.Record {
 		t.Fatal(err)
 	}
 	root := env.ResultsDir
-	files, _ := filepath.Glob(filepath.Join(faultrecord.FaultDir(root), "*.json"))
+	files, _ := filepath.Glob(filepath.Join(faultdir.Of(root), "*.json"))
 	var out []faultrecord.Record
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -562,11 +564,11 @@ func TestALegRecordsItsSeedWhenItStarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	starts, skipped, err := faultrecord.ReadStarts(env.ResultsDir)
+	starts, skipped, err := legstart.Read(env.ResultsDir)
 	if err != nil || skipped != 0 {
 		t.Fatalf("ReadStarts: %v (%d skipped)", err, skipped)
 	}
-	s, ok := faultrecord.StartOf(starts, "", p.name)
+	s, ok := legstart.Of(starts, "", p.name)
 	if !ok {
 		t.Fatalf("no start record for %s among %+v", p.name, starts)
 	}

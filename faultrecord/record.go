@@ -10,17 +10,9 @@ import (
 // A record with any other value is unreadable: readers never guess at a format they do not know.
 const Schema = "contested/faultrecord@1"
 
-// Errors that callers branch on with [errors.Is].
-var (
-	// ErrResultsDir means the fault directory could not be listed (permission denied, not a
-	// directory). The gate refuses: it cannot tell whether faults ran.
-	ErrResultsDir = errors.New("results directory unreadable")
-	// ErrNotFaultDir means a stamp, purge or verification was asked for a directory that is not
-	// a fault directory (its base name is not "fault"). It guards against deleting elsewhere.
-	ErrNotFaultDir = errors.New("not a fault directory")
-	// ErrInvalidRecord means a record does not parse or breaks the schema.
-	ErrInvalidRecord = errors.New("invalid fault record")
-)
+// ErrInvalidRecord means a record does not parse or breaks the schema:
+// callers branch on it with [errors.Is].
+var ErrInvalidRecord = errors.New("invalid fault record")
 
 // Record is one armed fault, schema contested/faultrecord@1 (docs/reference/records.md).
 //

@@ -9,6 +9,7 @@ import (
 
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/internal/faultdir"
 )
 
 // Recorder writes the records of one test process. It holds the run id, the package under
@@ -72,7 +73,7 @@ func NewRecorder(pkg string, opts ...RecorderOption) (*Recorder, error) {
 	if why := atomicfile.Refused(root, c.moduleRoot); why != "" {
 		return nil, fmt.Errorf("new recorder: %w: %s %s; set %s to a directory of its own", atomicfile.ErrBadResultsDir, root, why, envvar.ResultsDir)
 	}
-	return &Recorder{runID: c.runID, pkg: pkg, dir: FaultDir(root)}, nil
+	return &Recorder{runID: c.runID, pkg: pkg, dir: faultdir.Of(root)}, nil
 }
 
 // RunID is the run id written into records that do not carry their own.
@@ -118,12 +119,12 @@ func (r *Recorder) Write(rec Record) (string, error) {
 		return "", fmt.Errorf("write record %s/%s: %w", rec.Test, rec.Leg, err)
 	}
 	data = append(data, '\n')
-	name := recordFileName(rec.RunID, rec.Test, rec.Leg)
+	name := faultdir.RecordName(rec.RunID, rec.Test, rec.Leg)
 	root, err := atomicfile.MakeRoot(filepath.Dir(r.dir))
 	if err != nil {
 		return "", fmt.Errorf("write record %s/%s: %w", rec.Test, rec.Leg, err)
 	}
-	err = root.Write(FaultDirName+"/"+name, data, atomicfile.TempPattern(recordTempPrefix+"*"+tempExt), atomicfile.KeepTempOnError())
+	err = root.Write(faultdir.Name+"/"+name, data, atomicfile.TempPattern(faultdir.RecordTempPattern), atomicfile.KeepTempOnError())
 	if err != nil {
 		return "", fmt.Errorf("write record %s/%s: %w", rec.Test, rec.Leg, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/faultdir"
 )
 
 func sampleRecord() Record {
@@ -100,7 +101,7 @@ func TestRecorderWrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if filepath.Dir(path) != rec.Dir() || Classify(filepath.Base(path)) != KindRecord {
+			if filepath.Dir(path) != rec.Dir() || faultdir.Classify(filepath.Base(path)) != faultdir.KindRecord {
 				t.Errorf("record written to %s", path)
 			}
 			data, err := os.ReadFile(path)
@@ -120,7 +121,7 @@ func TestRecorderWrite(t *testing.T) {
 		})
 	}
 	for _, n := range dirNames(t, rec.Dir()) {
-		if Classify(n) != KindRecord {
+		if faultdir.Classify(n) != faultdir.KindRecord {
 			t.Errorf("writer left %s behind", n)
 		}
 	}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/faultdir"
 )
 
 // Verdict is the outcome of a linearizability check.
@@ -471,7 +471,7 @@ func FileStem(name, model string) string {
 	if name == "" {
 		name = model
 	}
-	return strings.TrimRight(faultrecord.SafeName(name), ".")
+	return strings.TrimRight(faultdir.SafeName(name), ".")
 }
 
 // fileName is the visualization's file name.

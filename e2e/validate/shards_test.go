@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/contested/contested/e2e/internal/e2etest"
-	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/gate/flakes"
 	"github.com/contested/contested/internal/gate/shard"
 )
@@ -85,7 +85,7 @@ func TestAdopterShardsMergeAsOneRun(t *testing.T) {
 		}
 	}
 	m, _ := shard.ReadManifest(edited)
-	rec := filepath.Join(faultrecord.FaultDir(edited), m.Files[0].Name)
+	rec := filepath.Join(faultdir.Of(edited), m.Files[0].Name)
 	b, err := os.ReadFile(rec)
 	if err != nil {
 		t.Fatal(err)

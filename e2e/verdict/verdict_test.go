@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/contested/contested/e2e/internal/e2etest"
-	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultdir"
 )
 
 const poisonStale = `package stock
@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contested/contested/faultrecord"
 )
 
 // A valid record whose mtime predates the gate stamp: evidence of an
@@ -48,13 +47,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/contested/contested/faultrecord"
 )
 
 // Half a record, as a writer killed mid-write without the atomic rename
 // would leave it.
 func TestPoisonTruncated(t *testing.T) {
-	p := filepath.Join(faultrecord.FaultDir(os.Getenv("CONTESTED_RESULTS_DIR")), "truncated.json")
+	p := filepath.Join(faultdir.Of(os.Getenv("CONTESTED_RESULTS_DIR")), "truncated.json")
 	if err := os.WriteFile(p, []byte(` + "`" + `{"schema":"contested/faultrecord@1","run_id":"x","test":"TestStockContract/reset","surf` + "`" + `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +133,7 @@ tests = ["TestOutsideRegistry"]
 			if !strings.Contains(out, "phase "+itoa(tt.phase)+" ("+name+")") {
 				t.Errorf("the output does not name phase %d (%s):\n%s", tt.phase, name, out)
 			}
-			if _, err := os.Stat(filepath.Join(dir, "test-results", "fault", faultrecord.StampName)); err != nil {
+			if _, err := os.Stat(filepath.Join(dir, "test-results", "fault", faultdir.StampName)); err != nil {
 				t.Errorf("a refused run consumed its stamp: %v", err)
 			}
 		})

@@ -18,7 +18,6 @@ import (
 
 	"github.com/fatih/color"
 
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/capacity"
@@ -28,6 +27,7 @@ import (
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/flakes"
 	"github.com/contested/contested/internal/gate/ladder"
+	"github.com/contested/contested/internal/legstart"
 	"github.com/contested/contested/internal/replayenv"
 )
 
@@ -118,8 +118,8 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 		lo.Capacity = c
 		fmt.Fprintf(out, "ladder: using the capacity samples of the last validate run (%d samples)\n", len(c.Samples))
 	}
-	if starts, _, err := faultrecord.ReadStarts(root); err == nil {
-		lo.Starts = faultrecord.OfRun(starts, last.RunID)
+	if starts, _, err := legstart.Read(root); err == nil {
+		lo.Starts = legstart.OfRun(starts, last.RunID)
 	}
 	if spec, set, _ := noise.FromEnv(); set && !spec.Zero() {
 		lo.Beside = &spec

@@ -10,8 +10,8 @@ import (
 
 	"github.com/fatih/color"
 
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/degraded"
+	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/gate/report"
 	seedpkg "github.com/contested/contested/internal/seed"
 )
@@ -90,7 +90,7 @@ func Degraded(ctx context.Context, opts DegradedOptions) error {
 	var html strings.Builder
 	if err := report.WriteHTML(&html, page); err != nil {
 		fmt.Fprintf(out, "report: %v\n", err)
-	} else if path, err := saveArtifact(env.ResultsDir, filepath.Join(faultrecord.FaultDirName, "degraded-report.html"), []byte(html.String())); err != nil {
+	} else if path, err := saveArtifact(env.ResultsDir, filepath.Join(faultdir.Name, "degraded-report.html"), []byte(html.String())); err != nil {
 		notSaved(out, "report", path, err)
 	} else {
 		fmt.Fprintf(out, "degraded: report %s; cells %s\n", path, filepath.Join(env.ResultsDir, degraded.DirName, "cells.json"))

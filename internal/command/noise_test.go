@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/faultlayer/noise"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/runenv"
@@ -41,7 +41,7 @@ func TestANeighbourThatCouldNotMeasureIsNotProven(t *testing.T) {
 			t.Errorf("validate does not say %q:\n%s", want, out.String())
 		}
 	}
-	recs, err := contract.ReadRecords(faultrecord.FaultDir(root))
+	recs, err := contract.ReadRecords(faultdir.Of(root))
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("records %+v, %v: want the neighbour's", recs, err)
 	}

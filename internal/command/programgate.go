@@ -9,7 +9,7 @@ import (
 
 	"github.com/fatih/color"
 
-	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/gate"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/report"
@@ -62,8 +62,8 @@ func ProgramGate(ctx context.Context, opts ProgramGateOptions) error {
 		fmt.Fprintf(out, "program-gate: %s: fault-preflight failed; not verifying\n", color.RedString("CANNOT RUN"))
 		return err
 	}
-	faultDir := faultrecord.FaultDir(root)
-	if _, err := os.Lstat(filepath.Join(faultDir, faultrecord.StampName)); err != nil {
+	faultDir := faultdir.Of(root)
+	if _, err := os.Lstat(filepath.Join(faultDir, faultdir.StampName)); err != nil {
 		fmt.Fprintf(out, "program-gate: no gate stamp in %s: the records on disk are not tied to a run; verifying them anyway (standalone)\n", faultDir)
 	}
 	verified, err := gate.Verify(ctx, gate.Options{
@@ -86,7 +86,7 @@ func ProgramGate(ctx context.Context, opts ProgramGateOptions) error {
 	judged := contract.JudgeBattery(contract.Battery{Registry: reg, Module: mod, Records: recs, Level: level})
 	verified.Surfaces = contract.Verdicts(judged)
 	if serr := verified.Save(); serr != nil {
-		notSaved(out, "program-gate", filepath.Join(faultDir, faultrecord.ReportName), serr)
+		notSaved(out, "program-gate", filepath.Join(faultDir, faultdir.ReportName), serr)
 	}
 	fmt.Fprintln(out)
 	verified.WriteSummary(out)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/runenv"
 )
 
@@ -19,7 +19,7 @@ import (
 // pages are under previous/<the RED run's id>/, not the GREEN one's.
 func TestARunThatReusesEverythingKeepsNoEarlierEvidence(t *testing.T) {
 	root := t.TempDir()
-	fault := faultrecord.FaultDir(root)
+	fault := faultdir.Of(root)
 	earlier := map[string]string{
 		"validate.json":                             `{"run_id":"red-run","green":false}`,
 		"ladder/TestX_reset-1.md":                   "fix: x: reset leg is FAIL-reproducible",
@@ -39,7 +39,7 @@ func TestARunThatReusesEverythingKeepsNoEarlierEvidence(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !faultrecord.IsFaultDir(fault) {
+	if !faultdir.Is(fault) {
 		t.Fatalf("%s is not the fault directory", fault)
 	}
 	v := &validation{

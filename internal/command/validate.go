@@ -9,17 +9,18 @@ import (
 
 	"github.com/fatih/color"
 
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/capability"
 	"github.com/contested/contested/internal/capacity"
 	"github.com/contested/contested/internal/degraded"
+	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/faultlayer"
 	"github.com/contested/contested/internal/faultlayer/noise"
 	"github.com/contested/contested/internal/gate"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/flakes"
 	"github.com/contested/contested/internal/gate/ladder"
+	"github.com/contested/contested/internal/legstart"
 	"github.com/contested/contested/internal/registry"
 	"github.com/contested/contested/internal/replayenv"
 	"github.com/contested/contested/internal/runenv"
@@ -273,7 +274,7 @@ type validation struct {
 	// noise is the neighbour armed beside the battery, nil when none was.
 	noise *noise.Evidence
 	// starts are the legs' start records of the battery: their seeds.
-	starts []faultrecord.LegStart
+	starts []legstart.Start
 	// interference is what other runs on this Docker host did to this
 	// run's containers during the battery.
 	interference []ladder.Interference
@@ -287,7 +288,7 @@ type validation struct {
 }
 
 // faultDir is the run's fault directory.
-func (v *validation) faultDir() string { return faultrecord.FaultDir(v.env.ResultsDir) }
+func (v *validation) faultDir() string { return faultdir.Of(v.env.ResultsDir) }
 
 // layerUp brings the fault layer up and runs fault-preflight in required
 // mode; the layer's coordinates join the run environment. On error nothing

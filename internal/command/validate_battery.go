@@ -13,16 +13,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/capacity"
 	"github.com/contested/contested/internal/dockerenv"
+	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/gate"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/ladder"
 	"github.com/contested/contested/internal/gate/shard"
 	"github.com/contested/contested/internal/hostevents"
+	"github.com/contested/contested/internal/legstart"
 	"github.com/contested/contested/internal/replayenv"
 	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/runenv"
@@ -37,7 +38,7 @@ func (v *validation) stamp() error {
 	if err := gate.WriteStamp(v.faultDir(), v.env.RunID); err != nil {
 		return fmt.Errorf("write the gate stamp: %w", err)
 	}
-	fmt.Fprintf(v.out, "validate: purged old records and wrote %s\n", filepath.Join(v.faultDir(), faultrecord.StampName))
+	fmt.Fprintf(v.out, "validate: purged old records and wrote %s\n", filepath.Join(v.faultDir(), faultdir.StampName))
 	if v.shard != nil {
 		st, err := shard.ReadStamp(v.faultDir())
 		if err != nil {
@@ -60,7 +61,7 @@ func (v *validation) clearEarlier() error {
 		return fmt.Errorf("purge old records: %w", err)
 	}
 	// The legs' start records are the battery's, like its fault records.
-	if err := atomicfile.EmptyDir(v.env.ResultsDir, faultrecord.LegsDirName); err != nil {
+	if err := atomicfile.EmptyDir(v.env.ResultsDir, legstart.DirName); err != nil {
 		return fmt.Errorf("purge the legs' start records: %w", err)
 	}
 	// The gate's purge leaves the page rendered from its report to us.

@@ -8,11 +8,11 @@ import (
 
 	"github.com/fatih/color"
 
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/gate"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/ladder"
+	"github.com/contested/contested/internal/legstart"
 	"github.com/contested/contested/internal/terminal"
 )
 
@@ -28,9 +28,9 @@ func (v *validation) firstVerdict(ctx context.Context, res *battery.Result, veri
 		return
 	}
 	rep := v.rep
-	starts, _, _ := faultrecord.ReadStarts(v.env.ResultsDir)
+	starts, _, _ := legstart.Read(v.env.ResultsDir)
 	records, _ := contract.ReadRecords(v.faultDir())
-	lo := ladder.Options{Env: v.env, Registry: v.reg, Seen: res, SeenRunID: v.env.RunID, Starts: faultrecord.OfRun(starts, v.env.RunID), Records: records, Replay: v.replay}
+	lo := ladder.Options{Env: v.env, Registry: v.reg, Seen: res, SeenRunID: v.env.RunID, Starts: legstart.OfRun(starts, v.env.RunID), Records: records, Replay: v.replay}
 	rep.BatteryFailures = nil
 	for _, t := range contract.LeafFailures(res) {
 		rep.BatteryFailures = append(rep.BatteryFailures, ladder.Provisional(ctx, t, lo))

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/gate"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/ladder"
@@ -42,7 +42,7 @@ func (v *validation) judge(ctx context.Context, res *battery.Result, verified *g
 	v.rep.Surfaces = append(v.rep.Surfaces, v.reuse.verdicts()...)
 	verified.Surfaces, verified.Capabilities = v.rep.Surfaces, v.caps
 	if err := verified.Save(); err != nil {
-		notSaved(v.out, "validate", filepath.Join(v.faultDir(), faultrecord.ReportName), err)
+		notSaved(v.out, "validate", filepath.Join(v.faultDir(), faultdir.ReportName), err)
 	}
 	return judged
 }

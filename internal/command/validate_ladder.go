@@ -18,6 +18,7 @@ import (
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/ladder"
+	"github.com/contested/contested/internal/legstart"
 	"github.com/contested/contested/internal/terminal"
 )
 
@@ -27,11 +28,11 @@ import (
 // walk gathered.
 func (v *validation) arbitrate(ctx context.Context, res *battery.Result, budget time.Duration) map[string]*contract.Result {
 	failures := contract.LeafFailures(res)
-	starts, skipped, err := faultrecord.ReadStarts(v.env.ResultsDir)
+	starts, skipped, err := legstart.Read(v.env.ResultsDir)
 	if err != nil || skipped > 0 {
 		fmt.Fprintf(v.out, "validate: the legs' start records: %d skipped, %v\n", skipped, err)
 	}
-	v.starts = faultrecord.OfRun(starts, v.env.RunID)
+	v.starts = legstart.OfRun(starts, v.env.RunID)
 	var records []faultrecord.Record
 	if len(failures) > 0 {
 		// An oracle's violation in them outranks the machine's load.

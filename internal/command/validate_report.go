@@ -12,9 +12,9 @@ import (
 
 	"github.com/fatih/color"
 
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/capability"
+	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/gate"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/ladder"
@@ -248,7 +248,7 @@ func writeReports(root string, p report.Page, out io.Writer) {
 		return
 	}
 	var saved []string
-	path, err := saveArtifact(root, filepath.Join(faultrecord.FaultDirName, reportHTML), []byte(html.String()))
+	path, err := saveArtifact(root, filepath.Join(faultdir.Name, reportHTML), []byte(html.String()))
 	if err != nil {
 		notSaved(out, "report", path, err)
 	} else {

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/gate"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/verdict"
@@ -68,7 +68,7 @@ func TestValidateRefusesToRunTheBatteryWhenPreflightFails(t *testing.T) {
 	if strings.Contains(out.String(), "battery: go test") {
 		t.Errorf("the battery ran anyway:\n%s", out.String())
 	}
-	if _, err := os.Stat(filepath.Join(faultDir, faultrecord.StampName)); err == nil {
+	if _, err := os.Stat(filepath.Join(faultDir, faultdir.StampName)); err == nil {
 		t.Error("a gate stamp was written although preflight failed")
 	}
 	if _, err := os.Stat(old); err != nil {

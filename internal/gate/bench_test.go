@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultdir"
 )
 
 // generate writes n valid, fired records across four classes into <b.TempDir()>/fault, behind a
@@ -17,12 +18,12 @@ import (
 // the benchmark measures verification, not the writer.
 func generate(b *testing.B, n int) string {
 	b.Helper()
-	dir := faultrecord.FaultDir(b.TempDir())
+	dir := faultdir.Of(b.TempDir())
 	if err := WriteStamp(dir, "bench"); err != nil {
 		b.Fatal(err)
 	}
 	past := time.Now().Add(-time.Hour)
-	if err := os.Chtimes(filepath.Join(dir, faultrecord.StampName), past, past); err != nil {
+	if err := os.Chtimes(filepath.Join(dir, faultdir.StampName), past, past); err != nil {
 		b.Fatal(err)
 	}
 	classes := []string{"store", "mq-consumer", "pool", "lease"}
@@ -37,7 +38,7 @@ func generate(b *testing.B, n int) string {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s--%s--%012x.json", r.RunID, faultrecord.SafeName(r.Test), i)), data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s--%s--%012x.json", r.RunID, faultdir.SafeName(r.Test), i)), data, 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}

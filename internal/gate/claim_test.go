@@ -19,7 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
-	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultdir"
 )
 
 // stampReads counts the times the stamp in dir is read to the end and closed, from inotify
@@ -56,7 +56,7 @@ func watchStampReads(t *testing.T, dir string) *stampReads {
 				ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
 				name := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
 				off += unix.SizeofInotifyEvent + int(ev.Len)
-				if string(bytes.TrimRight(name, "\x00")) == faultrecord.StampName {
+				if string(bytes.TrimRight(name, "\x00")) == faultdir.StampName {
 					s.seen()
 				}
 			}
@@ -129,10 +129,10 @@ func claimLeftovers(t *testing.T, dir string) []string {
 func TestAStampThatVanishesMidVerificationRefuses(t *testing.T) {
 	dir := layout(t, fixture{sets: []string{"good"}, stamp: true})
 	records := listing(t, dir)
-	delete(records, faultrecord.StampName)
+	delete(records, faultdir.StampName)
 	opts := baseOptions(dir)
 	opts.Inventory = inventoryAfter(t, watchStampReads(t, dir), 1, func() {
-		if err := os.Remove(filepath.Join(dir, faultrecord.StampName)); err != nil {
+		if err := os.Remove(filepath.Join(dir, faultdir.StampName)); err != nil {
 			t.Errorf("remove the stamp: %v", err)
 		}
 	})
@@ -198,7 +198,7 @@ func TestTwoPairedVerificationsCannotBothCertify(t *testing.T) {
 		if certified != 1 {
 			t.Fatalf("round %d: %d of two racing paired verifications certified the same records, want exactly 1", round, certified)
 		}
-		if _, err := os.Lstat(filepath.Join(dir, faultrecord.StampName)); !errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Lstat(filepath.Join(dir, faultdir.StampName)); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("round %d: the stamp survived a certified verification: %v", round, err)
 		}
 		if left := claimLeftovers(t, dir); len(left) != 0 {
@@ -223,17 +223,17 @@ func TestAStampReplacedMidVerificationIsLeftForItsRun(t *testing.T) {
 			if err := WriteStamp(dir, "the-next-run"); err != nil {
 				t.Errorf("write the next run's stamp: %v", err)
 			}
-			if err := os.Chtimes(filepath.Join(dir, faultrecord.StampName), stampTime, stampTime); err != nil {
+			if err := os.Chtimes(filepath.Join(dir, faultdir.StampName), stampTime, stampTime); err != nil {
 				t.Errorf("date the next run's stamp: %v", err)
 			}
 		}},
 		{"the same content, touched", func(t *testing.T, dir string) {
-			if err := os.Chtimes(filepath.Join(dir, faultrecord.StampName), later, later); err != nil {
+			if err := os.Chtimes(filepath.Join(dir, faultdir.StampName), later, later); err != nil {
 				t.Errorf("touch the stamp: %v", err)
 			}
 		}},
 		{"a link to an identical copy", func(t *testing.T, dir string) {
-			stamp := filepath.Join(dir, faultrecord.StampName)
+			stamp := filepath.Join(dir, faultdir.StampName)
 			b, err := os.ReadFile(stamp)
 			if err != nil {
 				t.Error(err)
@@ -258,7 +258,7 @@ func TestAStampReplacedMidVerificationIsLeftForItsRun(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := layout(t, fixture{sets: []string{"good"}, stamp: true})
-			stamp := filepath.Join(dir, faultrecord.StampName)
+			stamp := filepath.Join(dir, faultdir.StampName)
 			var before os.FileInfo
 			opts := baseOptions(dir)
 			opts.Inventory = inventoryAfter(t, watchStampReads(t, dir), 1, func() {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultdir"
 )
 
 // claimFailureWords are what phase 1 says when putting a replaced stamp back, or removing the
@@ -53,7 +53,7 @@ func TestAClaimThatWentWellReportsNoFailure(t *testing.T) {
 				t.Errorf("phase 1 detail %q says %q, but the replacement was put back and the claim removed", rep.Phases[0].Detail, w)
 			}
 		}
-		if _, err := os.Lstat(filepath.Join(dir, faultrecord.StampName)); err != nil {
+		if _, err := os.Lstat(filepath.Join(dir, faultdir.StampName)); err != nil {
 			t.Errorf("the replacement stamp is not back: %v", err)
 		}
 	})
@@ -66,7 +66,7 @@ func TestAReportThatCannotBeWrittenIsAnError(t *testing.T) {
 	for _, mode := range []Mode{Paired, Standalone} {
 		t.Run(mode.String(), func(t *testing.T) {
 			dir := layout(t, fixture{sets: []string{"good"}, stamp: true})
-			if err := os.MkdirAll(filepath.Join(dir, faultrecord.ReportName, "in-the-way"), 0o755); err != nil {
+			if err := os.MkdirAll(filepath.Join(dir, faultdir.ReportName, "in-the-way"), 0o755); err != nil {
 				t.Fatal(err)
 			}
 			opts := baseOptions(dir)
@@ -76,7 +76,7 @@ func TestAReportThatCannotBeWrittenIsAnError(t *testing.T) {
 				t.Fatalf("verification: report %+v, err %v; want a certified report", rep, err)
 			}
 			if err == nil || !strings.Contains(err.Error(), "write fault report") || errors.Is(err, ErrRefused) {
-				t.Errorf("err = %v; want the failed write of %s, and no refusal", err, faultrecord.ReportName)
+				t.Errorf("err = %v; want the failed write of %s, and no refusal", err, faultdir.ReportName)
 			}
 		})
 	}

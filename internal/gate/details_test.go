@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultdir"
 )
 
 // TestListSomeAtItsLimit: up to maxListed names are listed in full; one
@@ -23,7 +23,7 @@ func TestListSomeAtItsLimit(t *testing.T) {
 	if got := listSome(items(maxListed)); got != strings.Join(items(maxListed), "; ") {
 		t.Errorf("listSome of %d items = %q, want them all", maxListed, got)
 	}
-	want := strings.Join(items(maxListed), "; ") + "; (+1 more, see " + faultrecord.ReportName + ")"
+	want := strings.Join(items(maxListed), "; ") + "; (+1 more, see " + faultdir.ReportName + ")"
 	if got := listSome(items(maxListed + 1)); got != want {
 		t.Errorf("listSome of %d items = %q, want %q", maxListed+1, got, want)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/gate"
 )
 
@@ -17,12 +18,12 @@ import (
 func ExampleVerify() {
 	root, _ := os.MkdirTemp("", "gate-example")
 	defer os.RemoveAll(root)
-	dir := faultrecord.FaultDir(root)
+	dir := faultdir.Of(root)
 
 	_ = gate.Purge(dir)
 	_ = gate.WriteStamp(dir, "20261129T101500Z-4f2a")
 	past := time.Now().Add(-time.Second) // keep the example independent of mtime resolution
-	_ = os.Chtimes(filepath.Join(dir, faultrecord.StampName), past, past)
+	_ = os.Chtimes(filepath.Join(dir, faultdir.StampName), past, past)
 
 	// The battery: one leg armed a fault the code path never reached.
 	rec, _ := faultrecord.NewRecorder("example.com/ledger/pool", faultrecord.WithResultsDir(root), faultrecord.WithRunID("20261129T101500Z-4f2a"))
@@ -38,7 +39,7 @@ func ExampleVerify() {
 	for _, p := range rep.Phases {
 		fmt.Println(p.Number, p.Name, p.OK)
 	}
-	_, stampErr := os.Stat(filepath.Join(dir, faultrecord.StampName))
+	_, stampErr := os.Stat(filepath.Join(dir, faultdir.StampName))
 	fmt.Println("stamp kept:", stampErr == nil)
 	// Output:
 	// refused: true
@@ -56,7 +57,7 @@ func ExampleReport_WriteSummary() {
 	root, _ := os.MkdirTemp("", "gate-example")
 	defer os.RemoveAll(root)
 	rep, _ := gate.Verify(context.Background(), gate.Options{
-		Dir:  faultrecord.FaultDir(root),
+		Dir:  faultdir.Of(root),
 		Mode: gate.Standalone,
 	})
 	_ = rep.WriteSummary(os.Stdout, gate.WithColor(false))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultdir"
 )
 
 // helperEnv carries the results root to the re-executed test binary and turns
@@ -77,7 +78,7 @@ func TestKilledWriterLeavesNoValidLookingPartialRecord(t *testing.T) {
 // the directory and Verify's account of it.
 func killWriter(t *testing.T, root string, minRecords int, waitForTemp bool) (records, temps int) {
 	t.Helper()
-	dir := faultrecord.FaultDir(root)
+	dir := faultdir.Of(root)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperWriterLoop$", "-test.count=1")
 	cmd.Env = append(os.Environ(), helperEnv+"="+root)
 	var stderr strings.Builder
@@ -119,7 +120,7 @@ func killWriter(t *testing.T, root string, minRecords int, waitForTemp bool) (re
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if faultrecord.Classify(e.Name()) != faultrecord.KindRecord {
+		if faultdir.Classify(e.Name()) != faultdir.KindRecord {
 			continue
 		}
 		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
@@ -140,7 +141,7 @@ func killWriter(t *testing.T, root string, minRecords int, waitForTemp bool) (re
 			rep.RecordsRead, rep.RecordsUnreadable, records, temps)
 	}
 	for _, u := range rep.Unreadable {
-		if faultrecord.Classify(u.File) != faultrecord.KindRecordTemp || !strings.Contains(u.Reason, "incomplete write") {
+		if faultdir.Classify(u.File) != faultdir.KindRecordTemp || !strings.Contains(u.Reason, "incomplete write") {
 			t.Errorf("unexpected unreadable entry %+v", u)
 		}
 	}
@@ -160,10 +161,10 @@ func countKinds(t *testing.T, dir string) (records, temps int) {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		switch faultrecord.Classify(e.Name()) {
-		case faultrecord.KindRecord:
+		switch faultdir.Classify(e.Name()) {
+		case faultdir.KindRecord:
 			records++
-		case faultrecord.KindRecordTemp:
+		case faultdir.KindRecordTemp:
 			temps++
 		}
 	}

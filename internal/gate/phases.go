@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/gotest"
 )
 
@@ -87,7 +87,7 @@ func buildReport(dir string, opts Options, st stampState, sc scanResult, inv inv
 
 func phase1(dir string, mode Mode, st stampState, sc scanResult) Phase {
 	p := Phase{Number: 1, Name: phaseThisRun}
-	stampPath := filepath.Join(dir, faultrecord.StampName)
+	stampPath := filepath.Join(dir, faultdir.StampName)
 	switch {
 	case st.err != nil:
 		p.Detail = fmt.Sprintf("cannot examine gate stamp %s: %v", stampPath, st.err)
@@ -240,7 +240,7 @@ func listSome(items []string) string {
 	if len(items) <= maxListed {
 		return strings.Join(items, "; ")
 	}
-	return strings.Join(items[:maxListed], "; ") + fmt.Sprintf("; (+%d more, see %s)", len(items)-maxListed, faultrecord.ReportName)
+	return strings.Join(items[:maxListed], "; ") + fmt.Sprintf("; (+%d more, see %s)", len(items)-maxListed, faultdir.ReportName)
 }
 
 func sortedUnique(s []string) []string {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultdir"
 )
 
 // ReadRecords reads the valid records of the fault directory dir, oldest armed first, with the
@@ -14,22 +15,22 @@ import (
 // or read), and a file over the record size cap is refused before it is read. Every *.json
 // that is not a valid record (the report excepted) is listed in unreadable with the reason, as
 // phase 2 would list it. A missing directory holds no records; a directory that cannot be
-// opened (a file, a link) is an error wrapping [faultrecord.ErrResultsDir].
+// opened (a file, a link) is an error wrapping [faultdir.ErrUnreadable].
 func ReadRecords(dir string) (records []faultrecord.Record, unreadable []Unreadable, err error) {
-	if !faultrecord.IsFaultDir(dir) {
-		return nil, nil, fmt.Errorf("read records in %s: %w", dir, faultrecord.ErrNotFaultDir)
+	if !faultdir.Is(dir) {
+		return nil, nil, fmt.Errorf("read records in %s: %w", dir, faultdir.ErrNotFaultDir)
 	}
 	d, missing, err := openFaultDir(dir)
 	if missing {
 		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("read records in %s: %w: %w", dir, faultrecord.ErrResultsDir, err)
+		return nil, nil, fmt.Errorf("read records in %s: %w: %w", dir, faultdir.ErrUnreadable, err)
 	}
 	defer d.Close()
 	entries, err := d.ReadDir(-1)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read records in %s: %w: %w", dir, faultrecord.ErrResultsDir, err)
+		return nil, nil, fmt.Errorf("read records in %s: %w: %w", dir, faultdir.ErrUnreadable, err)
 	}
 	type named struct {
 		file string
@@ -39,7 +40,7 @@ func ReadRecords(dir string) (records []faultrecord.Record, unreadable []Unreada
 	var buf []byte
 	for _, e := range entries {
 		name := e.Name()
-		if faultrecord.Classify(name) != faultrecord.KindRecord {
+		if faultdir.Classify(name) != faultdir.KindRecord {
 			continue
 		}
 		if t := e.Type(); t != 0 {

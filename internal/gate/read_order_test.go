@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultdir"
 )
 
 // TestReadRecordsOldestArmedFirst: records come back in the order they
 // were armed, whatever their file names say, and records armed at the same
 // instant in file-name order.
 func TestReadRecordsOldestArmedFirst(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), faultrecord.FaultDirName)
+	dir := filepath.Join(t.TempDir(), faultdir.Name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

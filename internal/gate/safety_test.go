@@ -12,6 +12,7 @@ import (
 
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/faultdir"
 )
 
 // TestNothingThroughASymlinkedFaultDir runs validate's sequence (purge, stamp, a leg's record,
@@ -20,7 +21,7 @@ import (
 func TestNothingThroughASymlinkedFaultDir(t *testing.T) {
 	decoy, intact := decoyDir(t)
 	root := t.TempDir()
-	dir := faultrecord.FaultDir(root)
+	dir := faultdir.Of(root)
 	if err := os.Symlink(decoy, dir); err != nil {
 		t.Fatal(err)
 	}
@@ -39,8 +40,8 @@ func TestNothingThroughASymlinkedFaultDir(t *testing.T) {
 	_, err = rec.Write(sampleRecord())
 	refused("record", err)
 	rep, err := Verify(t.Context(), baseOptions(dir))
-	if !errors.Is(err, ErrRefused) || !errors.Is(err, faultrecord.ErrResultsDir) {
-		t.Errorf("verify: err = %v, want a refusal (faultrecord.ErrResultsDir)", err)
+	if !errors.Is(err, ErrRefused) || !errors.Is(err, faultdir.ErrUnreadable) {
+		t.Errorf("verify: err = %v, want a refusal (faultdir.ErrUnreadable)", err)
 	}
 	refused("verify's report", err)
 	if rep == nil || rep.Phases[1].OK || !strings.Contains(rep.Phases[1].Detail, "symbolic link") {
@@ -58,25 +59,25 @@ func TestNothingThroughASymlinkedFaultDir(t *testing.T) {
 // TestNothingThroughASymlinkedResultsRoot: the same with the results root itself a link.
 func TestNothingThroughASymlinkedResultsRoot(t *testing.T) {
 	decoy, intact := decoyDir(t)
-	os.Mkdir(filepath.Join(decoy, faultrecord.FaultDirName), 0o755)
-	defer func() { os.Remove(filepath.Join(decoy, faultrecord.FaultDirName)) }()
+	os.Mkdir(filepath.Join(decoy, faultdir.Name), 0o755)
+	defer func() { os.Remove(filepath.Join(decoy, faultdir.Name)) }()
 	root := filepath.Join(t.TempDir(), "test-results")
 	if err := os.Symlink(decoy, root); err != nil {
 		t.Fatal(err)
 	}
-	dir := faultrecord.FaultDir(root)
+	dir := faultdir.Of(root)
 	for step, err := range map[string]error{"purge": Purge(dir), "stamp": WriteStamp(dir, "run")} {
 		if !errors.Is(err, atomicfile.ErrSymlink) {
 			t.Errorf("%s under a linked results root: %v, want ErrSymlink", step, err)
 		}
 	}
-	if _, err := os.ReadDir(filepath.Join(decoy, faultrecord.FaultDirName)); err != nil {
+	if _, err := os.ReadDir(filepath.Join(decoy, faultdir.Name)); err != nil {
 		t.Fatal(err)
 	}
-	if entries, _ := os.ReadDir(filepath.Join(decoy, faultrecord.FaultDirName)); len(entries) != 0 {
+	if entries, _ := os.ReadDir(filepath.Join(decoy, faultdir.Name)); len(entries) != 0 {
 		t.Errorf("wrote into the link's target: %v", entries)
 	}
-	os.Remove(filepath.Join(decoy, faultrecord.FaultDirName))
+	os.Remove(filepath.Join(decoy, faultdir.Name))
 	intact()
 }
 
@@ -126,9 +127,9 @@ func TestVerifyNeverWaitsOnOrFollowsARecord(t *testing.T) {
 	}
 
 	// A stamp that is a link is not taken as this run's reference.
-	stamp := filepath.Join(dir, faultrecord.StampName)
-	os.Rename(stamp, filepath.Join(elsewhere, faultrecord.StampName))
-	os.Symlink(filepath.Join(elsewhere, faultrecord.StampName), stamp)
+	stamp := filepath.Join(dir, faultdir.StampName)
+	os.Rename(stamp, filepath.Join(elsewhere, faultdir.StampName))
+	os.Symlink(filepath.Join(elsewhere, faultdir.StampName), stamp)
 	rep, _ = Verify(t.Context(), opts)
 	if rep.Phases[0].OK || !strings.Contains(rep.Phases[0].Detail, "symbolic link") {
 		t.Errorf("phase 1 with a linked stamp = %+v, want refused", rep.Phases[0])

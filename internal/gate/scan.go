@@ -11,6 +11,7 @@ import (
 
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/faultdir"
 )
 
 type inventoryResult struct {
@@ -109,11 +110,11 @@ func list(ctx context.Context, d *atomicfile.Dir, res *scanResult, jobs chan<- [
 		batch := make([]string, 0, batchSize)
 		for _, e := range entries {
 			name := e.Name()
-			switch faultrecord.Classify(name) {
-			case faultrecord.KindRecordTemp:
+			switch faultdir.Classify(name) {
+			case faultdir.KindRecordTemp:
 				res.unreadable = append(res.unreadable, Unreadable{File: name,
 					Reason: "incomplete write: a writer died before renaming this temporary record, so its fault has no evidence"})
-			case faultrecord.KindRecord:
+			case faultdir.KindRecord:
 				// A link, directory, FIFO, socket or device is never opened. (A file system
 				// that does not give types in listings gets the same refusals from the loader.)
 				if t := e.Type(); t != 0 {
@@ -211,7 +212,7 @@ func notARecord(t fs.FileMode) string {
 func countTemps(us []Unreadable) int {
 	n := 0
 	for _, u := range us {
-		if faultrecord.Classify(u.File) == faultrecord.KindRecordTemp {
+		if faultdir.Classify(u.File) == faultdir.KindRecordTemp {
 			n++
 		}
 	}

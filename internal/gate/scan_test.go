@@ -13,13 +13,14 @@ import (
 	"time"
 
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultdir"
 )
 
 // writeRecords writes n valid records into a fresh fault directory, and
 // links of one to it under extra names.
 func writeRecords(t *testing.T, n int, links ...string) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), faultrecord.FaultDirName)
+	dir := filepath.Join(t.TempDir(), faultdir.Name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

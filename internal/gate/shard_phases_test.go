@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultdir"
 )
 
 // A shard that owned no contract test fired nothing: phases 4 and 5 are
@@ -22,7 +22,7 @@ func TestShardDefersPhasesFourAndFive(t *testing.T) {
 		{"one shard", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := faultrecord.FaultDir(filepath.Join(t.TempDir(), "results"))
+			dir := faultdir.Of(filepath.Join(t.TempDir(), "results"))
 			if err := WriteStamp(dir, "run-s1of3"); err != nil {
 				t.Fatal(err)
 			}

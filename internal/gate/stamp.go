@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/faultdir"
 )
 
 // stampFile is the content of the gate stamp. Only its mtime matters to phase 1; the run id is
@@ -29,8 +29,8 @@ const stampSchema = "contested/gatestamp@1"
 // is never written through one. The stamp's mtime is the reference for phase 1: every record
 // must be strictly newer. Write it after [Purge] and before the battery starts.
 func WriteStamp(dir, runID string) error {
-	if !faultrecord.IsFaultDir(dir) {
-		return fmt.Errorf("write gate stamp in %s: %w", dir, faultrecord.ErrNotFaultDir)
+	if !faultdir.Is(dir) {
+		return fmt.Errorf("write gate stamp in %s: %w", dir, faultdir.ErrNotFaultDir)
 	}
 	data, err := json.Marshal(stampFile{Schema: stampSchema, RunID: runID, WrittenAt: time.Now().UTC()})
 	if err != nil {
@@ -40,7 +40,7 @@ func WriteStamp(dir, runID string) error {
 	if err != nil {
 		return fmt.Errorf("write gate stamp: %w", err)
 	}
-	if err := root.Write(faultrecord.FaultDirName+"/"+faultrecord.StampName, append(data, '\n'), atomicfile.TempPattern(faultrecord.StampTempPattern)); err != nil {
+	if err := root.Write(faultdir.Name+"/"+faultdir.StampName, append(data, '\n'), atomicfile.TempPattern(faultdir.StampTempPattern)); err != nil {
 		return fmt.Errorf("write gate stamp: %w", err)
 	}
 	return nil
@@ -49,42 +49,42 @@ func WriteStamp(dir, runID string) error {
 // Purge removes the previous run's evidence from the fault directory dir before a paired run:
 // record files (*.json), leftover temporary record, stamp and report files, and the old
 // fault-report.json. It removes nothing else (the stamp itself is replaced by [WriteStamp];
-// unknown files and subdirectories stay) and refuses, with [faultrecord.ErrNotFaultDir], a directory whose
+// unknown files and subdirectories stay) and refuses, with [faultdir.ErrNotFaultDir], a directory whose
 // base name is not "fault". A missing directory is nothing to purge.
 //
 // It never acts through a symbolic link: a fault directory (or results root) that is one is
-// refused with an error wrapping [faultrecord.ErrResultsDir] and [atomicfile.ErrSymlink], and nothing is
+// refused with an error wrapping [faultdir.ErrUnreadable] and [atomicfile.ErrSymlink], and nothing is
 // deleted; a record name that is a link is unlinked, never followed.
 func Purge(dir string) error {
-	if !faultrecord.IsFaultDir(dir) {
-		return fmt.Errorf("purge %s: %w", dir, faultrecord.ErrNotFaultDir)
+	if !faultdir.Is(dir) {
+		return fmt.Errorf("purge %s: %w", dir, faultdir.ErrNotFaultDir)
 	}
 	root, err := atomicfile.OpenRoot(filepath.Dir(dir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("purge %s: %w: %w", dir, faultrecord.ErrResultsDir, err)
+		return fmt.Errorf("purge %s: %w: %w", dir, faultdir.ErrUnreadable, err)
 	}
-	d, err := root.OpenDir(faultrecord.FaultDirName)
+	d, err := root.OpenDir(faultdir.Name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("purge %s: %w: %w", dir, faultrecord.ErrResultsDir, err)
+		return fmt.Errorf("purge %s: %w: %w", dir, faultdir.ErrUnreadable, err)
 	}
 	defer d.Close()
 	entries, err := d.ReadDir(-1)
 	if err != nil {
-		return fmt.Errorf("purge %s: %w: %w", dir, faultrecord.ErrResultsDir, err)
+		return fmt.Errorf("purge %s: %w: %w", dir, faultdir.ErrUnreadable, err)
 	}
 	var errs []error
 	for _, e := range entries {
 		if e.IsDir() {
 			continue
 		}
-		switch faultrecord.Classify(e.Name()) {
-		case faultrecord.KindRecord, faultrecord.KindRecordTemp, faultrecord.KindOtherTemp, faultrecord.KindReport:
+		switch faultdir.Classify(e.Name()) {
+		case faultdir.KindRecord, faultdir.KindRecordTemp, faultdir.KindOtherTemp, faultdir.KindReport:
 			if err := d.Remove(e.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, err)
 			}
@@ -126,7 +126,7 @@ var (
 func claimStamp(d *atomicfile.Dir, st stampState) (note string, err error) {
 	// Only reached after phase 1 passed in Paired mode: the stamp was present, so d is open.
 	claim := fmt.Sprintf(claimPattern, rand.Uint64())
-	if err := d.Rename(faultrecord.StampName, claim); err != nil {
+	if err := d.Rename(faultdir.StampName, claim); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", errStampGone
 		}
@@ -140,7 +140,7 @@ func claimStamp(d *atomicfile.Dir, st stampState) (note string, err error) {
 		err = errStampReplaced
 	}
 	if err != nil {
-		if lerr := d.Link(claim, faultrecord.StampName); lerr != nil && !errors.Is(lerr, fs.ErrExist) {
+		if lerr := d.Link(claim, faultdir.StampName); lerr != nil && !errors.Is(lerr, fs.ErrExist) {
 			err = fmt.Errorf("%w; putting it back failed: %v", err, lerr)
 		}
 	}
@@ -159,7 +159,7 @@ const maxStampSize = 64 << 10
 func openFaultDir(dir string) (d *atomicfile.Dir, missing bool, err error) {
 	root, err := atomicfile.OpenRoot(filepath.Dir(dir))
 	if err == nil {
-		d, err = root.OpenDir(faultrecord.FaultDirName)
+		d, err = root.OpenDir(faultdir.Name)
 	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -174,7 +174,7 @@ func readStamp(d *atomicfile.Dir) stampState {
 	if d == nil {
 		return stampState{}
 	}
-	data, mtime, err := d.ReadFile(faultrecord.StampName, nil, maxStampSize)
+	data, mtime, err := d.ReadFile(faultdir.StampName, nil, maxStampSize)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return stampState{}

@@ -14,10 +14,11 @@ import (
 
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/faultdir"
 )
 
 func TestWriteStamp(t *testing.T) {
-	dir := faultrecord.FaultDir(filepath.Join(t.TempDir(), "results"))
+	dir := faultdir.Of(filepath.Join(t.TempDir(), "results"))
 	if err := WriteStamp(dir, "run-7"); err != nil {
 		t.Fatal(err)
 	}
@@ -30,11 +31,11 @@ func TestWriteStamp(t *testing.T) {
 	if !st.present || st.runID != "run-7" || st.err != nil {
 		t.Errorf("stamp read back = %+v", st)
 	}
-	if diff := cmp.Diff([]string{faultrecord.StampName}, dirNames(t, dir)); diff != "" {
+	if diff := cmp.Diff([]string{faultdir.StampName}, dirNames(t, dir)); diff != "" {
 		t.Errorf("WriteStamp left other files (-want +got):\n%s", diff)
 	}
 	other := filepath.Join(t.TempDir(), "elsewhere")
-	if err := WriteStamp(other, "x"); !errors.Is(err, faultrecord.ErrNotFaultDir) {
+	if err := WriteStamp(other, "x"); !errors.Is(err, faultdir.ErrNotFaultDir) {
 		t.Errorf("WriteStamp outside a fault dir: err = %v", err)
 	}
 	if _, err := os.Stat(other); !errors.Is(err, os.ErrNotExist) {
@@ -45,15 +46,15 @@ func TestWriteStamp(t *testing.T) {
 func TestPurge(t *testing.T) {
 	files := map[string]bool{ // name → removed by Purge
 		"20261129T101500Z-4f2a--TestX--reset--0123456789ab.json": true,
-		"truncated.json":       true,
-		".record-123.tmp":      true,
-		".gate-stamp-4.tmp":    true,
-		".fault-report-5.tmp":  true,
-		faultrecord.ReportName: true,
-		faultrecord.StampName:  false,
-		"README.txt":           false,
-		"notes.tmp":            false,
-		"x.json.bak":           false,
+		"truncated.json":      true,
+		".record-123.tmp":     true,
+		".gate-stamp-4.tmp":   true,
+		".fault-report-5.tmp": true,
+		faultdir.ReportName:   true,
+		faultdir.StampName:    false,
+		"README.txt":          false,
+		"notes.tmp":           false,
+		"x.json.bak":          false,
 	}
 	setup := func(t *testing.T, dir string) {
 		t.Helper()
@@ -68,7 +69,7 @@ func TestPurge(t *testing.T) {
 	}
 
 	t.Run("removes records, temp files and the report only", func(t *testing.T) {
-		dir := faultrecord.FaultDir(t.TempDir())
+		dir := faultdir.Of(t.TempDir())
 		setup(t, dir)
 		if err := Purge(dir); err != nil {
 			t.Fatal(err)
@@ -88,15 +89,15 @@ func TestPurge(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "results")
 		setup(t, dir)
 		before := dirNames(t, dir)
-		if err := Purge(dir); !errors.Is(err, faultrecord.ErrNotFaultDir) {
-			t.Errorf("Purge(%s) = %v, want faultrecord.ErrNotFaultDir", dir, err)
+		if err := Purge(dir); !errors.Is(err, faultdir.ErrNotFaultDir) {
+			t.Errorf("Purge(%s) = %v, want faultdir.ErrNotFaultDir", dir, err)
 		}
 		if diff := cmp.Diff(before, dirNames(t, dir)); diff != "" {
 			t.Errorf("Purge of a non-fault dir deleted files (-before +after):\n%s", diff)
 		}
 	})
 	t.Run("a missing directory is nothing to purge", func(t *testing.T) {
-		if err := Purge(faultrecord.FaultDir(t.TempDir())); err != nil {
+		if err := Purge(faultdir.Of(t.TempDir())); err != nil {
 			t.Errorf("Purge of a missing dir: %v", err)
 		}
 	})
@@ -104,7 +105,7 @@ func TestPurge(t *testing.T) {
 		decoy := t.TempDir()
 		setup(t, decoy)
 		before := dirNames(t, decoy)
-		dir := faultrecord.FaultDir(t.TempDir())
+		dir := faultdir.Of(t.TempDir())
 		if err := os.Symlink(decoy, dir); err != nil {
 			t.Fatal(err)
 		}
@@ -117,12 +118,12 @@ func TestPurge(t *testing.T) {
 		}
 	})
 	t.Run("a fault path that is a file is reported", func(t *testing.T) {
-		dir := faultrecord.FaultDir(t.TempDir())
+		dir := faultdir.Of(t.TempDir())
 		if err := os.WriteFile(dir, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := Purge(dir); !errors.Is(err, faultrecord.ErrResultsDir) {
-			t.Errorf("Purge of a file: err = %v, want faultrecord.ErrResultsDir", err)
+		if err := Purge(dir); !errors.Is(err, faultdir.ErrUnreadable) {
+			t.Errorf("Purge of a file: err = %v, want faultdir.ErrUnreadable", err)
 		}
 	})
 }
@@ -131,7 +132,7 @@ func TestPurge(t *testing.T) {
 // a Recorder, paired verify certifies and consumes the stamp.
 func TestPairedCycle(t *testing.T) {
 	root := t.TempDir()
-	dir := faultrecord.FaultDir(root)
+	dir := faultdir.Of(root)
 	// Leftovers of a previous run, including a lost write that must not haunt this run.
 	old, _ := faultrecord.NewRecorder("p", faultrecord.WithResultsDir(root), faultrecord.WithRunID("old"))
 	if _, err := old.Write(sampleRecord()); err != nil {
@@ -149,7 +150,7 @@ func TestPairedCycle(t *testing.T) {
 	}
 	// Some file systems keep coarse mtimes; records must be strictly newer than the stamp.
 	past := time.Now().Add(-time.Hour)
-	if err := os.Chtimes(filepath.Join(dir, faultrecord.StampName), past, past); err != nil {
+	if err := os.Chtimes(filepath.Join(dir, faultdir.StampName), past, past); err != nil {
 		t.Fatal(err)
 	}
 	rec, _ := faultrecord.NewRecorder("p", faultrecord.WithResultsDir(root), faultrecord.WithRunID("new"))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultdir"
 )
 
 // TestGateCountsUXRecordsAndRefusesAnUnfiredOne: the degraded-UX stage's
@@ -23,7 +24,7 @@ func TestGateCountsUXRecordsAndRefusesAnUnfiredOne(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			dir := faultrecord.FaultDir(root)
+			dir := faultdir.Of(root)
 			if err := WriteStamp(dir, "r1"); err != nil {
 				t.Fatal(err)
 			}

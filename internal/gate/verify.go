@@ -12,9 +12,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/capability"
+	"github.com/contested/contested/internal/faultdir"
 )
 
 // Errors that callers branch on with [errors.Is].
@@ -82,7 +82,7 @@ func (m *Mode) UnmarshalText(b []byte) error {
 type Options struct {
 	// Dir is the fault directory, faultrecord.FaultDir of the run's results directory
 	// (contested/runenv). It is required, and its base name must be "fault" (see
-	// faultrecord.ErrNotFaultDir).
+	// faultdir.ErrNotFaultDir).
 	Dir string
 	// Mode is Paired (inside validate) or Standalone (program-gate).
 	Mode Mode
@@ -226,7 +226,7 @@ const (
 //
 // All six phases are evaluated and recorded even when an earlier one fails, so that one report
 // shows every reason a run was refused. The error is nil exactly when the run is certified and
-// the report was written; a refusal wraps [ErrRefused] (and [faultrecord.ErrResultsDir] when the directory
+// the report was written; a refusal wraps [ErrRefused] (and [faultdir.ErrUnreadable] when the directory
 // could not be listed); a failure to write the report is returned as well, joined.
 //
 // Verify deletes nothing except, in Paired mode on success, the stamp (which makes it
@@ -246,8 +246,8 @@ func Verify(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("verify fault records: %w", err)
 	}
-	if !faultrecord.IsFaultDir(dir) {
-		return nil, fmt.Errorf("verify %s: %w", dir, faultrecord.ErrNotFaultDir)
+	if !faultdir.Is(dir) {
+		return nil, fmt.Errorf("verify %s: %w", dir, faultdir.ErrNotFaultDir)
 	}
 
 	// The inventory (the module's test files, listed and parsed) may take a second or two; read it while reading records.
@@ -297,7 +297,7 @@ func Verify(ctx context.Context, opts Options) (*Report, error) {
 		}
 		refused := fmt.Errorf("verify %s: %w (phase %s failed)", dir, ErrRefused, strings.Join(failed, ", "))
 		if sc.dirErr != nil {
-			refused = fmt.Errorf("verify %s: %w: %w: %w", dir, ErrRefused, faultrecord.ErrResultsDir, sc.dirErr)
+			refused = fmt.Errorf("verify %s: %w: %w: %w", dir, ErrRefused, faultdir.ErrUnreadable, sc.dirErr)
 		}
 		errs = append(errs, refused)
 	}
@@ -314,14 +314,14 @@ func (r *Report) writeFile(dir string) error {
 	if err != nil {
 		return fmt.Errorf("write fault report: %w", err)
 	}
-	if !faultrecord.IsFaultDir(dir) {
-		return fmt.Errorf("write fault report in %s: %w", dir, faultrecord.ErrNotFaultDir)
+	if !faultdir.Is(dir) {
+		return fmt.Errorf("write fault report in %s: %w", dir, faultdir.ErrNotFaultDir)
 	}
 	root, err := atomicfile.MakeRoot(filepath.Dir(dir))
 	if err != nil {
 		return fmt.Errorf("write fault report: %w", err)
 	}
-	if err := root.Write(faultrecord.FaultDirName+"/"+faultrecord.ReportName, append(data, '\n'), atomicfile.TempPattern(faultrecord.ReportTempPattern)); err != nil {
+	if err := root.Write(faultdir.Name+"/"+faultdir.ReportName, append(data, '\n'), atomicfile.TempPattern(faultdir.ReportTempPattern)); err != nil {
 		return fmt.Errorf("write fault report: %w", err)
 	}
 	return nil

@@ -16,7 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultdir"
 )
 
 // The self-tests this repository pins (docs/reference/registry.md); the inventories below are built around them.
@@ -60,7 +60,7 @@ type fixture struct {
 // every mtime relative to it, and returns the fault directory.
 func layout(t *testing.T, fx fixture) string {
 	t.Helper()
-	dir := faultrecord.FaultDir(filepath.Join(t.TempDir(), "results"))
+	dir := faultdir.Of(filepath.Join(t.TempDir(), "results"))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func layout(t *testing.T, fx fixture) string {
 		if err := WriteStamp(dir, "20261129T101500Z-4f2a"); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Chtimes(filepath.Join(dir, faultrecord.StampName), stampTime, stampTime); err != nil {
+		if err := os.Chtimes(filepath.Join(dir, faultdir.StampName), stampTime, stampTime); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -114,7 +114,7 @@ func listing(t *testing.T, dir string) map[string]string {
 	}
 	out := map[string]string{}
 	for _, e := range entries {
-		if e.Name() == faultrecord.ReportName {
+		if e.Name() == faultdir.ReportName {
 			continue
 		}
 		fi, err := e.Info()
@@ -158,7 +158,7 @@ func checkReportShape(t *testing.T, dir string, rep *Report, err error) {
 	if !rep.Certified && !errors.Is(err, ErrRefused) {
 		t.Errorf("refused run: err = %v, want ErrRefused", err)
 	}
-	data, rerr := os.ReadFile(filepath.Join(dir, faultrecord.ReportName))
+	data, rerr := os.ReadFile(filepath.Join(dir, faultdir.ReportName))
 	if rerr != nil {
 		t.Fatalf("read report: %v", rerr)
 	}
@@ -361,10 +361,10 @@ func TestVerifyPhases(t *testing.T) {
 			after := listing(t, dir)
 			if rep.Certified {
 				// A certified paired run consumes the stamp and touches nothing else.
-				if _, ok := after[faultrecord.StampName]; ok {
+				if _, ok := after[faultdir.StampName]; ok {
 					t.Errorf("certified paired run left the stamp in place")
 				}
-				delete(before, faultrecord.StampName)
+				delete(before, faultdir.StampName)
 				if !rep.StampConsumed {
 					t.Errorf("stamp_consumed = false on a certified paired run")
 				}
@@ -406,7 +406,7 @@ func TestStampIsSingleUse(t *testing.T) {
 	if err != nil || !rep.StampConsumed {
 		t.Fatalf("first paired verification: err = %v, consumed = %v; want certified and consumed", err, rep.StampConsumed)
 	}
-	if _, err := os.Stat(filepath.Join(dir, faultrecord.StampName)); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, faultdir.StampName)); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("stamp still there after a certified paired run: %v", err)
 	}
 
@@ -426,7 +426,7 @@ func TestStampIsSingleUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	later := stampTime.Add(2 * time.Minute) // after the records, as a real new stamp would be
-	if err := os.Chtimes(filepath.Join(dir, faultrecord.StampName), later, later); err != nil {
+	if err := os.Chtimes(filepath.Join(dir, faultdir.StampName), later, later); err != nil {
 		t.Fatal(err)
 	}
 	rep, _ = Verify(t.Context(), opts)
@@ -515,11 +515,11 @@ func TestVerifyUnreadableDirectory(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := faultrecord.FaultDir(t.TempDir())
+			dir := faultdir.Of(t.TempDir())
 			tc.setup(t, dir)
 			rep, err := Verify(t.Context(), baseOptions(dir))
-			if !errors.Is(err, faultrecord.ErrResultsDir) || !errors.Is(err, ErrRefused) {
-				t.Fatalf("err = %v, want faultrecord.ErrResultsDir and ErrRefused", err)
+			if !errors.Is(err, faultdir.ErrUnreadable) || !errors.Is(err, ErrRefused) {
+				t.Fatalf("err = %v, want faultdir.ErrUnreadable and ErrRefused", err)
 			}
 			if !strings.Contains(err.Error(), dir) {
 				t.Errorf("error %q does not name %s", err, dir)
@@ -535,12 +535,12 @@ func TestVerifyUnreadableDirectory(t *testing.T) {
 }
 
 func TestVerifyMissingFaultDir(t *testing.T) {
-	dir := faultrecord.FaultDir(t.TempDir())
+	dir := faultdir.Of(t.TempDir())
 	opts := baseOptions(dir)
 	opts.Mode = Standalone
 	rep, err := Verify(t.Context(), opts)
-	if !errors.Is(err, ErrRefused) || errors.Is(err, faultrecord.ErrResultsDir) {
-		t.Fatalf("err = %v, want a refusal that is not faultrecord.ErrResultsDir", err)
+	if !errors.Is(err, ErrRefused) || errors.Is(err, faultdir.ErrUnreadable) {
+		t.Fatalf("err = %v, want a refusal that is not faultdir.ErrUnreadable", err)
 	}
 	if diff := cmp.Diff([]int{4, 5}, failedPhases(rep)); diff != "" {
 		t.Errorf("failed phases (-want +got):\n%s", diff)
@@ -551,7 +551,7 @@ func TestVerifyMissingFaultDir(t *testing.T) {
 }
 
 func TestVerifyBadOptions(t *testing.T) {
-	okDir := faultrecord.FaultDir(t.TempDir())
+	okDir := faultdir.Of(t.TempDir())
 	tests := []struct {
 		name string
 		opts Options
@@ -559,7 +559,7 @@ func TestVerifyBadOptions(t *testing.T) {
 	}{
 		{name: "no mode", opts: Options{Dir: okDir}, want: ErrInvalidOptions},
 		{name: "unknown mode", opts: Options{Dir: okDir, Mode: Mode(9)}, want: ErrInvalidOptions},
-		{name: "not a fault dir", opts: Options{Dir: t.TempDir(), Mode: Paired}, want: faultrecord.ErrNotFaultDir},
+		{name: "not a fault dir", opts: Options{Dir: t.TempDir(), Mode: Paired}, want: faultdir.ErrNotFaultDir},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -579,7 +579,7 @@ func TestVerifyCancelled(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || rep != nil {
 		t.Fatalf("Verify with a cancelled ctx = %v, %v; want nil, context.Canceled", rep, err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, faultrecord.StampName)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, faultdir.StampName)); err != nil {
 		t.Errorf("a cancelled verification touched the stamp: %v", err)
 	}
 }
@@ -594,7 +594,7 @@ func TestReportIsDeterministic(t *testing.T) {
 		if _, err := Verify(t.Context(), opts); !errors.Is(err, ErrRefused) {
 			t.Fatalf("workers %d: err = %v, want ErrRefused", workers, err)
 		}
-		data, err := os.ReadFile(filepath.Join(dir, faultrecord.ReportName))
+		data, err := os.ReadFile(filepath.Join(dir, faultdir.ReportName))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -632,7 +632,7 @@ func TestModeText(t *testing.T) {
 // on that earlier evidence, says whose it is, and counts none of it as
 // fired in this run; without it, the same records are refused.
 func TestReusedEvidenceIsTheEarlierRunsNotThisOnes(t *testing.T) {
-	dir := faultrecord.FaultDir(t.TempDir())
+	dir := faultdir.Of(t.TempDir())
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

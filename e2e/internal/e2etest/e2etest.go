@@ -26,7 +26,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/faultlayer/faulttest"
 	"github.com/contested/contested/internal/faultlayer/noise"
 	"github.com/contested/contested/internal/fixture"
@@ -212,7 +212,7 @@ func runTarget(t testing.TB, dir string, env, argv []string) (string, int) {
 // ReadReport reads the gate's fault-report.json under dir's results.
 func ReadReport(t *testing.T, dir string) *gate.Report {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "test-results", "fault", faultrecord.ReportName))
+	b, err := os.ReadFile(filepath.Join(dir, "test-results", "fault", faultdir.ReportName))
 	if err != nil {
 		t.Fatal(err)
 	}

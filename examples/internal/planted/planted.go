@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultdir"
 )
 
 // Run runs one contract leg (run, a -run pattern, in pkg) with go test built with tag, at
@@ -33,7 +34,7 @@ func Run(ctx context.Context, goBin, root, tag, pkg, run string, seed int64, lev
 // FiredRecord reports whether the records under results hold a fired fault of lever for test.
 func FiredRecord(t testing.TB, results, test, lever string) bool {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(faultrecord.FaultDir(results), "*.json"))
+	files, _ := filepath.Glob(filepath.Join(faultdir.Of(results), "*.json"))
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {

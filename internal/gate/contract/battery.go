@@ -15,6 +15,7 @@ import (
 	"github.com/contested/contested/internal/capability"
 	"github.com/contested/contested/internal/gate"
 	"github.com/contested/contested/internal/gate/verdict"
+	"github.com/contested/contested/internal/legstart"
 	"github.com/contested/contested/internal/registry"
 )
 
@@ -39,7 +40,7 @@ type Battery struct {
 	Capabilities capability.Matrix
 	// Starts are the legs' start records of the battery: the seed a leg
 	// that failed before it armed ran with, for its replay.
-	Starts []faultrecord.LegStart
+	Starts []legstart.Start
 }
 
 // JudgeBattery judges every registered surface that ran in the battery (one

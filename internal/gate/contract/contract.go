@@ -21,9 +21,11 @@ import (
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/capability"
 	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/faultlayer/levers"
 	"github.com/contested/contested/internal/gate"
 	"github.com/contested/contested/internal/gate/verdict"
+	"github.com/contested/contested/internal/legstart"
 	"github.com/contested/contested/internal/registry"
 	"github.com/contested/contested/internal/runenv"
 	seedpkg "github.com/contested/contested/internal/seed"
@@ -92,7 +94,7 @@ type SeedRun struct {
 	Lacked map[string][]string `json:"-"`
 	// Starts are the legs' start records of a battery run (Seed 0): the
 	// seed of a leg that wrote no fault record.
-	Starts []faultrecord.LegStart `json:"-"`
+	Starts []legstart.Start `json:"-"`
 	// Tests is every test outcome of the run and of its reruns, in the
 	// order they ran, for the flake history.
 	Tests []battery.Test `json:"-"`
@@ -332,7 +334,7 @@ func runSeed(ctx context.Context, s registry.Surface, tests []string, seed int64
 		}
 	}
 	run.Took = time.Since(start)
-	recs, err := readRecords(faultrecord.FaultDir(dir), true)
+	recs, err := readRecords(faultdir.Of(dir), true)
 	if err != nil {
 		return nil, err
 	}

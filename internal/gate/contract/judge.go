@@ -10,6 +10,7 @@ import (
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/capability"
 	"github.com/contested/contested/internal/gate/verdict"
+	"github.com/contested/contested/internal/legstart"
 	"github.com/contested/contested/internal/registry"
 	"github.com/contested/contested/internal/seed"
 )
@@ -385,7 +386,7 @@ func seedOf(run SeedRun, lever, test string) int64 {
 			return r.Seed
 		}
 	}
-	if s, ok := faultrecord.StartOf(run.Starts, "", test); ok {
+	if s, ok := legstart.Of(run.Starts, "", test); ok {
 		return s.Seed
 	}
 	return 0
@@ -401,7 +402,7 @@ func replay(run SeedRun, lever, test, dir string, level int) string {
 				return r.Replay
 			}
 		}
-		if s, ok := faultrecord.StartOf(run.Starts, "", test); ok && s.Replay != "" {
+		if s, ok := legstart.Of(run.Starts, "", test); ok && s.Replay != "" {
 			return s.Replay
 		}
 	}

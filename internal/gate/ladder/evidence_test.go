@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/faultlayer/noise"
 	"github.com/contested/contested/internal/gate/verdict"
+	"github.com/contested/contested/internal/legstart"
 	"github.com/contested/contested/internal/testlog"
 	"github.com/contested/contested/internal/testmodule"
 	"github.com/contested/contested/internal/tier"
@@ -78,7 +78,7 @@ func runsOf(t *testing.T, marks, leg string) int {
 func TestAFailingLegIsRerunAloneWithTheSeedItStartedWith(t *testing.T) {
 	opts, marks := legModule(t)
 	const replay = "CONTESTED_SEED=42 go test ./p -run '^TestPContract$/^reset$' -count=1"
-	opts.Starts = []faultrecord.LegStart{{Test: "TestPContract/reset", Package: "example.com/m/p", Leg: "reset", Seed: 42, Replay: replay}}
+	opts.Starts = []legstart.Start{{Test: "TestPContract/reset", Package: "example.com/m/p", Leg: "reset", Seed: 42, Replay: replay}}
 	opts.Seen = &battery.Result{Tests: []battery.Test{{Package: "example.com/m/p", Name: "TestPContract/reset", Action: "fail",
 		Failure: "p_test.go:24: could not acquire the lock within 4s", Output: "    p_test.go:22: reset: 15 tenures, 15 acquires, 15 loss checks\n    p_test.go:24: could not acquire the lock within 4s\n"}}}
 	o, err := Walk(context.Background(), "example.com/m/p.TestPContract/reset", opts)

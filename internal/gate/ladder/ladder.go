@@ -25,12 +25,14 @@ import (
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/capacity"
+	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/faultlayer"
 	"github.com/contested/contested/internal/faultlayer/noise"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/flakes"
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/gotest"
+	"github.com/contested/contested/internal/legstart"
 	"github.com/contested/contested/internal/registry"
 	"github.com/contested/contested/internal/replayenv"
 	"github.com/contested/contested/internal/runenv"
@@ -252,7 +254,7 @@ type Options struct {
 	Stale string
 	// Starts are the legs' start records of that battery: the seed a
 	// failing leg ran with, for its reruns and its replay.
-	Starts []faultrecord.LegStart
+	Starts []legstart.Start
 	// Records are that battery's fault records: an oracle's violation in
 	// them outranks the machine's load.
 	Records []faultrecord.Record
@@ -477,7 +479,7 @@ func failedTest(opts Options, pkg, name string) (battery.Test, bool) {
 // seedFromStart gives the outcome the seed and replay the failing test's
 // leg recorded when it started.
 func seedFromStart(o *Outcome, opts Options, pkg, name string) {
-	if st, ok := faultrecord.StartOf(opts.Starts, pkg, name); ok {
+	if st, ok := legstart.Of(opts.Starts, pkg, name); ok {
 		o.Seed, o.Replay = st.Seed, st.Replay
 	}
 }
@@ -611,4 +613,4 @@ func isTestName(s string) bool {
 // extension), under the results directory's ladder/: at most 120 bytes,
 // and two tests never share one (TestA/b and TestA_b differ; see
 // faultrecord.SafeFileName).
-func FileName(test string) string { return faultrecord.SafeFileName(test) }
+func FileName(test string) string { return faultdir.SafeFileName(test) }

@@ -3,9 +3,9 @@ package ladder
 import (
 	"strings"
 
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/gate/contract"
+	"github.com/contested/contested/internal/legstart"
 )
 
 // Beside reports whether the confirmation of a failing test may run at
@@ -15,7 +15,7 @@ import (
 // machine, nor a neighbour run, to be told from capacity. Every other
 // failure is confirmed alone, one at a time, as before.
 func Beside(t battery.Test, opts Options) bool {
-	if _, ok := faultrecord.StartOf(opts.Starts, t.Package, t.Name); !ok {
+	if _, ok := legstart.Of(opts.Starts, t.Package, t.Name); !ok {
 		return false
 	}
 	if t.Timeout != "" || t.Cause != "" {

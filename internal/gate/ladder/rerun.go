@@ -12,10 +12,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/capacity"
+	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/faultlayer/noise"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/flakes"
@@ -72,7 +72,7 @@ func rerunAlone(ctx context.Context, name, pkg string, seed int64, first failure
 			break
 		}
 		r.Runs++
-		recs, _ := contract.ReadRecords(faultrecord.FaultDir(dir))
+		recs, _ := contract.ReadRecords(faultdir.Of(dir))
 		runs = append(runs, contract.NewSeedRun(seed, dir, res, recs))
 		if !res.OK() {
 			r.Failures++

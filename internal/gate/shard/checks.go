@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/gotest"
 )
 
@@ -120,7 +121,7 @@ func checkShard(s *loaded, res *Result) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		refuse(Claimed, "%s is there and is not a merge's claim (%v): a shard certifies once; rerun the shards for a new union", ClaimName, err)
 	}
-	files, err := ReadRecordFiles(faultrecord.FaultDir(s.dir))
+	files, err := ReadRecordFiles(faultdir.Of(s.dir))
 	if err != nil {
 		refuse(Tampered, "%v", err)
 		return

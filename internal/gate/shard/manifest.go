@@ -16,6 +16,7 @@ import (
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/secret"
 )
 
@@ -106,7 +107,7 @@ func ReadStamp(dir string) (Stamp, error) {
 		return Stamp{}, fmt.Errorf("read the gate stamp: %w", err)
 	}
 	defer d.Close()
-	data, mtime, err := d.ReadFile(faultrecord.StampName, nil, 64<<10)
+	data, mtime, err := d.ReadFile(faultdir.StampName, nil, 64<<10)
 	if err != nil {
 		return Stamp{}, fmt.Errorf("read the gate stamp: %w", err)
 	}
@@ -115,7 +116,7 @@ func ReadStamp(dir string) (Stamp, error) {
 		WrittenAt time.Time `json:"written_at"`
 	}
 	if err := json.Unmarshal(data, &content); err != nil {
-		return Stamp{}, fmt.Errorf("read the gate stamp %s: %w", filepath.Join(dir, faultrecord.StampName), err)
+		return Stamp{}, fmt.Errorf("read the gate stamp %s: %w", filepath.Join(dir, faultdir.StampName), err)
 	}
 	return Stamp{RunID: content.RunID, WrittenAt: content.WrittenAt, ModTime: mtime, Digest: sum(data)}, nil
 }
@@ -145,7 +146,7 @@ func ReadRecordFiles(dir string) ([]RecordFile, error) {
 	for {
 		entries, err := d.ReadDir(1024)
 		for _, e := range entries {
-			if faultrecord.Classify(e.Name()) != faultrecord.KindRecord {
+			if faultdir.Classify(e.Name()) != faultdir.KindRecord {
 				continue
 			}
 			if e.Type() != 0 {

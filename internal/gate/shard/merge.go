@@ -14,9 +14,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/gate"
 	"github.com/contested/contested/internal/gotest"
 )
@@ -312,7 +312,7 @@ func realPath(p string) (string, error) {
 // directory, after a purge and a fresh stamp, and runs the six phases
 // paired over them: the union certifies once.
 func verifyUnion(ctx context.Context, shards []*loaded, shared string, opts MergeOptions) (*gate.Report, error) {
-	dir := faultrecord.FaultDir(opts.ResultsDir)
+	dir := faultdir.Of(opts.ResultsDir)
 	if err := gate.Purge(dir); err != nil {
 		return nil, fmt.Errorf("purge the union's fault directory: %w", err)
 	}
@@ -321,7 +321,7 @@ func verifyUnion(ctx context.Context, shards []*loaded, shared string, opts Merg
 	}
 	// A record must be strictly newer than the stamp: let the file
 	// system's clock (coarser than time.Now on most kernels) pass it.
-	if st, err := os.Stat(filepath.Join(dir, faultrecord.StampName)); err == nil {
+	if st, err := os.Stat(filepath.Join(dir, faultdir.StampName)); err == nil {
 		for time.Since(st.ModTime()) < 20*time.Millisecond {
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -331,12 +331,12 @@ func verifyUnion(ctx context.Context, shards []*loaded, shared string, opts Merg
 		return nil, fmt.Errorf("open the merge's results directory: %w", err)
 	}
 	for _, s := range shards {
-		files, err := ReadRecordFiles(faultrecord.FaultDir(s.dir))
+		files, err := ReadRecordFiles(faultdir.Of(s.dir))
 		if err != nil {
 			return nil, err
 		}
 		for _, f := range files {
-			name := faultrecord.FaultDirName + "/" + s.m.Shard.Tag() + "-" + f.Name
+			name := faultdir.Name + "/" + s.m.Shard.Tag() + "-" + f.Name
 			if err := root.Write(name, f.Data); err != nil {
 				return nil, fmt.Errorf("copy shard %s's records: %w", s.m.Shard, err)
 			}

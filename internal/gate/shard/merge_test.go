@@ -12,6 +12,7 @@ import (
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
+	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/gate"
 	"github.com/contested/contested/internal/gotest"
 )
@@ -30,7 +31,7 @@ func shardDir(t *testing.T, base, name, shared string, spec Spec) string {
 	dir := filepath.Join(base, name)
 	plan := Split(fixtureInventory, spec.Total, nil)
 	runID := RunID(shared, spec)
-	fault := faultrecord.FaultDir(dir)
+	fault := faultdir.Of(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -177,11 +178,11 @@ func contractShard() int {
 
 func firstRecord(t *testing.T, dir string) string {
 	t.Helper()
-	files, err := ReadRecordFiles(faultrecord.FaultDir(dir))
+	files, err := ReadRecordFiles(faultdir.Of(dir))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("records of %s: %v, %d", dir, err, len(files))
 	}
-	return filepath.Join(faultrecord.FaultDir(dir), files[0].Name)
+	return filepath.Join(faultdir.Of(dir), files[0].Name)
 }
 
 func editJSON(t *testing.T, path, from, to string) {
@@ -234,7 +235,7 @@ func TestMergeRefusesAndNamesTheShard(t *testing.T) {
 		{name: "a record added after its manifest", kind: Tampered, shard: "1/3", says: "extra.json",
 			poison: func(t *testing.T, base string, dirs []string) []string {
 				b, _ := os.ReadFile(firstRecord(t, dirs[c]))
-				os.WriteFile(filepath.Join(faultrecord.FaultDir(dirs[0]), "extra.json"), b, 0o644)
+				os.WriteFile(filepath.Join(faultdir.Of(dirs[0]), "extra.json"), b, 0o644)
 				return dirs
 			}},
 		{name: "a record removed after its manifest", kind: Tampered, shard: Spec{c + 1, 3}.String(), says: "are gone",

@@ -1,4 +1,4 @@
-package faultrecord
+package faultdir
 
 import (
 	"strings"

@@ -1,7 +1,11 @@
-package faultrecord
+// Package faultdir is the layout of a results directory's fault
+// directory: the names in it, the name a new record takes, and what each
+// file there is, so that the writer and the gate agree on every name.
+package faultdir
 
 import (
 	"crypto/sha256"
+	"errors"
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
@@ -11,20 +15,21 @@ import (
 
 // Names inside the fault directory (docs/reference/artifacts.md).
 const (
-	// FaultDirName is the base name of the fault directory under the results root.
-	FaultDirName = "fault"
+	// Name is the base name of the fault directory under the results root.
+	Name = "fault"
 	// StampName is the gate stamp's file name. Its mtime is the reference of phase 1.
 	StampName = ".gate-stamp"
 	// ReportName is the report the gate writes.
 	ReportName = "fault-report.json"
 
-	// recordExt is what every record file name ends with, and the only pattern readers take as
+	// RecordExt is what every record file name ends with, and the only pattern readers take as
 	// a record.
-	recordExt = ".json"
-	// recordTempPrefix and tempExt make a temporary record file name: ".record-*.tmp". It
-	// starts with a dot and does not end in ".json", so it can never be taken for a record.
-	recordTempPrefix = ".record-"
-	tempExt          = ".tmp"
+	RecordExt = ".json"
+	// RecordTempPattern is a temporary record file's name: ".record-*.tmp". It starts with a
+	// dot and does not end in ".json", so it can never be taken for a record.
+	RecordTempPattern = recordTempPrefix + "*" + tempExt
+	recordTempPrefix  = ".record-"
+	tempExt           = ".tmp"
 	// StampTempPattern and ReportTempPattern are the temporary names of the stamp and report
 	// while the gate writes them. They are not evidence about faults; the gate's purge removes
 	// leftovers.
@@ -32,23 +37,33 @@ const (
 	ReportTempPattern = ".fault-report-*.tmp"
 )
 
-// FaultDir is the fault directory under a results root: <root>/fault.
-func FaultDir(root string) string { return filepath.Join(root, FaultDirName) }
+// Of is the fault directory under a results root: <root>/fault.
+func Of(root string) string { return filepath.Join(root, Name) }
 
-// IsFaultDir reports whether dir names a fault directory. It is a name check only; it is what
+// Is reports whether dir names a fault directory. It is a name check only; it is what
 // keeps the gate's purge and stamp consumption from ever acting on another directory.
-func IsFaultDir(dir string) bool {
-	return filepath.Base(filepath.Clean(dir)) == FaultDirName
+func Is(dir string) bool {
+	return filepath.Base(filepath.Clean(dir)) == Name
 }
+
+// Errors that callers branch on with [errors.Is].
+var (
+	// ErrUnreadable means the fault directory could not be listed (permission denied, not a
+	// directory). The gate refuses: it cannot tell whether faults ran.
+	ErrUnreadable = errors.New("results directory unreadable")
+	// ErrNotFaultDir means a stamp, purge or verification was asked for a directory that is not
+	// a fault directory (its base name is not "fault"). It guards against deleting elsewhere.
+	ErrNotFaultDir = errors.New("not a fault directory")
+)
 
 // maxNamePart bounds each variable part of a record file name so that the whole name stays
 // well below the 255-byte limit of common file systems.
 const maxNamePart = 60
 
-// recordFileName returns a name unique per record: run id, test, leg and 48 random bits, all
+// RecordName returns a name unique per record: run id, test, leg and 48 random bits, all
 // sanitized to [A-Za-z0-9._-], joined by "--" and ending in ".json". It never starts with a dot
 // (those are temporary names) and never equals ReportName.
-func recordFileName(runID, test, leg string) string {
+func RecordName(runID, test, leg string) string {
 	var b strings.Builder
 	b.Grow(3*maxNamePart + 24)
 	writeSanitized(&b, runID)
@@ -56,7 +71,7 @@ func recordFileName(runID, test, leg string) string {
 	writeSanitized(&b, test)
 	b.WriteString("--")
 	writeSanitized(&b, leg)
-	fmt.Fprintf(&b, "--%012x%s", rand.Uint64()&0xffffffffffff, recordExt)
+	fmt.Fprintf(&b, "--%012x%s", rand.Uint64()&0xffffffffffff, RecordExt)
 	return b.String()
 }
 
@@ -116,7 +131,7 @@ func Classify(name string) Kind {
 	case strings.HasSuffix(name, tempExt) &&
 		(strings.HasPrefix(name, ".gate-stamp-") || strings.HasPrefix(name, ".fault-report-")):
 		return KindOtherTemp
-	case strings.HasSuffix(name, recordExt):
+	case strings.HasSuffix(name, RecordExt):
 		return KindRecord
 	}
 	return KindOther

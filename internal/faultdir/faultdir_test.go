@@ -1,12 +1,12 @@
-package faultrecord
+package faultdir
 
 import (
 	"strings"
 	"testing"
 )
 
-func TestFaultDir(t *testing.T) {
-	if got := FaultDir("/abs/results"); got != "/abs/results/fault" {
+func TestOf(t *testing.T) {
+	if got := Of("/abs/results"); got != "/abs/results/fault" {
 		t.Errorf("FaultDir = %q", got)
 	}
 }
@@ -25,8 +25,8 @@ func TestRecordFileName(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a := recordFileName(tc.run, tc.test, tc.leg)
-			b := recordFileName(tc.run, tc.test, tc.leg)
+			a := RecordName(tc.run, tc.test, tc.leg)
+			b := RecordName(tc.run, tc.test, tc.leg)
 			if a == b {
 				t.Errorf("two names for the same record are equal: %q", a)
 			}

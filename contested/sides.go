@@ -1,4 +1,4 @@
-package faultrecord
+package contested
 
 import (
 	"fmt"
@@ -6,15 +6,15 @@ import (
 	"time"
 )
 
-// Sides gathers the evidence that one armed fault fired, from both sides (docs/concepts/gate.md): the
+// sides gathers the evidence that one armed fault fired, from both sides (docs/concepts/gate.md): the
 // injector's (what it did and read back, and whether that proves the fault in place) and the
 // victim's (what the code under test saw, each observation counted, whether it shows the fault
-// landed, and when it first did). A fault fired only when both sides saw it ([Sides.Both]); a
+// landed, and when it first did). A fault fired only when both sides saw it ([sides.Both]); a
 // lever may demand more. It is the one bookkeeper of firing evidence, for the leg API and the
 // cluster rig alike.
 //
-// The zero value is ready. Sides is not safe for concurrent use: its owner guards it.
-type Sides struct {
+// The zero value is ready. sides is not safe for concurrent use: its owner guards it.
+type sides struct {
 	injector []string
 	injected bool
 	victim   []string       // distinct observations, in the order first seen
@@ -25,7 +25,7 @@ type Sides struct {
 
 // Injector records what the injector side did or read back ("" records the proof alone);
 // proved says it shows the fault in place. Once proved, the injector side stays proved.
-func (s *Sides) Injector(what string, proved bool) {
+func (s *sides) Injector(what string, proved bool) {
 	if what != "" {
 		s.injector = append(s.injector, what)
 	}
@@ -34,7 +34,7 @@ func (s *Sides) Injector(what string, proved bool) {
 
 // Victim records what the victim side saw; landed says it shows the fault landed, and the
 // first such observation's time at is when the fault fired.
-func (s *Sides) Victim(what string, landed bool, at time.Time) {
+func (s *sides) Victim(what string, landed bool, at time.Time) {
 	if s.seen == nil {
 		s.seen = map[string]int{}
 	}
@@ -48,27 +48,27 @@ func (s *Sides) Victim(what string, landed bool, at time.Time) {
 }
 
 // Injected reports whether the injector side proved the fault in place.
-func (s *Sides) Injected() bool { return s.injected }
+func (s *sides) Injected() bool { return s.injected }
 
 // Landed reports whether the victim side saw the fault land.
-func (s *Sides) Landed() bool { return s.landed }
+func (s *sides) Landed() bool { return s.landed }
 
 // Both reports whether both sides saw the fault: it fired.
-func (s *Sides) Both() bool { return s.injected && s.landed }
+func (s *sides) Both() bool { return s.injected && s.landed }
 
 // VictimKinds is how many different things the victim side saw.
-func (s *Sides) VictimKinds() int { return len(s.victim) }
+func (s *sides) VictimKinds() int { return len(s.victim) }
 
 // LandedAt is when the victim side first saw the fault land (zero when it did not).
-func (s *Sides) LandedAt() time.Time { return s.landedAt }
+func (s *sides) LandedAt() time.Time { return s.landedAt }
 
 // InjectorText is the injector side's evidence, "; "-separated ("" when there is none).
-func (s *Sides) InjectorText() string { return strings.Join(s.injector, "; ") }
+func (s *sides) InjectorText() string { return strings.Join(s.injector, "; ") }
 
 // VictimText is the victim side's evidence in the order first seen, "; "-separated, each
 // observation seen more than once followed by its count ("ECONNRESET x2"); "" when there is
 // none.
-func (s *Sides) VictimText() string {
+func (s *sides) VictimText() string {
 	parts := make([]string, 0, len(s.victim))
 	for _, what := range s.victim {
 		if n := s.seen[what]; n > 1 {
