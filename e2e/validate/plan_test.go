@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/contested/contested/e2e/internal/e2etest"
-	"github.com/contested/contested/internal/gate/findings"
+	"github.com/contested/contested/internal/findings"
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/plan"
 )

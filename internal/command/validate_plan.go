@@ -15,7 +15,7 @@ import (
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/gate"
 	"github.com/contested/contested/internal/gate/contract"
-	"github.com/contested/contested/internal/gate/findings"
+	"github.com/contested/contested/internal/findings"
 	"github.com/contested/contested/internal/plan"
 	"github.com/contested/contested/internal/registry"
 	"github.com/contested/contested/internal/terminal"
