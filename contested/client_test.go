@@ -82,7 +82,7 @@ func TestIsolateLeg(t *testing.T) {
 			if dsns[0] == dsns[1] || dsns[1] == dsns[2] || dsns[0] == dsns[2] {
 				tb.Errorf("clients share a path: %v", dsns)
 			}
-			for _, w := range leg.Schedule().Windows {
+			for _, w := range leg.sched.Windows {
 				victims = append(victims, w.Params.(levers.IsolateParams).Victims(3))
 			}
 			runClients(tb, ctx, leg, 3, func(int) bool { return true }, false)
@@ -116,7 +116,7 @@ func TestIsolateLeg(t *testing.T) {
 	t.Run("the spared clients idle: not fired", func(t *testing.T) {
 		p := runProbe(t, func(tb *probe) {
 			leg := Start(tb, "test.lock", Isolate, Clients(3), Span(120))
-			first := leg.Schedule().Windows[0].Params.(levers.IsolateParams).Victims(3)
+			first := leg.sched.Windows[0].Params.(levers.IsolateParams).Victims(3)
 			runClients(tb, ctx, leg, 3, func(i int) bool { return slices.Contains(first, i) }, false)
 		})
 		if !strings.Contains(p.errors(), "ARMED BUT DID NOT FIRE: the clients it spared did no work while it was armed") {

@@ -182,7 +182,7 @@ func (l *Leg) Observe(err error) bool { return l.observe(err, "app", anyClient) 
 const anyClient = -1
 
 func (l *Leg) observe(err error, where string, client int) bool {
-	s := Classify(err)
+	s := levers.Classify(err)
 	if s == "" || !slices.Contains(l.value.Signals(), s) {
 		return false
 	}

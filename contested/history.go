@@ -10,6 +10,7 @@ import (
 
 	"github.com/contested/contested/contested/history"
 	"github.com/contested/contested/internal/atomicfile"
+	"github.com/contested/contested/internal/faultlayer/levers"
 	"github.com/contested/contested/internal/runenv"
 )
 
@@ -27,8 +28,8 @@ func (l *Leg) History() *history.Recorder {
 	rec := history.NewRecorder(time.Time{})
 	l.hist = rec
 	var open []string
-	l.drive.onArm = append(l.drive.onArm, func(context.Context, Window) { open = append(open, rec.BeginFault(string(l.lever))) })
-	l.drive.onHeal = append(l.drive.onHeal, func(context.Context, Window) {
+	l.drive.onArm = append(l.drive.onArm, func(context.Context, levers.Window) { open = append(open, rec.BeginFault(string(l.lever))) })
+	l.drive.onHeal = append(l.drive.onHeal, func(context.Context, levers.Window) {
 		if len(open) > 0 {
 			if err := rec.EndFault(open[0]); err != nil {
 				l.t.Errorf("contested: %v", err)

@@ -44,8 +44,8 @@ type Leg struct {
 	drive   drive
 
 	layer   *faultlayer.Layer
-	armer   *PgFaultArmer
-	victim  *Victim
+	armer   *levers.PgFaultArmer
+	victim  *levers.Victim
 	paths   []*path // the proxied paths to Postgres: one shared, or one per client
 	clients int     // how many clients the test names (Clients), at least 1
 	pools   []*pgxpool.Pool
@@ -216,9 +216,6 @@ func (l *Leg) Rand() *rand.Rand { return l.rand }
 // Replay is the command that reruns this test with this leg's seed.
 func (l *Leg) Replay() string { return l.replay }
 
-// Surface is the registry entry the leg contests.
-func (l *Leg) Surface() registry.Surface { return l.surface }
-
 // Addr is the proxied address of Postgres (network levers), host:port:
 // client 0's when each client has a path of its own.
 func (l *Leg) Addr() string {
@@ -358,7 +355,7 @@ func (l *Leg) Deliveries(ctx context.Context, n int, p BurstPlan) []Delivery {
 		l.t.Errorf("contested: heal %s: %v", l.lever, err)
 	}
 	i, w := l.nextWindow()
-	f, err := l.arm(ctx, levers.BurstTarget{Messages: n, Plan: p}, i, w, timingTest)
+	f, err := l.arm(ctx, levers.BurstTarget{Messages: n, Plan: p.levers()}, i, w, timingTest)
 	if err != nil {
 		l.t.Fatalf("contested: arm %s: %v", l.lever, err)
 	}
@@ -366,7 +363,7 @@ func (l *Leg) Deliveries(ctx context.Context, n int, p BurstPlan) []Delivery {
 	if !ok {
 		l.t.Fatalf("contested: the %s lever armed no deliveries", l.lever)
 	}
-	return d.Deliveries()
+	return deliveries(d.Deliveries())
 }
 
 // Consumed reports that the consumer processed delivery d. Perturbed

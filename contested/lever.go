@@ -1,10 +1,7 @@
 package contested
 
 import (
-	"context"
 	"fmt"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contested/contested/internal/faultlayer/levers"
 )
@@ -57,64 +54,73 @@ func (l Lever) value() (levers.Lever, error) {
 	return v, nil
 }
 
-// The fault set's parts a test uses, under the names package contested
-// has always given them.
-type (
-	// Signal is a class of error a victim can see when a fault lands.
-	Signal = levers.Signal
-	// PgFaultArmer injects database faults into victim databases it
-	// created itself and refuses every other database.
-	PgFaultArmer = levers.PgFaultArmer
-	// Victim is a database and a login role created by the harness for
-	// one leg.
-	Victim = levers.Victim
-	// Exhaustion is an armed pool-exhaustion fault.
-	Exhaustion = levers.Exhaustion
-	// BurstPlan shapes a burst.
-	BurstPlan = levers.BurstPlan
-	// Delivery is one delivery in a burst.
-	Delivery = levers.Delivery
-	// DeliveryKind says how a burst perturbed a delivery.
-	DeliveryKind = levers.DeliveryKind
-)
-
-// Kinds of delivery in a burst.
-const (
-	Original  = levers.Original
-	Duplicate = levers.Duplicate
-	Reordered = levers.Reordered
-)
+// Signal is a class of error a victim can see when a fault lands; ""
+// when no fault explains an error.
+type Signal string
 
 // Signals the observer recognizes.
 const (
-	SigReset      = levers.SigReset
-	SigRefused    = levers.SigRefused
-	SigEOF        = levers.SigEOF
-	SigBrokenPipe = levers.SigBrokenPipe
-	SigTimeout    = levers.SigTimeout
-	SigTooMany    = levers.SigTooMany
-	SigAdminStop  = levers.SigAdminStop
-	SigConnClosed = levers.SigConnClosed
+	SigReset      = Signal(levers.SigReset)
+	SigRefused    = Signal(levers.SigRefused)
+	SigEOF        = Signal(levers.SigEOF)
+	SigBrokenPipe = Signal(levers.SigBrokenPipe)
+	SigTimeout    = Signal(levers.SigTimeout)
+	SigTooMany    = Signal(levers.SigTooMany)
+	SigAdminStop  = Signal(levers.SigAdminStop)
+	SigConnClosed = Signal(levers.SigConnClosed)
 )
-
-// Errors of PgFaultArmer.
-var (
-	// ErrCanonicalDB: the armer refused a database the harness did not
-	// create, or a canonical one.
-	ErrCanonicalDB = levers.ErrCanonicalDB
-	// ErrNotVictim: a Victim the armer did not create.
-	ErrNotVictim = levers.ErrNotVictim
-)
-
-// NewPgFaultArmer returns an armer over the test-plane admin pool (see
-// levers.NewPgFaultArmer).
-func NewPgFaultArmer(ctx context.Context, admin *pgxpool.Pool, canonical []string) (*PgFaultArmer, error) {
-	return levers.NewPgFaultArmer(ctx, admin, canonical)
-}
-
-// Plan returns the seeded delivery order of n messages (see levers.Plan).
-func Plan(seed int64, n int, p BurstPlan) []Delivery { return levers.Plan(seed, n, p) }
 
 // Classify names the fault signal an error carries, or "" when it carries
-// none (see levers.Classify).
-func Classify(err error) Signal { return levers.Classify(err) }
+// none.
+func Classify(err error) Signal { return Signal(levers.Classify(err)) }
+
+// ErrCanonicalDB: a database fault was refused because the harness did
+// not create the database, or because the registry names it canonical.
+var ErrCanonicalDB = levers.ErrCanonicalDB
+
+// BurstPlan shapes a burst; its zero fields take the schedule's window's.
+type BurstPlan struct {
+	// DuplicateRate is the fraction of messages delivered twice (default
+	// 0.3).
+	DuplicateRate float64
+	// Window is how far a delivery may move from its place (default 8).
+	Window int
+}
+
+func (p BurstPlan) levers() levers.BurstPlan {
+	return levers.BurstPlan{DuplicateRate: p.DuplicateRate, Window: p.Window}
+}
+
+// DeliveryKind says how a burst perturbed a delivery.
+type DeliveryKind int
+
+// Kinds of delivery in a burst.
+const (
+	Original  = DeliveryKind(levers.Original)
+	Duplicate = DeliveryKind(levers.Duplicate)
+	Reordered = DeliveryKind(levers.Reordered)
+)
+
+// String names the kind: "original", "duplicate" or "reordered".
+func (k DeliveryKind) String() string { return levers.DeliveryKind(k).String() }
+
+// Delivery is one delivery in a burst: the message's index in the
+// original order, and how the burst perturbed it.
+type Delivery struct {
+	Index int          // the message's place in the original order
+	Kind  DeliveryKind // how the burst perturbed this delivery of it
+}
+
+func deliveries(ds []levers.Delivery) []Delivery {
+	out := make([]Delivery, len(ds))
+	for i, d := range ds {
+		out[i] = Delivery{Index: d.Index, Kind: DeliveryKind(d.Kind)}
+	}
+	return out
+}
+
+// Plan returns the seeded delivery order of n messages: every message at
+// least once, some twice, some moved, all drawn from the seed.
+func Plan(seed int64, n int, p BurstPlan) []Delivery {
+	return deliveries(levers.Plan(seed, n, p.levers()))
+}

@@ -11,14 +11,64 @@ import (
 	"github.com/contested/contested/internal/faultlayer/levers"
 )
 
-// The schedule's parts a test uses, under package contested's names.
-type (
-	// Schedule is when and how a leg's faults land, drawn from its seed
-	// and level by its lever (see levers.Schedule).
-	Schedule = levers.Schedule
-	// Window is one fault of a schedule.
-	Window = levers.Window
-)
+// Schedule is when and how a leg's faults land, drawn from its seed and
+// level by its lever: one seed replays one schedule.
+type Schedule struct {
+	Lever string // the lever whose faults these are
+	Seed  int64  // the seed they were drawn from
+	Level int    // the level they were drawn at, 1 to 3
+	// Span is the workload's length in steps the windows are placed in.
+	Span    int
+	Windows []Window // the faults, in the order they land
+	// Backoff and MaxBackoff are the retry pace around a fault: a first
+	// pause of Backoff, doubled on each attempt up to MaxBackoff.
+	Backoff, MaxBackoff time.Duration
+	s                   levers.Schedule
+}
+
+// String describes the schedule: its lever, level, span, each window and
+// the retry pace.
+func (s Schedule) String() string { return s.s.String() }
+
+// Digest is 16 hex digits of the SHA-256 of the schedule's description:
+// two runs with the same digest drew the same faults.
+func (s Schedule) Digest() string { return s.s.Digest() }
+
+// Window is one fault of a schedule: armed at the first step after After
+// steps, healed once the victim saw it and Hold steps or For have passed,
+// whichever comes first.
+type Window struct {
+	After int           // the steps before it is armed
+	Hold  int           // the steps it holds for at least (0: For alone)
+	For   time.Duration // the time it holds for at least
+	// Kind is the level that added it: "base" (every level), "more"
+	// (level 2 and up), "recovery" (level 3: while the victim recovers).
+	Kind string
+	// Params describes the lever's own parameters for this fault ("" when
+	// it has none).
+	Params string
+	desc   string
+}
+
+// String describes the window: when it is armed, how long it holds, what
+// the lever does in it.
+func (w Window) String() string { return w.desc }
+
+func window(w levers.Window) Window {
+	pw := Window{After: w.After, Hold: w.Hold, For: w.For, Kind: w.Kind.String(), desc: w.String()}
+	if w.Params != nil {
+		pw.Params = w.Params.String()
+	}
+	return pw
+}
+
+func schedule(s levers.Schedule) Schedule {
+	ps := Schedule{Lever: s.Lever, Seed: s.Seed, Level: s.Level, Span: s.Span, Backoff: s.Retry.Backoff, MaxBackoff: s.Retry.Max, s: s}
+	for _, w := range s.Windows {
+		ps.Windows = append(ps.Windows, window(w))
+	}
+	return ps
+}
 
 // Who decided when a fault was armed and healed: the record's
 // schedule.timing.
@@ -41,8 +91,8 @@ type drive struct {
 	broken  bool // arming failed: the schedule arms nothing more
 	done    chan struct{}
 	closed  bool
-	onArm   []func(context.Context, Window)
-	onHeal  []func(context.Context, Window)
+	onArm   []func(context.Context, levers.Window)
+	onHeal  []func(context.Context, levers.Window)
 	// busy are the clients in the middle of an operation they marked
 	// (Client.Begin), and what it is; dueSince is when a window that waits
 	// for one came due.
@@ -56,7 +106,7 @@ type drive struct {
 // or by its timer, whichever comes first.
 type held struct {
 	f     *fault
-	w     Window
+	w     levers.Window
 	at    int
 	start time.Time
 	stop  chan struct{}
@@ -65,7 +115,7 @@ type held struct {
 // Schedule is the leg's schedule: what its seed and level drew for its
 // lever. Tests read its windows (how many faults, their parameters) and
 // its retry pace; Step runs it.
-func (l *Leg) Schedule() Schedule { return l.sched }
+func (l *Leg) Schedule() Schedule { return schedule(l.sched) }
 
 // Step marks that the workload is about to run its next operation. The
 // leg arms its schedule's next window on the step the window names and
@@ -95,7 +145,7 @@ func (l *Leg) Done() <-chan struct{} { return l.drive.done }
 func (l *Leg) OnArm(f func(ctx context.Context, w Window)) {
 	l.drive.mu.Lock()
 	defer l.drive.mu.Unlock()
-	l.drive.onArm = append(l.drive.onArm, f)
+	l.drive.onArm = append(l.drive.onArm, func(ctx context.Context, w levers.Window) { f(ctx, window(w)) })
 }
 
 // OnHeal registers f to run just after the leg healed each window of its
@@ -103,7 +153,7 @@ func (l *Leg) OnArm(f func(ctx context.Context, w Window)) {
 func (l *Leg) OnHeal(f func(ctx context.Context, w Window)) {
 	l.drive.mu.Lock()
 	defer l.drive.mu.Unlock()
-	l.drive.onHeal = append(l.drive.onHeal, f)
+	l.drive.onHeal = append(l.drive.onHeal, func(ctx context.Context, w levers.Window) { f(ctx, window(w)) })
 }
 
 // Backoff is the pause before retry number attempt of an operation a

@@ -123,7 +123,7 @@ func armedByTest(t *testing.T, lever Lever, seed string) (*faultrecord.Schedule,
 	var first string
 	p := runProbe(t, func(tb *probe) {
 		leg := Start(tb, "test.store", lever)
-		if p, ok := leg.Schedule().Window(0).Params.(levers.ResetParams); ok {
+		if p, ok := leg.sched.Window(0).Params.(levers.ResetParams); ok {
 			first = strings.Join(p.Streams, "+")
 		}
 		for range 2 {
@@ -192,7 +192,7 @@ func TestHoldAndHeal(t *testing.T) {
 	p := runProbe(t, func(tb *probe) {
 		ctx := context.Background()
 		leg := Start(tb, "test.store", Disconnect)
-		want = leg.Schedule().Window(0).For
+		want = leg.sched.Window(0).For
 		start := time.Now()
 		leg.Arm(ctx)
 		go func() {

@@ -9,6 +9,7 @@ import (
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/faultlayer"
 	"github.com/contested/contested/internal/faultlayer/faulttest"
+	"github.com/contested/contested/internal/faultlayer/levers"
 	"github.com/contested/contested/internal/registry"
 	"github.com/contested/contested/internal/runenv"
 )
@@ -21,7 +22,7 @@ var (
 	regErr  error
 
 	armMu sync.Mutex
-	armer *PgFaultArmer
+	armer *levers.PgFaultArmer
 )
 
 // loadRegistry loads the registry runenv names (CONTESTED_SURFACES, default
@@ -47,13 +48,13 @@ func recorder() (*faultrecord.Recorder, error) {
 		faultrecord.WithRunID(env.RunID), faultrecord.WithModuleRoot(env.ModuleRoot))
 }
 
-func armerFor(ctx context.Context, l *faultlayer.Layer, r *registry.Registry) (*PgFaultArmer, error) {
+func armerFor(ctx context.Context, l *faultlayer.Layer, r *registry.Registry) (*levers.PgFaultArmer, error) {
 	armMu.Lock()
 	defer armMu.Unlock()
 	if armer != nil {
 		return armer, nil
 	}
-	a, err := NewPgFaultArmer(ctx, l.DB(), r.Guard.CanonicalDatabases)
+	a, err := levers.NewPgFaultArmer(ctx, l.DB(), r.Guard.CanonicalDatabases)
 	if err != nil {
 		return nil, err
 	}
