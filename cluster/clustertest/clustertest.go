@@ -1,6 +1,6 @@
 // Package clustertest runs the cluster rig from a Go test: the test the
 // registry's [cluster] table names, which `go tool mage cluster-tests` runs
-// with its options in the environment (cluster.EnvTarget and the others),
+// with its options in the environment (envvar.ClusterTarget and the others),
 // and which a validate battery runs like any other test.
 package clustertest
 
@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/contested/contested/cluster"
+	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/runenv"
 	"github.com/contested/contested/internal/seed"
 	"github.com/contested/contested/internal/testlog"
@@ -63,12 +64,12 @@ func Options(t testing.TB) (cluster.Options, error) {
 		return opts, nil
 	}
 	opts.ResultsRoot, opts.Out = root, io.Writer(os.Stdout)
-	if v := strings.TrimSpace(os.Getenv(cluster.EnvReplicas)); v != "" {
+	if v := strings.TrimSpace(os.Getenv(envvar.ClusterReplicas)); v != "" {
 		if opts.Replicas, err = strconv.Atoi(v); err != nil {
-			return opts, fmt.Errorf("%w: %s=%q is not a number of replicas", cluster.ErrUsage, cluster.EnvReplicas, v)
+			return opts, fmt.Errorf("%w: %s=%q is not a number of replicas", cluster.ErrUsage, envvar.ClusterReplicas, v)
 		}
 	}
-	for env, field := range map[string]*bool{cluster.EnvKeep: &opts.Keep, cluster.EnvLocal: &opts.Local} {
+	for env, field := range map[string]*bool{envvar.ClusterKeep: &opts.Keep, envvar.ClusterLocal: &opts.Local} {
 		if v := strings.TrimSpace(os.Getenv(env)); v != "" {
 			if *field, err = strconv.ParseBool(v); err != nil {
 				return opts, fmt.Errorf("%w: %s=%q is neither true nor false", cluster.ErrUsage, env, v)

@@ -26,19 +26,19 @@ func TestOptions(t *testing.T) {
 			return o.RecordDir == results && o.ResultsRoot != results && !o.Keep && !o.Local && o.Replicas == 0
 		}, nil},
 		{"under the target: its options, everything under the results directory", map[string]string{
-			cluster.EnvTarget: "1", cluster.EnvReplicas: "5", cluster.EnvKeep: "true", cluster.EnvLocal: "1",
+			envvar.ClusterTarget: "1", envvar.ClusterReplicas: "5", envvar.ClusterKeep: "true", envvar.ClusterLocal: "1",
 		}, func(o cluster.Options) bool {
 			return o.RecordDir == "" && o.ResultsRoot == results && o.Keep && o.Local && o.Replicas == 5
 		}, nil},
-		{"the target's default replicas", map[string]string{cluster.EnvTarget: "1", cluster.EnvReplicas: "0"}, func(o cluster.Options) bool {
+		{"the target's default replicas", map[string]string{envvar.ClusterTarget: "1", envvar.ClusterReplicas: "0"}, func(o cluster.Options) bool {
 			return o.Replicas == 0
 		}, nil},
-		{"replicas that are no number", map[string]string{cluster.EnvTarget: "1", cluster.EnvReplicas: "five"}, nil, cluster.ErrUsage},
-		{"keep that is no boolean", map[string]string{cluster.EnvTarget: "1", cluster.EnvKeep: "maybe"}, nil, cluster.ErrUsage},
+		{"replicas that are no number", map[string]string{envvar.ClusterTarget: "1", envvar.ClusterReplicas: "five"}, nil, cluster.ErrUsage},
+		{"keep that is no boolean", map[string]string{envvar.ClusterTarget: "1", envvar.ClusterKeep: "maybe"}, nil, cluster.ErrUsage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, k := range []string{cluster.EnvTarget, cluster.EnvReplicas, cluster.EnvKeep, cluster.EnvLocal} {
+			for _, k := range []string{envvar.ClusterTarget, envvar.ClusterReplicas, envvar.ClusterKeep, envvar.ClusterLocal} {
 				t.Setenv(k, tt.env[k])
 			}
 			o, err := Options(t)
