@@ -11,7 +11,6 @@ import (
 	"github.com/contested/contested/contested/history"
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/faultlayer/levers"
-	"github.com/contested/contested/internal/runenv"
 )
 
 // History is the leg's history recorder: record every operation of the
@@ -88,8 +87,8 @@ func (l *Leg) Check(ctx context.Context, m history.Model, opts ...CheckOption) h
 		ops = o.ops(ops)
 	}
 	dir := ""
-	if env, err := runenv.Process(); err == nil {
-		dir = filepath.Join(env.ResultsDir, HistoryDir)
+	if env, err := processEnv(); err == nil {
+		dir = env.ResultsDir.Join(HistoryDir)
 	}
 	res, err := history.Check(ctx, m, ops, history.Options{
 		Timeout: o.timeout, Expected: len(ops), VisualizeDir: dir, Name: l.t.Name(), Faults: rec.Faults(),

@@ -19,7 +19,6 @@ import (
 
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/envvar"
-	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/legstart"
 	"github.com/contested/contested/internal/runenv"
 )
@@ -139,7 +138,7 @@ func records(t *testing.T, test string) []faultrecord.Record {
 		t.Fatal(err)
 	}
 	root := env.ResultsDir
-	files, _ := filepath.Glob(filepath.Join(faultdir.Of(root), "*.json"))
+	files, _ := filepath.Glob(filepath.Join(root.Fault(), "*.json"))
 	var out []faultrecord.Record
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -564,7 +563,7 @@ func TestALegRecordsItsSeedWhenItStarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	starts, skipped, err := legstart.Read(env.ResultsDir)
+	starts, skipped, err := legstart.Read(env.ResultsDir.String())
 	if err != nil || skipped != 0 {
 		t.Fatalf("ReadStarts: %v (%d skipped)", err, skipped)
 	}

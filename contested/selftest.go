@@ -9,7 +9,6 @@ import (
 
 	"github.com/contested/contested/internal/dbguard"
 	"github.com/contested/contested/internal/faultlayer/faulttest"
-	"github.com/contested/contested/internal/runenv"
 )
 
 // builtinDatabases are the server's own databases, which no leg may ever
@@ -49,7 +48,7 @@ func GuardSelfTest(tb testing.TB) {
 	}
 	tb.Cleanup(func() { a.DropVictim(context.WithoutCancel(ctx), victim) })
 	if len(reg.Guard.CanonicalDatabases) == 0 {
-		env, _ := runenv.Process()
+		env, _ := processEnv()
 		tb.Logf("contested: %s has no [guard] canonical_databases: list the databases no leg may ever touch there (your service's real ones)", env.Registry)
 	}
 	proveGuard(ctx, tb, a.Guard, guardCase{

@@ -25,26 +25,31 @@ var (
 	armer *levers.PgFaultArmer
 )
 
+// processEnv is the run's environment as this test process was given it,
+// read once: the results directory, the run id and the registry every leg
+// of the process writes to and reads.
+var processEnv = sync.OnceValues(runenv.Process)
+
 // loadRegistry loads the registry runenv names (CONTESTED_SURFACES, default
 // contested-surfaces.toml, relative to the module root, not the package
 // directory go test runs in).
 func loadRegistry() (*registry.Registry, error) {
 	regOnce.Do(func() {
-		env, _ := runenv.Process()
+		env, _ := processEnv()
 		reg, regErr = registry.Load(env.Registry)
 	})
 	return reg, regErr
 }
 
-// recorder is built per use so that the results directory and run id are
-// read (runenv.Process) when a record is written.
+// recorder writes the process's records to its results directory, under
+// its run id (processEnv).
 func recorder() (*faultrecord.Recorder, error) {
-	env, err := runenv.Process()
+	env, err := processEnv()
 	if err != nil {
 		return nil, fmt.Errorf("new recorder: %w", err)
 	}
 	_, pkg := packageDir()
-	return faultrecord.NewRecorder(pkg, faultrecord.WithResultsDir(env.ResultsDir),
+	return faultrecord.NewRecorder(pkg, faultrecord.WithResultsDir(env.ResultsDir.String()),
 		faultrecord.WithRunID(env.RunID), faultrecord.WithModuleRoot(env.ModuleRoot))
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/contested/contested/cluster"
 	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/runenv"
 	"github.com/contested/contested/internal/seed"
 	"github.com/contested/contested/internal/testlog"
@@ -39,7 +40,7 @@ func Options(t testing.TB) (cluster.Options, error) {
 	if err != nil {
 		return cluster.Options{}, err
 	}
-	root, err := runenv.ResultsDir(dir)
+	root, err := rundir.Resolve(dir)
 	if err != nil {
 		return cluster.Options{}, err
 	}
@@ -60,10 +61,10 @@ func Options(t testing.TB) (cluster.Options, error) {
 	opts.Replay = s.Replay(opts.Level, packageDir(dir, wd), t.Name())
 	t.Logf("cluster rig: seed %d, level %d; replay: %s", opts.Seed, opts.Level, opts.Replay)
 	if !cluster.UnderTarget() {
-		opts.ResultsRoot, opts.RecordDir, opts.Out = t.TempDir(), root, testlog.Writer(t)
+		opts.ResultsRoot, opts.RecordDir, opts.Out = t.TempDir(), root.String(), testlog.Writer(t)
 		return opts, nil
 	}
-	opts.ResultsRoot, opts.Out = root, io.Writer(os.Stdout)
+	opts.ResultsRoot, opts.Out = root.String(), io.Writer(os.Stdout)
 	if v := strings.TrimSpace(os.Getenv(envvar.ClusterReplicas)); v != "" {
 		if opts.Replicas, err = strconv.Atoi(v); err != nil {
 			return opts, fmt.Errorf("%w: %s=%q is not a number of replicas", cluster.ErrUsage, envvar.ClusterReplicas, v)

@@ -15,6 +15,7 @@ import (
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/registry"
+	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/runenv"
 )
 
@@ -127,7 +128,7 @@ func defectRun(b *testing.B, tag string) (runenv.Env, registry.Surface) {
 		b.Fatal("ledger.store is not in the registry")
 	}
 	s.Legs, s.Tests = []string{"reset"}, []string{"TestStoreContract/reset"}
-	env := runenv.Env{ModuleRoot: root, Registry: reg.Path, ResultsDir: b.TempDir(), Level: 1}
+	env := runenv.Env{ModuleRoot: root, Registry: reg.Path, ResultsDir: rundir.Dir(b.TempDir()), Level: 1}
 	return env.Attach(append(layer.Env(), "GOFLAGS=-tags="+tag), layer.RunID), s
 }
 

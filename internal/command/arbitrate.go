@@ -29,6 +29,7 @@ import (
 	"github.com/contested/contested/internal/gate/ladder"
 	"github.com/contested/contested/internal/legstart"
 	"github.com/contested/contested/internal/replayenv"
+	"github.com/contested/contested/internal/rundir"
 )
 
 // ArbitrateOptions configures Arbitrate.
@@ -114,11 +115,11 @@ func Arbitrate(ctx context.Context, opts ArbitrateOptions) error {
 		p, _ := Preflight(ctx, l, true, root, out)
 		lo.Preflight, lo.Env = &p, lo.Env.Attach(l.Env(), l.RunID)
 	}
-	if c, err := capacity.Load(filepath.Join(root, capacityFile)); err == nil {
+	if c, err := capacity.Load(root.Join(rundir.CapacityJSON)); err == nil {
 		lo.Capacity = c
 		fmt.Fprintf(out, "ladder: using the capacity samples of the last validate run (%d samples)\n", len(c.Samples))
 	}
-	if starts, _, err := legstart.Read(root); err == nil {
+	if starts, _, err := legstart.Read(root.String()); err == nil {
 		lo.Starts = legstart.OfRun(starts, last.RunID)
 	}
 	if spec, set, _ := noise.FromEnv(); set && !spec.Zero() {
@@ -231,26 +232,23 @@ type lastRun struct {
 
 // lastValidate is the last validate run (validate.json under the results
 // directory), empty when there is none or it cannot be read.
-func lastValidate(root string, out io.Writer) lastRun {
+func lastValidate(root rundir.Dir, out io.Writer) lastRun {
 	var last lastRun
-	r, err := atomicfile.OpenRoot(root)
+	r, err := atomicfile.OpenRoot(root.String())
 	if err != nil {
 		return lastRun{}
 	}
-	if err := r.ReadJSON("validate.json", &last, atomicfile.MaxArtifact); err != nil || last.Battery == nil {
+	if err := r.ReadJSON(rundir.ValidateJSON, &last, atomicfile.MaxArtifact); err != nil || last.Battery == nil {
 		return lastRun{}
 	}
 	fmt.Fprintf(out, "ladder: comparing with the last validate run (run %s, %d tests)\n", last.RunID, len(last.Battery.Tests))
 	return last
 }
 
-// capacityFile is where validate keeps the battery's capacity samples.
-const capacityFile = "capacity.json"
-
 // saveOutcome saves ladder/<test>.json and ladder/<test>.md (a fix: issue
 // body) under the results directory and says which were saved and which
 // were not.
-func saveOutcome(root string, o *ladder.Outcome, out io.Writer) {
+func saveOutcome(root rundir.Dir, o *ladder.Outcome, out io.Writer) {
 	base := filepath.Join("ladder", ladder.FileName(o.Test))
 	if path, err := saveJSON(root, base+".json", o); err != nil {
 		notSaved(out, "ladder", path, err)

@@ -222,9 +222,9 @@ func Bench(ctx context.Context, opts BenchOptions) error {
 	}
 	writeBenchTable(opts.Out, rep)
 	writeGoals(opts.Out, rep.Goals)
-	fmt.Fprintf(opts.Out, "bench: %s, %s and %s\n", filepath.Join(root, "bench", "bench.json"), filepath.Join(root, "bench", "bench.txt"), rep.Took.Round(time.Second))
+	fmt.Fprintf(opts.Out, "bench: %s, %s and %s\n", root.Join("bench", "bench.json"), root.Join("bench", "bench.txt"), rep.Took.Round(time.Second))
 	if waitErr != nil {
-		return errors.Join(fmt.Errorf("%w: a benchmark failed (see %s): %v", ErrRed, filepath.Join(root, "bench", "bench.txt"), waitErr), adopterErr)
+		return errors.Join(fmt.Errorf("%w: a benchmark failed (see %s): %v", ErrRed, root.Join("bench", "bench.txt"), waitErr), adopterErr)
 	}
 	return adopterErr
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/contested/contested/internal/gate/ladder"
 	"github.com/contested/contested/internal/gate/report"
 	"github.com/contested/contested/internal/gate/shard"
+	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/supervise"
 	"github.com/contested/contested/internal/terminal"
 )
@@ -111,7 +112,7 @@ func shardFailures(res *shard.Result) []ladder.Plain {
 			Failures []ladder.Plain `json:"battery_failures"`
 		}
 		r, err := atomicfile.OpenRoot(s.Dir)
-		if err != nil || r.ReadJSON("validate.json", &v, maxValidateJSON) != nil {
+		if err != nil || r.ReadJSON(rundir.ValidateJSON, &v, maxValidateJSON) != nil {
 			continue
 		}
 		for _, f := range v.Failures {

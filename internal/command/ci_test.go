@@ -11,6 +11,7 @@ import (
 	"github.com/contested/contested/internal/gate/ladder"
 	"github.com/contested/contested/internal/gate/report"
 	"github.com/contested/contested/internal/gate/shard"
+	"github.com/contested/contested/internal/rundir"
 )
 
 // ciReport is a RED validate with one failing test, as finish holds it.
@@ -31,7 +32,7 @@ func finishCI(t *testing.T, rep *ValidateReport) (printed, junit string) {
 	t.Helper()
 	root := t.TempDir()
 	var out strings.Builder
-	writeReports(root, report.Page{Title: "contested validate", Battery: rep.Battery, Plain: rep.BatteryFailures}, &out)
+	writeReports(rundir.Dir(root), report.Page{Title: "contested validate", Battery: rep.Battery, Plain: rep.BatteryFailures}, &out)
 	publishCI(t.TempDir(), rep.ciRun(), &out)
 	b, err := os.ReadFile(filepath.Join(root, "battery", "junit.xml"))
 	if err != nil {
@@ -99,7 +100,7 @@ func TestValidateSpeaksCIOnlyUnderCI(t *testing.T) {
 func TestMergeShowsTheShardsFailures(t *testing.T) {
 	one, two := t.TempDir(), t.TempDir()
 	walked := ladder.Plain{Package: "example.com/m", Test: "TestB", Owner: "component (ledger-team)", Action: "fix the store"}
-	if _, err := saveJSON(one, "validate.json", map[string]any{"battery_failures": []ladder.Plain{walked}}); err != nil {
+	if _, err := saveJSON(rundir.Dir(one), "validate.json", map[string]any{"battery_failures": []ladder.Plain{walked}}); err != nil {
 		t.Fatal(err)
 	}
 	res := &shard.Result{SharedRunID: "gh-7-1", Shards: []shard.Shard{{Dir: one}, {Dir: two}}, Battery: &battery.Result{

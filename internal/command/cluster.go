@@ -58,7 +58,7 @@ func ClusterTests(ctx context.Context, opts ClusterOptions) error {
 	hintIgnore(ctx, ws.env.ModuleRoot, ws.env.ResultsDir, opts.Out)
 	start := time.Now()
 	runErr := runClusterTest(ctx, ws, c, opts)
-	rep, fresh := readLegs(filepath.Join(ws.env.ResultsDir, "cluster", "legs.json"), start)
+	rep, fresh := readLegs(ws.env.ResultsDir.Join("cluster", "legs.json"), start)
 	if fresh {
 		writeLegs(opts.Out, rep)
 	}
@@ -68,7 +68,7 @@ func ClusterTests(ctx context.Context, opts ClusterOptions) error {
 	case !fresh || len(rep.Legs) == 0:
 		return fmt.Errorf("%w: the cluster rig did not run its legs (%s); see the test's output above", ErrCannotRun, orNone(runErr))
 	case !rep.Green:
-		return fmt.Errorf("%w: the cluster rig is red; its artifacts are in %s", ErrRed, filepath.Join(ws.env.ResultsDir, "cluster"))
+		return fmt.Errorf("%w: the cluster rig is red; its artifacts are in %s", ErrRed, ws.env.ResultsDir.Join("cluster"))
 	case runErr != nil:
 		return fmt.Errorf("%w: the legs are green but %s failed (%v); see its output above", ErrRed, c.Test, runErr)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/gotest"
 	"github.com/contested/contested/internal/registry"
+	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/terminal"
 )
 
@@ -65,7 +66,7 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 	if err != nil {
 		return err
 	}
-	capabilities := workCapabilities(ctx, root)
+	capabilities := workCapabilities(ctx, root.String())
 
 	bins, closeBinaries := testBinaries(ws.env.ResultsDir, out)
 	defer closeBinaries()
@@ -99,7 +100,7 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 		return err
 	}
 	stopNeighbour := sync.OnceFunc(func() {
-		recordNeighbour(neighbour, "contested", filepath.Join(root, "contested", "noise"), copts.Env, out, "")
+		recordNeighbour(neighbour, "contested", rundir.Dir(root.Join(rundir.ContestedDir, "noise")), copts.Env, out, "")
 	})
 	defer stopNeighbour()
 	var results []*contract.Result

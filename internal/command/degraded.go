@@ -61,7 +61,7 @@ func Degraded(ctx context.Context, opts DegradedOptions) error {
 	}
 	fmt.Fprintf(out, "%s run %s in %s\n", bold("degraded:"), ws.env.RunID, ws.env.ModuleRoot)
 	hintIgnore(ctx, ws.env.ModuleRoot, ws.env.ResultsDir, out)
-	lock, err := degraded.Hold(ctx, ws.env.ResultsDir, "degraded", out)
+	lock, err := degraded.Hold(ctx, ws.env.ResultsDir.String(), "degraded", out)
 	if err != nil {
 		return interrupted(stageError(err))
 	}
@@ -76,14 +76,14 @@ func Degraded(ctx context.Context, opts DegradedOptions) error {
 	}
 	defer l.Close(context.WithoutCancel(ctx))
 	res, err := degraded.Run(ctx, degraded.Options{
-		Layer: l, Registry: ws.reg, ModuleRoot: env.ModuleRoot, ResultsDir: env.ResultsDir, RunID: env.RunID,
+		Layer: l, Registry: ws.reg, ModuleRoot: env.ModuleRoot, ResultsDir: env.ResultsDir.String(), RunID: env.RunID,
 		Cells: opts.Cells, Keep: opts.Keep, Tags: opts.Tags, Seed: seed, Out: out,
 	})
 	if err != nil {
 		return interrupted(stageError(err))
 	}
 	failed := res.Failed()
-	page := report.Page{Title: "contested degraded", RunID: env.RunID, Layer: string(l.Kind), Green: len(failed) == 0, Degraded: report.Degraded(env.ResultsDir)}
+	page := report.Page{Title: "contested degraded", RunID: env.RunID, Layer: string(l.Kind), Green: len(failed) == 0, Degraded: report.Degraded(env.ResultsDir.String())}
 	for _, c := range failed {
 		page.Reasons = append(page.Reasons, "cell "+c.Cell+" failed")
 	}
@@ -93,13 +93,13 @@ func Degraded(ctx context.Context, opts DegradedOptions) error {
 	} else if path, err := saveArtifact(env.ResultsDir, filepath.Join(faultdir.Name, "degraded-report.html"), []byte(html.String())); err != nil {
 		notSaved(out, "report", path, err)
 	} else {
-		fmt.Fprintf(out, "degraded: report %s; cells %s\n", path, filepath.Join(env.ResultsDir, degraded.DirName, "cells.json"))
+		fmt.Fprintf(out, "degraded: report %s; cells %s\n", path, env.ResultsDir.Join(degraded.DirName, "cells.json"))
 	}
 	if len(failed) > 0 {
 		for _, c := range failed {
 			shot := ""
 			if c.Screenshot != "" {
-				shot = "; screenshot " + filepath.Join(env.ResultsDir, c.Screenshot)
+				shot = "; screenshot " + env.ResultsDir.Join(c.Screenshot)
 			}
 			fmt.Fprintf(out, "  %s %s: %s%s\n      replay: CONTESTED_SEED=%d go tool mage degraded -cells=%s\n", color.RedString("FAIL"), c.Cell, strings.Join(c.Problems, "; "), shot, res.Seed, c.Cell)
 		}

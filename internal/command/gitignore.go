@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/contested/contested/internal/rundir"
 	"io"
 	"os"
 	"os/exec"
@@ -26,15 +27,15 @@ const ignoreProbe = "contested-ignore-probe"
 // the results directory so the hint is not repeated. It is silent when git
 // is not installed, the directory is not in a work tree (or outside the
 // module's), git ignores it, or the hint was given before.
-func hintIgnore(ctx context.Context, moduleRoot, resultsDir string, out io.Writer) {
-	if _, err := os.Lstat(filepath.Join(resultsDir, ignoreHintMarker)); err == nil {
+func hintIgnore(ctx context.Context, moduleRoot string, resultsDir rundir.Dir, out io.Writer) {
+	if _, err := os.Lstat(resultsDir.Join(ignoreHintMarker)); err == nil {
 		return
 	}
 	if ignored(ctx, moduleRoot, resultsDir) {
 		return
 	}
-	line := resultsDir
-	if rel, err := filepath.Rel(moduleRoot, resultsDir); err == nil && filepath.IsLocal(rel) {
+	line := resultsDir.String()
+	if rel, err := filepath.Rel(moduleRoot, resultsDir.String()); err == nil && filepath.IsLocal(rel) {
 		line = "/" + filepath.ToSlash(rel) + "/"
 	}
 	fmt.Fprintf(out, "hint: git does not ignore %s, so every run leaves untracked files: add the line %s to %s (contested never edits it; this hint is shown once for this results directory)\n",
@@ -48,10 +49,10 @@ func hintIgnore(ctx context.Context, moduleRoot, resultsDir string, out io.Write
 // ignored reports whether git ignores what a run writes in resultsDir,
 // and true when it cannot tell (no git, no work tree, a directory outside
 // it): the hint is for a repository that is known to track it.
-func ignored(ctx context.Context, moduleRoot, resultsDir string) bool {
+func ignored(ctx context.Context, moduleRoot string, resultsDir rundir.Dir) bool {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	for _, p := range []string{resultsDir, filepath.Join(resultsDir, ignoreProbe)} {
+	for _, p := range []string{resultsDir.String(), resultsDir.Join(ignoreProbe)} {
 		cmd := exec.CommandContext(ctx, "git", "check-ignore", "-q", p)
 		cmd.Dir = moduleRoot
 		err := cmd.Run()

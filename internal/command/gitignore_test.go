@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/internal/rundir"
 )
 
 // gitRepo makes dir a git work tree with the given .gitignore ("" for
@@ -56,8 +57,8 @@ func TestTheIgnoreHintIsGivenOncePerResultsDirectory(t *testing.T) {
 				t.Fatal(err)
 			}
 			var first, second strings.Builder
-			hintIgnore(context.Background(), mod, results, &first)
-			hintIgnore(context.Background(), mod, results, &second)
+			hintIgnore(context.Background(), mod, rundir.Dir(results), &first)
+			hintIgnore(context.Background(), mod, rundir.Dir(results), &second)
 			if got := strings.Contains(first.String(), "hint: git does not ignore"); got != tt.hint {
 				t.Fatalf("hint given %v, want %v:\n%s", got, tt.hint, first.String())
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/flakes"
+	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/terminal"
 )
 
@@ -83,10 +84,10 @@ func History(ctx context.Context, opts HistoryOptions) error {
 // names when it is set (its schema migrated; a database [guard]
 // canonical_databases lists is refused), else the local file under the
 // results directory. where names it for messages, without a password.
-func historyStore(ctx context.Context, root string, canonical []string) (store flakes.Store, where string, closeStore func(), err error) {
+func historyStore(ctx context.Context, root rundir.Dir, canonical []string) (store flakes.Store, where string, closeStore func(), err error) {
 	dsn := strings.TrimSpace(os.Getenv(envvar.HistoryDSN))
 	if dsn == "" {
-		f := flakes.NewFile(root)
+		f := flakes.NewFile(root.String())
 		return f, f.Path, func() {}, nil
 	}
 	p, err := flakes.OpenPostgres(ctx, dsn, canonical)
@@ -100,7 +101,7 @@ func historyStore(ctx context.Context, root string, canonical []string) (store f
 }
 
 // appendHistory appends the battery's outcomes to the flake history.
-func appendHistory(ctx context.Context, root string, canonical []string, command, runID, shardSpec string, res *battery.Result, recs []faultrecord.Record, rev flakes.Revision, out io.Writer) {
+func appendHistory(ctx context.Context, root rundir.Dir, canonical []string, command, runID, shardSpec string, res *battery.Result, recs []faultrecord.Record, rev flakes.Revision, out io.Writer) {
 	if res == nil {
 		return
 	}
@@ -112,7 +113,7 @@ func appendHistory(ctx context.Context, root string, canonical []string, command
 // contested or arbitrate run made (each seed, each rerun), all under its
 // run id, each test with the leg and seed of its own run's records: a
 // test that failed and passed within the run is flaky in it.
-func appendRuns(ctx context.Context, root string, canonical []string, command, runID string, runs []contract.SeedRun, rev flakes.Revision, out io.Writer) {
+func appendRuns(ctx context.Context, root rundir.Dir, canonical []string, command, runID string, runs []contract.SeedRun, rev flakes.Revision, out io.Writer) {
 	meta := rev.Meta(flakes.Meta{RunID: runID, Command: command, Time: time.Now().UTC()})
 	var outs []flakes.Outcome
 	for _, r := range runs {
@@ -128,7 +129,7 @@ func appendRuns(ctx context.Context, root string, canonical []string, command, r
 
 // saveHistory appends outs to the flake history in one append (one
 // transaction in a database), saying on out when it could not.
-func saveHistory(ctx context.Context, root string, canonical []string, command string, outs []flakes.Outcome, out io.Writer) {
+func saveHistory(ctx context.Context, root rundir.Dir, canonical []string, command string, outs []flakes.Outcome, out io.Writer) {
 	if len(outs) == 0 {
 		return
 	}
@@ -153,7 +154,7 @@ func showHistory(outs []flakes.Outcome, test string, out io.Writer) {
 
 // readHistory is the local flake history, nil when there is none or it
 // cannot be read (said on out).
-func readHistory(ctx context.Context, root string, canonical []string, out io.Writer) []flakes.Outcome {
+func readHistory(ctx context.Context, root rundir.Dir, canonical []string, out io.Writer) []flakes.Outcome {
 	store, _, closeStore, err := historyStore(ctx, root, canonical)
 	if err != nil {
 		fmt.Fprintf(out, "ladder: %v (judging from the reruns alone)\n", err)
@@ -169,7 +170,7 @@ func readHistory(ctx context.Context, root string, canonical []string, out io.Wr
 
 // reportHistory is the flake history the report draws its trends from,
 // nil when there is none or it cannot be read (said on out).
-func reportHistory(ctx context.Context, root string, canonical []string, out io.Writer) []flakes.Outcome {
+func reportHistory(ctx context.Context, root rundir.Dir, canonical []string, out io.Writer) []flakes.Outcome {
 	store, _, closeStore, err := historyStore(ctx, root, canonical)
 	if err != nil {
 		fmt.Fprintf(out, "report: no flake history drawn: %v\n", err)
@@ -197,7 +198,7 @@ func readStore(ctx context.Context, store flakes.Store, who string, out io.Write
 }
 
 // readHistoryIf is readHistory when the ladder will walk.
-func readHistoryIf(ctx context.Context, root string, canonical []string, walk bool, out io.Writer) []flakes.Outcome {
+func readHistoryIf(ctx context.Context, root rundir.Dir, canonical []string, walk bool, out io.Writer) []flakes.Outcome {
 	if !walk {
 		return nil
 	}
@@ -208,7 +209,7 @@ func readHistoryIf(ctx context.Context, root string, canonical []string, walk bo
 const historyPage = "history/history.html"
 
 // drawHistory writes the trends of sums as historyPage and names it.
-func drawHistory(root string, outs []flakes.Outcome, sums []flakes.Summary, out io.Writer) {
+func drawHistory(root rundir.Dir, outs []flakes.Outcome, sums []flakes.Summary, out io.Writer) {
 	path, err := saveArtifact(root, historyPage, []byte(flakes.HTML("contested flake history", outs, sums)))
 	if err != nil {
 		notSaved(out, "history", path, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/flakes"
+	"github.com/contested/contested/internal/rundir"
 )
 
 // TestContestedAndArbitrateRunsAppendToTheHistory: the runs one contested
@@ -42,7 +43,7 @@ func TestContestedAndArbitrateRunsAppendToTheHistory(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
 			var out strings.Builder
-			appendRuns(context.Background(), root, nil, tt.command, "run-1", tt.runs, flakes.Revision{Commit: "abc123", Dirty: true, Diff: "d1ff"}, &out)
+			appendRuns(context.Background(), rundir.Dir(root), nil, tt.command, "run-1", tt.runs, flakes.Revision{Commit: "abc123", Dirty: true, Diff: "d1ff"}, &out)
 			got, err := flakes.NewFile(root).Read(context.Background())
 			if err != nil || len(got) != tt.rows {
 				t.Fatalf("the history holds %d rows (%v), want %d; output:\n%s", len(got), err, tt.rows, out.String())

@@ -14,6 +14,7 @@ import (
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/gate/flakes"
+	"github.com/contested/contested/internal/rundir"
 )
 
 // TestHistoryReadsWhatItCanSaysWhatItSkippedAndNeverWaits: a history
@@ -30,7 +31,7 @@ func TestHistoryReadsWhatItCanSaysWhatItSkippedAndNeverWaits(t *testing.T) {
 		var out strings.Builder
 		for i, verdict := range []string{"pass", "fail", "fail"} {
 			res := &battery.Result{Tests: []battery.Test{{Package: "m", Name: "TestLeg", Action: verdict}, {Package: "m", Name: "TestEvil\x1b[2J\nok  \tfake", Action: "fail"}}}
-			appendHistory(context.Background(), results, nil, "validate", fmt.Sprintf("run-%d", i), "", res, []faultrecord.Record{}, flakes.Revision{Commit: "c"}, &out)
+			appendHistory(context.Background(), rundir.Dir(results), nil, "validate", fmt.Sprintf("run-%d", i), "", res, []faultrecord.Record{}, flakes.Revision{Commit: "c"}, &out)
 			if i == 0 {
 				f, err := os.OpenFile(filepath.Join(results, flakes.FileName), os.O_WRONLY|os.O_APPEND, 0)
 				if err != nil {
@@ -52,7 +53,7 @@ func TestHistoryReadsWhatItCanSaysWhatItSkippedAndNeverWaits(t *testing.T) {
 		if strings.ContainsAny(out.String(), "\x1b\r") || strings.Contains(out.String(), "\nok  ") {
 			t.Errorf("history printed a name raw:\n%q", out.String())
 		}
-		if got := reportHistory(context.Background(), results, nil, &out); len(got) == 0 {
+		if got := reportHistory(context.Background(), rundir.Dir(results), nil, &out); len(got) == 0 {
 			t.Errorf("the report draws no trend from a history with one bad line:\n%s", out.String())
 		}
 	})
@@ -67,9 +68,9 @@ func TestHistoryReadsWhatItCanSaysWhatItSkippedAndNeverWaits(t *testing.T) {
 		go func() {
 			var out strings.Builder
 			err := History(context.Background(), HistoryOptions{Dir: dir, Out: &out})
-			reportHistory(context.Background(), results, nil, &out)
-			readHistory(context.Background(), results, nil, &out)
-			appendHistory(context.Background(), results, nil, "validate", "run", "", &battery.Result{Tests: []battery.Test{{Package: "m", Name: "TestLeg", Action: "pass"}}}, nil, flakes.Revision{Commit: "c"}, &out)
+			reportHistory(context.Background(), rundir.Dir(results), nil, &out)
+			readHistory(context.Background(), rundir.Dir(results), nil, &out)
+			appendHistory(context.Background(), rundir.Dir(results), nil, "validate", "run", "", &battery.Result{Tests: []battery.Test{{Package: "m", Name: "TestLeg", Action: "pass"}}}, nil, flakes.Revision{Commit: "c"}, &out)
 			done <- fmt.Sprint(err) + "\n" + out.String()
 		}()
 		select {

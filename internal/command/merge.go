@@ -46,8 +46,8 @@ func mergeShards(ctx context.Context, dirs []string, opts ProgramGateOptions) er
 	if err != nil && !errors.Is(err, gotest.ErrUnparsed) {
 		return fmt.Errorf("%w: list the module's tests: %w", ErrUsage, err)
 	}
-	fmt.Fprintf(out, "%s %d shard directories into %s\n", bold("program-gate -merge:"), len(dirs), faultdir.Of(root))
-	res, merr := shard.Merge(ctx, shard.MergeOptions{Dirs: dirs, ResultsDir: root, Inventory: inv, Gate: gate.Options{
+	fmt.Fprintf(out, "%s %d shard directories into %s\n", bold("program-gate -merge:"), len(dirs), root.Fault())
+	res, merr := shard.Merge(ctx, shard.MergeOptions{Dirs: dirs, ResultsDir: root.String(), Inventory: inv, Gate: gate.Options{
 		RecordingClasses: reg.Gate.RecordingClasses,
 		KnownClasses:     reg.Classes(),
 		Surfaces:         reg.IDs(),
@@ -74,7 +74,7 @@ func mergeShards(ctx context.Context, dirs []string, opts ProgramGateOptions) er
 	var judged []*contract.Result
 	if res.Union != nil {
 		mod, _ := contract.ModulePath(ws.env.ModuleRoot)
-		recs, rerr := contract.ReadRecords(faultdir.Of(root))
+		recs, rerr := contract.ReadRecords(root.Fault())
 		if rerr != nil {
 			fmt.Fprintf(out, "program-gate: read the union's records to judge the surfaces: %v\n", rerr)
 		}
@@ -82,7 +82,7 @@ func mergeShards(ctx context.Context, dirs []string, opts ProgramGateOptions) er
 		rep.Surfaces = contract.Verdicts(judged)
 		res.Union.Surfaces = rep.Surfaces
 		if serr := res.Union.Save(); serr != nil {
-			notSaved(out, "program-gate", filepath.Join(faultdir.Of(root), faultdir.ReportName), serr)
+			notSaved(out, "program-gate", filepath.Join(root.Fault(), faultdir.ReportName), serr)
 		}
 		fmt.Fprintln(out)
 		res.Union.WriteSummary(out)

@@ -79,12 +79,12 @@ func Mutants(ctx context.Context, opts MutantsOptions) error {
 		return err
 	}
 	defer l.Close(context.WithoutCancel(ctx))
-	root, err := atomicfile.OpenRoot(env.ResultsDir)
+	root, err := atomicfile.OpenRoot(env.ResultsDir.String())
 	if err != nil {
 		return fmt.Errorf("open the results directory: %w", err)
 	}
 	work, results := path.Join(mutantsDir, "run"), path.Join(mutantsDir, "run", "results")
-	if err := atomicfile.EmptyDir(env.ResultsDir, work); err != nil {
+	if err := atomicfile.EmptyDir(env.ResultsDir.String(), work); err != nil {
 		return fmt.Errorf("empty %s: %w", root.Join(work), err)
 	}
 	if err := root.MkdirAll(results); err != nil {

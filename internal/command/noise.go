@@ -11,6 +11,7 @@ import (
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/shard"
 	"github.com/contested/contested/internal/gate/verdict"
+	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/runenv"
 	seedpkg "github.com/contested/contested/internal/seed"
 )
@@ -42,9 +43,9 @@ func armNeighbour(ctx context.Context, who string, reg noise.Spec, env runenv.En
 	}
 	seed := int64(given.OrNew())
 	if spec.IO > 0 {
-		noise.RemoveStale(env.ResultsDir, out)
+		noise.RemoveStale(env.ResultsDir.String(), out)
 	}
-	n, err := noise.Start(ctx, spec, seed, env.ResultsDir)
+	n, err := noise.Start(ctx, spec, seed, env.ResultsDir.String())
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +58,7 @@ func armNeighbour(ctx context.Context, who string, reg noise.Spec, env runenv.En
 // only when both sides saw it land. One that did not is judged as every
 // leg's unfired fault is, and the cause is said. It returns the evidence,
 // nil when no neighbour ran.
-func recordNeighbour(n *noise.Neighbour, who, root string, env runenv.Env, out io.Writer, victim string) *noise.Evidence {
+func recordNeighbour(n *noise.Neighbour, who string, root rundir.Dir, env runenv.Env, out io.Writer, victim string) *noise.Evidence {
 	if n == nil {
 		return nil
 	}
@@ -71,7 +72,7 @@ func recordNeighbour(n *noise.Neighbour, who, root string, env runenv.Env, out i
 		fmt.Fprintf(out, "%s: the neighbour did NOT fire, %s (%s): %s; %s\n", who, v, why, e.Injector(), e.VictimSide())
 	}
 	mod, _ := contract.ModulePath(env.ModuleRoot)
-	rec, err := faultrecord.NewRecorder(mod, faultrecord.WithResultsDir(root), faultrecord.WithRunID(env.RunID), faultrecord.WithModuleRoot(env.ModuleRoot))
+	rec, err := faultrecord.NewRecorder(mod, faultrecord.WithResultsDir(root.String()), faultrecord.WithRunID(env.RunID), faultrecord.WithModuleRoot(env.ModuleRoot))
 	if err == nil {
 		_, err = rec.Write(r)
 	}
@@ -111,7 +112,7 @@ func (v *validation) armNoise(ctx context.Context) (*noise.Neighbour, error) {
 // its tests against the last whole run's times, when there are some.
 func (v *validation) recordNoise(n *noise.Neighbour, res *battery.Result) {
 	victim := ""
-	if prev, err := shard.ReadTimings(v.env.ResultsDir); err == nil && res != nil {
+	if prev, err := shard.ReadTimings(v.env.ResultsDir.String()); err == nil && res != nil {
 		if ratio, k := prev.Slowdown(res); k > 0 {
 			victim = fmt.Sprintf("the battery's %d tests took %.2fx their times in the last whole run", k, ratio)
 		}

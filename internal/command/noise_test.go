@@ -11,6 +11,7 @@ import (
 	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/faultlayer/noise"
 	"github.com/contested/contested/internal/gate/contract"
+	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/runenv"
 )
 
@@ -31,7 +32,7 @@ func TestANeighbourThatCouldNotMeasureIsNotProven(t *testing.T) {
 	}
 	cancel()
 	var out strings.Builder
-	e := recordNeighbour(n, "validate", root, runenv.Env{ModuleRoot: mod, ResultsDir: root, RunID: "run"}, &out, "")
+	e := recordNeighbour(n, "validate", rundir.Dir(root), runenv.Env{ModuleRoot: mod, ResultsDir: rundir.Dir(root), RunID: "run"}, &out, "")
 	t.Log(out.String())
 	if e == nil || e.Fired() || e.Unmeasured == "" {
 		t.Fatalf("evidence %+v: want a neighbour that could not measure", e)

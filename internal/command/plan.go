@@ -16,6 +16,7 @@ import (
 	"github.com/contested/contested/internal/digest"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/plan"
+	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/terminal"
 )
 
@@ -102,7 +103,7 @@ func makePlan(ctx context.Context, ws *workspace, opts PlanOptions) (*plan.Plan,
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
-	change, err := plan.Changes(ctx, root, opts.Since, opts.All, inside(root, results))
+	change, err := plan.Changes(ctx, root, opts.Since, opts.All, inside(root, results.String()))
 	if err != nil {
 		if errors.Is(err, plan.ErrChange) {
 			return nil, fmt.Errorf("%w: %w", ErrUsage, err)
@@ -127,7 +128,7 @@ func makePlan(ctx context.Context, ws *workspace, opts PlanOptions) (*plan.Plan,
 		History:     readHistory(ctx, results, ws.reg.Guard.CanonicalDatabases, io.Discard),
 		PlanFile:    planFile(root, results), Now: time.Now()}
 	if !opts.NoProbe {
-		in.Probe = func(n capability.Name) capability.Capability { return capability.Probe(ctx, n, results) }
+		in.Probe = func(n capability.Name) capability.Capability { return capability.Probe(ctx, n, results.String()) }
 	}
 	return plan.Build(in), nil
 }
@@ -152,11 +153,11 @@ func inside(root, path string) string {
 
 // planFile is plan.md's path as a skeleton's header names it: relative to
 // the module root when the results directory is inside it.
-func planFile(root, results string) string {
-	if rel := inside(root, results); rel != "" {
+func planFile(root string, results rundir.Dir) string {
+	if rel := inside(root, results.String()); rel != "" {
 		return rel + "/" + plan.MarkdownName
 	}
-	return filepath.Join(results, plan.MarkdownName)
+	return filepath.Join(results.String(), plan.MarkdownName)
 }
 
 // writePlanSummary prints the plan in a few lines: the blast radius, the

@@ -17,7 +17,9 @@ import (
 	"github.com/contested/contested/internal/faultlayer"
 	"github.com/contested/contested/internal/faultlayer/noise"
 	"github.com/contested/contested/internal/images"
+	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/runenv"
+	"github.com/contested/contested/internal/terminal"
 )
 
 // PreflightOptions configures FaultPreflight.
@@ -84,7 +86,7 @@ func FaultPreflight(ctx context.Context, opts PreflightOptions) error {
 // them as preflight.json under the results directory root ("" saves
 // nothing), and returns an error wrapping ErrCannotRun when preflight fails
 // in this mode.
-func Preflight(ctx context.Context, l *faultlayer.Layer, required bool, root string, out io.Writer) (faultlayer.Preflight, error) {
+func Preflight(ctx context.Context, l *faultlayer.Layer, required bool, root rundir.Dir, out io.Writer) (faultlayer.Preflight, error) {
 	mode := "report-only"
 	if required {
 		mode = "required"
@@ -96,7 +98,7 @@ func Preflight(ctx context.Context, l *faultlayer.Layer, required bool, root str
 
 // reportPreflight prints and saves a preflight result and returns its
 // verdict in this mode.
-func reportPreflight(p faultlayer.Preflight, required bool, root string, out io.Writer) error {
+func reportPreflight(p faultlayer.Preflight, required bool, root rundir.Dir, out io.Writer) error {
 	p.Write(out)
 	if path, err := savePreflight(p, root); err != nil {
 		notSaved(out, "fault-preflight", path, err)
@@ -155,15 +157,15 @@ func firstFailure(p faultlayer.Preflight) string {
 
 // preflightResults is the results directory preflight.json goes to when
 // fault-preflight runs on its own: that of the working directory's module
-// (runenv.ModuleRoot, runenv.PrepareResultsDir), checked as every command
-// checks it before the layer comes up. Outside a module, with a relative
+// (runenv.ModuleRoot, rundir.Prepare), checked as every command checks it
+// before the layer comes up. Outside a module, with a relative
 // CONTESTED_RESULTS_DIR, there is none ("", nil): preflight runs and says
 // it saved nothing.
-func preflightResults() (string, error) {
+func preflightResults() (rundir.Dir, error) {
 	mod, _ := workingModule()
-	root, err := runenv.PrepareResultsDir(mod)
+	root, err := rundir.Prepare(mod)
 	switch {
-	case errors.Is(err, runenv.ErrNoModuleRoot):
+	case errors.Is(err, rundir.ErrNoModuleRoot):
 		return "", nil
 	case err != nil:
 		return "", fmt.Errorf("%w: %w", ErrUsage, err)
@@ -182,7 +184,7 @@ func workingModule() (string, error) {
 
 // savePreflight saves preflight.json under the results directory root and
 // returns its path.
-func savePreflight(p faultlayer.Preflight, root string) (string, error) {
+func savePreflight(p faultlayer.Preflight, root rundir.Dir) (string, error) {
 	if root == "" {
 		return "preflight.json", fmt.Errorf("no module root to anchor %s", envvar.ResultsDir)
 	}
@@ -237,9 +239,13 @@ func Sweep(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	if mod, err := workingModule(); err == nil {
-		if dir, err := runenv.ResultsDir(mod); err == nil {
-			noise.Sweep(dir, out)
-			atomicfile.RemoveStaleTemps(dir, atomicfile.StaleTemp, out)
+		// The same check every command makes: a sweep removes files, and
+		// never anywhere a results directory may not be.
+		if dir, err := rundir.Prepare(mod); err == nil {
+			noise.Sweep(dir.String(), out)
+			atomicfile.RemoveStaleTemps(dir.String(), atomicfile.StaleTemp, out)
+		} else {
+			fmt.Fprintf(out, "sweep: the results directory: %s; nothing swept there\n", terminal.Escape(err.Error()))
 		}
 	}
 	sweepWarmVictims(ctx, out)

@@ -62,7 +62,7 @@ func ProgramGate(ctx context.Context, opts ProgramGateOptions) error {
 		fmt.Fprintf(out, "program-gate: %s: fault-preflight failed; not verifying\n", color.RedString("CANNOT RUN"))
 		return err
 	}
-	faultDir := faultdir.Of(root)
+	faultDir := root.Fault()
 	if _, err := os.Lstat(filepath.Join(faultDir, faultdir.StampName)); err != nil {
 		fmt.Fprintf(out, "program-gate: no gate stamp in %s: the records on disk are not tied to a run; verifying them anyway (standalone)\n", faultDir)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/contested/contested/internal/gate"
 	"github.com/contested/contested/internal/gate/ladder"
 	"github.com/contested/contested/internal/gate/report"
+	"github.com/contested/contested/internal/rundir"
 )
 
 // TestABadResultsDirIsRefusedBeforeAnythingStarts runs every target that
@@ -130,8 +131,8 @@ func TestArtifactsThatFailToSaveAreNotAnnouncedAsSaved(t *testing.T) {
 				os.WriteFile(filepath.Join(root, tc.blocker), []byte("in the way"), 0o644)
 			}
 			var out strings.Builder
-			saveOutcome(root, &ladder.Outcome{Test: "TestA/b"}, &out)
-			writeReports(root, page, &out)
+			saveOutcome(rundir.Dir(root), &ladder.Outcome{Test: "TestA/b"}, &out)
+			writeReports(rundir.Dir(root), page, &out)
 			text := out.String()
 			failed := strings.Count(text, "NOT saved")
 			saved := strings.Count(text, "ladder: saved") + strings.Count(text, "reports: ")

@@ -23,6 +23,7 @@ import (
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/registry"
+	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/secret"
 	"github.com/contested/contested/internal/terminal"
 	"github.com/contested/contested/internal/touched"
@@ -179,8 +180,8 @@ func (r *reuse) close() {
 // touch that are never their inputs: the temporary directory, the results
 // directory, the go command's directories, this tool's own store, and the
 // kernel's.
-func touchedPaths(root, results string, goDirs []string) touched.Paths {
-	ignore := append([]string{os.TempDir(), results, "/proc", "/sys", "/dev"}, goDirs...)
+func touchedPaths(root string, results rundir.Dir, goDirs []string) touched.Paths {
+	ignore := append([]string{os.TempDir(), results.String(), "/proc", "/sys", "/dev"}, goDirs...)
 	if d, err := os.UserCacheDir(); err == nil {
 		ignore = append(ignore, filepath.Join(d, "contested"))
 	}
@@ -507,7 +508,7 @@ func (v *validation) finishReused(start time.Time) error {
 	rep.Took = time.Since(start)
 	fmt.Fprintf(v.out, "\n%s (every one reused; no fault ran in this run)\n", bold("surfaces"))
 	writeReusedSummary(v.out, rep.Surfaces, nil)
-	if path, err := saveJSON(root, "validate.json", rep); err != nil {
+	if path, err := saveJSON(root, rundir.ValidateJSON, rep); err != nil {
 		notSaved(v.out, "validate", path, err)
 	} else {
 		fmt.Fprintf(v.out, "validate: saved %s\n", path)

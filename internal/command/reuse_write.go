@@ -18,6 +18,7 @@ import (
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/flakes"
 	"github.com/contested/contested/internal/registry"
+	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/signkey"
 	"github.com/contested/contested/internal/terminal"
 	"github.com/contested/contested/internal/touched"
@@ -69,8 +70,8 @@ func reuseTrust(reg *registry.Registry, out io.Writer) (*certify.Trust, error) {
 // own and the trusted ones under the results directory, and the team's in
 // the history database when CONTESTED_HISTORY_DSN is set. What cannot be
 // read is said, and runs.
-func readCertificates(ctx context.Context, root string, canonical []string, trust *certify.Trust, module string, digests []string, out io.Writer) *certify.Set {
-	set, err := certify.NewFile(root, trust).Read(ctx, module, digests)
+func readCertificates(ctx context.Context, root rundir.Dir, canonical []string, trust *certify.Trust, module string, digests []string, out io.Writer) *certify.Set {
+	set, err := certify.NewFile(root.String(), trust).Read(ctx, module, digests)
 	if err != nil {
 		fmt.Fprintf(out, "validate: reuse: %s\n", terminal.Escape(err.Error()))
 	}
@@ -158,7 +159,7 @@ func branch(ctx context.Context, dir string) string {
 // and each surface that ran GREEN with all its packages so certified. A
 // run that signs writes to the team's store when there is one; every
 // other run writes its user's own, under the results directory.
-func (r *reuse) write(ctx context.Context, root string, canonical, env []string, rep *ValidateReport, res *battery.Result, judged []*contract.Result, classes map[string]string, out io.Writer) {
+func (r *reuse) write(ctx context.Context, root rundir.Dir, canonical, env []string, rep *ValidateReport, res *battery.Result, judged []*contract.Result, classes map[string]string, out io.Writer) {
 	if !r.certify || !rep.Green || rep.Gate == nil || !rep.Gate.Certified || res == nil {
 		return
 	}
@@ -234,7 +235,7 @@ func (r *reuse) write(ctx context.Context, root string, canonical, env []string,
 		}
 		certs[i] = vouched
 	}
-	var store certify.Store = certify.NewFile(root, r.trust)
+	var store certify.Store = certify.NewFile(root.String(), r.trust)
 	where := "your own, under " + certify.DirName
 	if r.trust.Signs() {
 		where = "signed with " + r.trust.Signer() + ", under " + certify.DirName

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/contested/contested/internal/faultdir"
+	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/runenv"
 )
 
@@ -44,7 +45,7 @@ func TestARunThatReusesEverythingKeepsNoEarlierEvidence(t *testing.T) {
 	}
 	v := &validation{
 		out:   io.Discard,
-		env:   runenv.Env{ResultsDir: root, RunID: "green-run"},
+		env:   runenv.Env{ResultsDir: rundir.Dir(root), RunID: "green-run"},
 		rep:   &ValidateReport{RunID: "green-run"},
 		reuse: &reuse{rep: &ReuseReport{On: true, All: true}},
 	}

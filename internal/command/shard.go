@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/shard"
 	"github.com/contested/contested/internal/gotest"
+	"github.com/contested/contested/internal/rundir"
 )
 
 // shardSpec is the shard validate runs: the -shard flag, else
@@ -80,7 +80,7 @@ func planShard(ctx context.Context, spec shard.Spec, opts ValidateOptions, ws *w
 	if err != nil {
 		return nil, fmt.Errorf("%w: list the battery's tests to split them: %w", ErrUsage, err)
 	}
-	timings, err := shard.ReadTimings(ws.env.ResultsDir)
+	timings, err := shard.ReadTimings(ws.env.ResultsDir.String())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
@@ -88,7 +88,7 @@ func planShard(ctx context.Context, spec shard.Spec, opts ValidateOptions, ws *w
 	s.owned = s.plan.Of(spec)
 	s.module = module
 	if timings != nil {
-		s.timingsFile = filepath.Join(ws.env.ResultsDir, shard.TimingsFile)
+		s.timingsFile = ws.env.ResultsDir.Join(shard.TimingsFile)
 	}
 	ws.env.RunID, ws.env.SharedRunID = shard.RunID(shared, spec), true
 	n := 0
@@ -161,10 +161,10 @@ func (s *sharding) runShare(ctx context.Context, opts battery.Options) (*battery
 
 // writeManifest writes the shard's shard.json beside validate.json: what
 // it owned, its stamp, and its records' digests, as they are now.
-func (s *sharding) writeManifest(root, faultDir string, verified *gate.Report, res *battery.Result, out io.Writer) {
+func (s *sharding) writeManifest(root rundir.Dir, faultDir string, verified *gate.Report, res *battery.Result, out io.Writer) {
 	files, err := shard.ReadRecordFiles(faultDir)
 	if err != nil {
-		notSaved(out, "validate", filepath.Join(root, shard.ManifestName), err)
+		notSaved(out, "validate", root.Join(shard.ManifestName), err)
 		return
 	}
 	digests, all := shard.Digests(files)
@@ -175,17 +175,17 @@ func (s *sharding) writeManifest(root, faultDir string, verified *gate.Report, r
 	if m.Owned == nil {
 		m.Owned = []shard.Owned{}
 	}
-	if err := shard.WriteManifest(root, m); err != nil {
-		notSaved(out, "validate", filepath.Join(root, shard.ManifestName), err)
+	if err := shard.WriteManifest(root.String(), m); err != nil {
+		notSaved(out, "validate", root.Join(shard.ManifestName), err)
 		return
 	}
-	fmt.Fprintf(out, "validate: saved %s (shard %s: %d records, %s)\n", filepath.Join(root, shard.ManifestName), s.spec, len(files), all)
+	fmt.Fprintf(out, "validate: saved %s (shard %s: %d records, %s)\n", root.Join(shard.ManifestName), s.spec, len(files), all)
 }
 
 // saveTimings writes the durations of the tests results ran as the timing
 // file the next split is balanced by.
-func saveTimings(root string, out io.Writer, results ...*battery.Result) {
-	if err := shard.WriteTimings(root, shard.FromBattery(results...)); err != nil {
-		notSaved(out, "validate", filepath.Join(root, shard.TimingsFile), err)
+func saveTimings(root rundir.Dir, out io.Writer, results ...*battery.Result) {
+	if err := shard.WriteTimings(root.String(), shard.FromBattery(results...)); err != nil {
+		notSaved(out, "validate", root.Join(shard.TimingsFile), err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/gate/flakes"
+	"github.com/contested/contested/internal/rundir"
 )
 
 // TestValidateShardOnBadInput: a shard named by anything but I/N, a flag
@@ -102,8 +103,8 @@ func TestProgramGateMergeOnBadInput(t *testing.T) {
 // a leg's own, when it names one.
 func TestHistoryPrintsTheTrend(t *testing.T) {
 	dir := module(t)
-	results := t.TempDir()
-	t.Setenv(envvar.ResultsDir, results)
+	results := rundir.Dir(t.TempDir())
+	t.Setenv(envvar.ResultsDir, results.String())
 	t.Setenv(envvar.Surfaces, "")
 	var out strings.Builder
 	if err := History(context.Background(), HistoryOptions{Dir: dir, Out: &out}); err != nil || !strings.Contains(out.String(), "no runs recorded yet") {
@@ -112,7 +113,7 @@ func TestHistoryPrintsTheTrend(t *testing.T) {
 	for i, verdict := range []string{"pass", "fail", "pass", "fail"} {
 		res := &battery.Result{Tests: []battery.Test{{Package: "m", Name: "TestLeg", Action: verdict}, {Package: "m", Name: "TestLeg/reset", Action: verdict}}}
 		recs := []faultrecord.Record{{Package: "m", Test: "TestLeg/reset", Leg: "reset", Seed: int64(40 + i)}}
-		appendHistory(context.Background(), results, nil, "validate", fmt.Sprintf("run-%d", i), "", res, recs, flakes.Revision{Commit: fmt.Sprintf("commit%d", i)}, &out)
+		appendHistory(context.Background(), rundir.Dir(results), nil, "validate", fmt.Sprintf("run-%d", i), "", res, recs, flakes.Revision{Commit: fmt.Sprintf("commit%d", i)}, &out)
 	}
 	out.Reset()
 	if err := History(context.Background(), HistoryOptions{Dir: dir, Test: "TestLeg/reset", Out: &out}); err != nil {
@@ -123,7 +124,7 @@ func TestHistoryPrintsTheTrend(t *testing.T) {
 			t.Errorf("history does not say %q:\n%s", want, out.String())
 		}
 	}
-	if page, err := os.ReadFile(results + "/history/history.html"); err != nil || !strings.Contains(string(page), "<svg") {
+	if page, err := os.ReadFile(results.Join("history", "history.html")); err != nil || !strings.Contains(string(page), "<svg") {
 		t.Errorf("no trend drawn: %v", err)
 	}
 	out.Reset()

@@ -13,7 +13,6 @@ import (
 	"github.com/contested/contested/internal/capability"
 	"github.com/contested/contested/internal/capacity"
 	"github.com/contested/contested/internal/degraded"
-	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/faultlayer"
 	"github.com/contested/contested/internal/faultlayer/noise"
 	"github.com/contested/contested/internal/gate"
@@ -190,7 +189,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	v.plan = pl
 	fmt.Fprintf(v.out, "%s run %s in %s\n", bold("validate:"), ws.env.RunID, ws.env.ModuleRoot)
 	pl.say(v.out)
-	capabilities := workCapabilities(ctx, ws.env.ResultsDir)
+	capabilities := workCapabilities(ctx, ws.env.ResultsDir.String())
 	var closeBinaries func()
 	v.binaries, closeBinaries = testBinaries(ws.env.ResultsDir, v.out)
 	defer closeBinaries()
@@ -198,7 +197,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 
 	// Never a battery on a stack a degraded stage is rerouting: wait for
 	// one that runs, and restore what a crashed one left.
-	if err := degraded.Await(ctx, ws.env.ResultsDir, "validate", v.out); err != nil {
+	if err := degraded.Await(ctx, ws.env.ResultsDir.String(), "validate", v.out); err != nil {
 		return interrupted(stageError(err))
 	}
 	// What the change could not reach is reused, before a layer comes up:
@@ -288,7 +287,7 @@ type validation struct {
 }
 
 // faultDir is the run's fault directory.
-func (v *validation) faultDir() string { return faultdir.Of(v.env.ResultsDir) }
+func (v *validation) faultDir() string { return v.env.ResultsDir.Fault() }
 
 // layerUp brings the fault layer up and runs fault-preflight in required
 // mode; the layer's coordinates join the run environment. On error nothing

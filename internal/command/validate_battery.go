@@ -61,14 +61,14 @@ func (v *validation) clearEarlier() error {
 		return fmt.Errorf("purge old records: %w", err)
 	}
 	// The legs' start records are the battery's, like its fault records.
-	if err := atomicfile.EmptyDir(v.env.ResultsDir, legstart.DirName); err != nil {
+	if err := atomicfile.EmptyDir(v.env.ResultsDir.String(), legstart.DirName); err != nil {
 		return fmt.Errorf("purge the legs' start records: %w", err)
 	}
 	// The gate's purge leaves the page rendered from its report to us.
 	if err := os.Remove(filepath.Join(v.faultDir(), reportHTML)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove the previous run's fault report: %w", err)
 	}
-	if _, err := rundir.Rotate(v.env.ResultsDir, prev, v.out); err != nil {
+	if _, err := v.env.ResultsDir.Rotate(prev, v.out); err != nil {
 		return fmt.Errorf("move the previous run's pages aside: %w", err)
 	}
 	return nil
@@ -130,7 +130,7 @@ func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*
 		fmt.Fprintf(v.out, "validate: interference: %s\n", i.Say())
 	}
 	v.rep.Interference = v.interference
-	if path, err := saveJSON(root, capacityFile, v.capacity); err != nil {
+	if path, err := saveJSON(root, rundir.CapacityJSON, v.capacity); err != nil {
 		notSaved(v.out, "validate", path, err)
 	}
 	if err != nil {
@@ -197,12 +197,12 @@ func replaySet(env runenv.Env, read map[string][]string) *replayenv.Set {
 
 // previousRunID is the run id of the validate.json the run before left,
 // "" when there is none.
-func previousRunID(root string) string {
+func previousRunID(root rundir.Dir) string {
 	var last struct {
 		RunID string `json:"run_id"`
 	}
-	r, err := atomicfile.OpenRoot(root)
-	if err != nil || r.ReadJSON("validate.json", &last, atomicfile.MaxArtifact) != nil {
+	r, err := atomicfile.OpenRoot(root.String())
+	if err != nil || r.ReadJSON(rundir.ValidateJSON, &last, atomicfile.MaxArtifact) != nil {
 		return ""
 	}
 	return last.RunID
@@ -221,12 +221,12 @@ func testsRan(res *battery.Result, pkg string) int {
 
 // startSampler samples the machine (and the project's containers, when an
 // engine answers) every two seconds while the battery runs.
-func startSampler(ctx context.Context, root string) *capacity.Sampler {
+func startSampler(ctx context.Context, root rundir.Dir) *capacity.Sampler {
 	var stats capacity.Stats
 	if cli, err := dockerenv.Connect(ctx); err == nil {
 		stats = cli
 	}
-	return capacity.Start(ctx, root, stats, 2*time.Second)
+	return capacity.Start(ctx, root.String(), stats, 2*time.Second)
 }
 
 // watchHost follows the Docker engine's events for this run's containers

@@ -13,6 +13,7 @@ import (
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/ladder"
 	"github.com/contested/contested/internal/legstart"
+	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/terminal"
 )
 
@@ -28,7 +29,7 @@ func (v *validation) firstVerdict(ctx context.Context, res *battery.Result, veri
 		return
 	}
 	rep := v.rep
-	starts, _, _ := legstart.Read(v.env.ResultsDir)
+	starts, _, _ := legstart.Read(v.env.ResultsDir.String())
 	records, _ := contract.ReadRecords(v.faultDir())
 	lo := ladder.Options{Env: v.env, Registry: v.reg, Seen: res, SeenRunID: v.env.RunID, Starts: legstart.OfRun(starts, v.env.RunID), Records: records, Replay: v.replay}
 	rep.BatteryFailures = nil
@@ -57,7 +58,7 @@ func (v *validation) firstVerdict(ctx context.Context, res *battery.Result, veri
 			fmt.Fprintf(v.out, "      replay: %s\n", terminal.Escape(p.Replay))
 		}
 	}
-	if path, err := saveJSON(v.env.ResultsDir, "validate.json", rep); err != nil {
+	if path, err := saveJSON(v.env.ResultsDir, rundir.ValidateJSON, rep); err != nil {
 		notSaved(v.out, "validate", path, err)
 	} else if rep.Confirming {
 		fmt.Fprintf(v.out, "validate: saved %s (RED; the ladder confirms each owner next: stopped before it ends, the run keeps this verdict, unconfirmed)\n", path)

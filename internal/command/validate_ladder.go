@@ -28,7 +28,7 @@ import (
 // walk gathered.
 func (v *validation) arbitrate(ctx context.Context, res *battery.Result, budget time.Duration) map[string]*contract.Result {
 	failures := contract.LeafFailures(res)
-	starts, skipped, err := legstart.Read(v.env.ResultsDir)
+	starts, skipped, err := legstart.Read(v.env.ResultsDir.String())
 	if err != nil || skipped > 0 {
 		fmt.Fprintf(v.out, "validate: the legs' start records: %d skipped, %v\n", skipped, err)
 	}

@@ -13,9 +13,9 @@ import (
 
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/internal/findings"
 	"github.com/contested/contested/internal/gate"
 	"github.com/contested/contested/internal/gate/contract"
-	"github.com/contested/contested/internal/findings"
 	"github.com/contested/contested/internal/plan"
 	"github.com/contested/contested/internal/registry"
 	"github.com/contested/contested/internal/terminal"

@@ -19,6 +19,7 @@ import (
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/ladder"
 	"github.com/contested/contested/internal/gate/report"
+	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/terminal"
 )
 
@@ -75,7 +76,7 @@ func (v *validation) finish(res *battery.Result, verified *gate.Report, judged [
 	v.reuse.write(context.Background(), root, v.reg.Guard.CanonicalDatabases, v.env.Environ(), rep, res, judged, classes, v.out)
 	rep.Confirming, rep.Unconfirmed = false, unconfirmed(rep.BatteryFailures)
 	v.writeFindings(res)
-	if path, err := saveJSON(root, "validate.json", rep); err != nil {
+	if path, err := saveJSON(root, rundir.ValidateJSON, rep); err != nil {
 		notSaved(v.out, "validate", path, err)
 	} else {
 		fmt.Fprintf(v.out, "validate: saved %s\n", path)
@@ -237,10 +238,10 @@ func surfaceReasons(judged []*contract.Result, whole bool, caps capability.Matri
 // writeReports writes the run for people (fault/fault-report.html) and for
 // CI systems (battery/junit.xml, when a battery ran), and names what it
 // saved and, apart, what it could not save.
-func writeReports(root string, p report.Page, out io.Writer) {
-	p.Visualizations = report.Visualizations(root)
+func writeReports(root rundir.Dir, p report.Page, out io.Writer) {
+	p.Visualizations = report.Visualizations(root.String())
 	if p.Degraded == nil {
-		p.Degraded = report.Degraded(root)
+		p.Degraded = report.Degraded(root.String())
 	}
 	var html strings.Builder
 	if err := report.WriteHTML(&html, p); err != nil {

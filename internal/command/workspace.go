@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/contested/contested/internal/faultlayer"
 	"github.com/contested/contested/internal/gotest"
 	"github.com/contested/contested/internal/registry"
+	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/runenv"
 )
 
@@ -34,12 +34,12 @@ func moduleDir(dir string) (string, error) {
 
 // resultsRoot is the results directory of the module in dir, checked and
 // readied once, before the command starts anything
-// (runenv.PrepareResultsDir). A directory that can never hold artifacts
-// (/, a system directory, the home directory, the module root, a file, a
-// link, read-only, one that holds a link) is bad input: exit 2, saying
-// what to set.
-func resultsRoot(dir string) (string, error) {
-	root, err := runenv.PrepareResultsDir(dir)
+// (rundir.Prepare). A directory that can never hold artifacts (/, a
+// system directory, the home directory, the module root, a file, a link,
+// read-only, one that holds a link) is bad input: exit 2, saying what to
+// set.
+func resultsRoot(dir string) (rundir.Dir, error) {
+	root, err := rundir.Prepare(dir)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrUsage, err)
 	}
@@ -74,8 +74,8 @@ type workspace struct {
 // relinks only the packages whose sources changed since the last command;
 // when it cannot, each go test builds its own as before, and it says why.
 // The returned function removes the command's own (the kept copies stay).
-func testBinaries(root string, out io.Writer) (*battery.Binaries, func()) {
-	b, err := battery.NewBinaries(root, battery.WithLog(out))
+func testBinaries(root rundir.Dir, out io.Writer) (*battery.Binaries, func()) {
+	b, err := battery.NewBinaries(root.String(), battery.WithLog(out))
 	if err != nil {
 		fmt.Fprintf(out, "contested: every rerun builds its own test binary: %v\n", err)
 		return nil, func() {}
@@ -130,8 +130,8 @@ func cachedInventory(dir string) func(context.Context) ([]string, error) {
 
 // createArtifact creates rel under the results directory root for
 // streaming, never through a symbolic link (atomicfile.Root.Create).
-func createArtifact(root, rel string) (*os.File, error) {
-	r, err := atomicfile.OpenRoot(root)
+func createArtifact(root rundir.Dir, rel string) (*os.File, error) {
+	r, err := atomicfile.OpenRoot(root.String())
 	if err != nil {
 		return nil, err
 	}
@@ -140,19 +140,19 @@ func createArtifact(root, rel string) (*os.File, error) {
 
 // saveArtifact writes rel under the results directory root atomically,
 // never through a symbolic link, and returns its path.
-func saveArtifact(root, rel string, data []byte) (string, error) {
-	r, err := atomicfile.OpenRoot(root)
+func saveArtifact(root rundir.Dir, rel string, data []byte) (string, error) {
+	r, err := atomicfile.OpenRoot(root.String())
 	if err != nil {
-		return filepath.Join(root, rel), err
+		return root.Join(rel), err
 	}
 	return r.Join(rel), r.Write(rel, data)
 }
 
 // saveJSON is saveArtifact for v as indented JSON.
-func saveJSON(root, rel string, v any) (string, error) {
+func saveJSON(root rundir.Dir, rel string, v any) (string, error) {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return filepath.Join(root, rel), err
+		return root.Join(rel), err
 	}
 	return saveArtifact(root, rel, append(b, '\n'))
 }

@@ -69,7 +69,7 @@ func TestDegradedStage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := stage(t, env.ResultsDir, "")
+		res := stage(t, env.ResultsDir.String(), "")
 		if len(res.Cells) != len(Flows)*len(Conditions) {
 			t.Fatalf("%d cells ran, want %d", len(res.Cells), len(Flows)*len(Conditions))
 		}

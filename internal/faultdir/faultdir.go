@@ -5,8 +5,8 @@ package faultdir
 
 import (
 	"crypto/sha256"
-	"errors"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"

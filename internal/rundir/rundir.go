@@ -24,17 +24,17 @@ import (
 // next. The flake history, the shards' timings, the warm layer and the
 // reuse certificates are every run's, and are not listed.
 var Artifacts = []string{
-	"linearizability", // contested/history's visualizations and histories
-	"ladder",          // ladder/<test>.json, .md (issue bodies), reruns/
-	"battery",         // battery/go-test.json and junit.xml
-	"findings.md",     // the run's findings, beside validate.json
-	"findings.json",
+	Linearizable, // contested/history's visualizations and histories
+	LadderDir,    // ladder/<test>.json, .md (issue bodies), reruns/
+	BatteryDir,   // battery/go-test.json and junit.xml
+	FindingsMD,   // the run's findings, beside validate.json
+	FindingsJSON,
 }
 
 // Plans are what go tool mage plan writes at the results directory's
 // root: a plan is no run's, and a run never moves it aside, because
 // validate -plan reads it.
-var Plans = []string{"plan.md", "plan.json"}
+var Plans = []string{PlanMD, PlanJSON}
 
 // Previous is the directory earlier runs' artifacts are moved under.
 const Previous = "previous"
@@ -48,7 +48,8 @@ const Keep = 3
 // previous/ and removes the rest. Nothing outside root is touched, and a
 // symbolic link is moved as the link, never followed. It returns what it
 // moved, relative to root.
-func Rotate(root, prev string, out io.Writer) ([]string, error) {
+func (d Dir) Rotate(prev string, out io.Writer) ([]string, error) {
+	root := string(d)
 	r, err := os.OpenRoot(root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil

@@ -35,7 +35,7 @@ func TestARunStartsWithOnlyItsOwnEvidence(t *testing.T) {
 	write(t, filepath.Join(root, "ladder", "reruns", "TestQueueContract_isolate", "run-1", "linearizability", "x.html"))
 	write(t, filepath.Join(root, "history", "outcomes.jsonl"))
 	var out strings.Builder
-	moved, err := Rotate(root, "red-1", &out)
+	moved, err := Dir(root).Rotate("red-1", &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestARunStartsWithOnlyItsOwnEvidence(t *testing.T) {
 	for i := 2; i <= 5; i++ {
 		time.Sleep(20 * time.Millisecond) // distinct modification times
 		write(t, filepath.Join(root, "ladder", "TestX.md"))
-		if _, err := Rotate(root, "red-"+string(rune('0'+i)), nil); err != nil {
+		if _, err := Dir(root).Rotate("red-"+string(rune('0'+i)), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -81,7 +81,7 @@ func TestRotateFollowsNoLink(t *testing.T) {
 	if err := os.Symlink(elsewhere, filepath.Join(root, "ladder")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Rotate(root, "../../escape", nil); err != nil {
+	if _, err := Dir(root).Rotate("../../escape", nil); err != nil {
 		t.Fatal(err)
 	}
 	if !exists(filepath.Join(elsewhere, "keep.md")) {
@@ -97,10 +97,10 @@ func TestRotateFollowsNoLink(t *testing.T) {
 // left as it is.
 func TestNothingToRotate(t *testing.T) {
 	root := t.TempDir()
-	if moved, err := Rotate(root, "r", nil); err != nil || len(moved) > 0 || exists(filepath.Join(root, Previous)) {
+	if moved, err := Dir(root).Rotate("r", nil); err != nil || len(moved) > 0 || exists(filepath.Join(root, Previous)) {
 		t.Errorf("moved %v, %v; previous/ made: %v", moved, err, exists(filepath.Join(root, Previous)))
 	}
-	if _, err := Rotate(filepath.Join(root, "none"), "r", nil); err != nil {
+	if _, err := Dir(filepath.Join(root, "none")).Rotate("r", nil); err != nil {
 		t.Error(err)
 	}
 }
@@ -113,7 +113,7 @@ func TestTheFindingsMoveAsideAndThePlanStays(t *testing.T) {
 	for _, f := range append([]string{"findings.md", "findings.json"}, Plans...) {
 		write(t, filepath.Join(root, f))
 	}
-	if _, err := Rotate(root, "run-1", nil); err != nil {
+	if _, err := Dir(root).Rotate("run-1", nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"findings.md", "findings.json"} {

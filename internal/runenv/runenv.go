@@ -23,8 +23,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/runid"
 	"github.com/contested/contested/internal/seed"
 )
@@ -49,9 +49,10 @@ var (
 type Env struct {
 	// ModuleRoot is the module the run is in, absolute ("" when none).
 	ModuleRoot string
-	// ResultsDir is the root of all artifacts, absolute; Load has checked
-	// and readied it (atomicfile.PrepareResultsDir).
-	ResultsDir string
+	// ResultsDir is the root of all artifacts, absolute, and the one
+	// value that names what lies in it; Load has checked and readied it
+	// (rundir.Prepare).
+	ResultsDir rundir.Dir
 	// RunID names the run. SharedRunID says it came from the environment,
 	// so other processes may carry it too.
 	RunID       string
@@ -75,7 +76,7 @@ type Env struct {
 // Load builds the environment of a command run in the module rooted at dir
 // (default: the working directory; see [ModuleDir]): the registry path and
 // results directory resolved against it (the results directory checked and
-// readied, see [PrepareResultsDir]) and the run id (CONTESTED_RUN_ID, or a
+// readied, see rundir.Prepare) and the run id (CONTESTED_RUN_ID, or a
 // fresh one). The level is the caller's to read ([Level]): not every
 // command has one. Errors name the variable at fault: a dir without a
 // go.mod wraps [ErrNotModuleRoot], a bad results directory
@@ -86,7 +87,7 @@ func Load(dir string) (Env, error) {
 		return Env{}, err
 	}
 	e := Env{ModuleRoot: dir, Registry: RegistryPath(dir), Level: 1}
-	if e.ResultsDir, err = PrepareResultsDir(dir); err != nil {
+	if e.ResultsDir, err = rundir.Prepare(dir); err != nil {
 		return Env{}, err
 	}
 	if e.RunID, e.SharedRunID, err = runid.FromEnv(); err != nil {
@@ -113,21 +114,6 @@ func ModuleDir(dir string) (string, error) {
 	return dir, nil
 }
 
-// PrepareResultsDir resolves the results directory of the module at
-// moduleRoot ([ResultsDir]) and checks and readies it once, before a
-// command starts anything (atomicfile.PrepareResultsDir). It comes back
-// absolute with its ancestors' links resolved: the path every later step,
-// and every child through [Env.Environ], uses. A directory that can never
-// hold artifacts is an error wrapping atomicfile.ErrBadResultsDir that
-// says what to set.
-func PrepareResultsDir(moduleRoot string) (string, error) {
-	dir, err := ResultsDir(moduleRoot)
-	if err != nil {
-		return "", err
-	}
-	return atomicfile.PrepareResultsDir(dir, moduleRoot)
-}
-
 // Process is the environment this process was given, as a test process
 // (or a command that needs no module) reads it: the module root found
 // above the working directory ("" when none), the results directory and
@@ -142,7 +128,7 @@ func Process() (Env, error) {
 	}
 	e.Registry = RegistryPath(e.ModuleRoot)
 	var err error
-	if e.ResultsDir, err = ResultsDir(e.ModuleRoot); err != nil {
+	if e.ResultsDir, err = rundir.Resolve(e.ModuleRoot); err != nil {
 		return e, err
 	}
 	if e.RunID, e.SharedRunID, err = runid.FromEnv(); err != nil {
@@ -165,7 +151,7 @@ func (e Env) Attach(layer []string, runID string) Env {
 // WithResultsDir is e with another results directory: a rerun's or a seed's
 // private one, so that its records never mix with the battery's.
 func (e Env) WithResultsDir(dir string) Env {
-	e.ResultsDir = dir
+	e.ResultsDir = rundir.Dir(dir)
 	return e
 }
 
@@ -190,7 +176,7 @@ func (e Env) WithReplay(vars []string) Env {
 // so that it wins.
 func (e Env) Environ() []string {
 	var own []string
-	for _, kv := range [][2]string{{envvar.ResultsDir, e.ResultsDir}, {envvar.Surfaces, e.Registry}, {envvar.RunID, e.RunID}} {
+	for _, kv := range [][2]string{{envvar.ResultsDir, e.ResultsDir.String()}, {envvar.Surfaces, e.Registry}, {envvar.RunID, e.RunID}} {
 		if kv[1] != "" {
 			own = append(own, kv[0]+"="+kv[1])
 		}
@@ -246,26 +232,6 @@ func ModuleRoot(dir string) (string, error) {
 		}
 		dir = parent
 	}
-}
-
-// ResultsDir resolves CONTESTED_RESULTS_DIR: as is (cleaned) when it is
-// absolute; otherwise (relative, or unset and so "test-results") against
-// moduleRoot, never against the working directory, because go test runs
-// each package in its own directory and the records of one run must land
-// in one place. A relative value without a module root wraps
-// [ErrNoModuleRoot].
-func ResultsDir(moduleRoot string) (string, error) {
-	v := os.Getenv(envvar.ResultsDir)
-	if v == "" {
-		v = atomicfile.DefaultResultsDir
-	}
-	if filepath.IsAbs(v) {
-		return filepath.Clean(v), nil
-	}
-	if moduleRoot == "" {
-		return "", fmt.Errorf("resolve results dir %q: %w", v, ErrNoModuleRoot)
-	}
-	return filepath.Join(moduleRoot, v), nil
 }
 
 // RegistryPath resolves CONTESTED_SURFACES (default

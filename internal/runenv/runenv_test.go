@@ -12,6 +12,7 @@ import (
 
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/runid"
 )
 
@@ -47,20 +48,20 @@ func TestResultsDir(t *testing.T) {
 		{name: "absolute: as is, cleaned", env: "/srv/ci/../ci/results/", wd: pkg, want: "/srv/ci/results"},
 		{name: "absolute needs no module", env: "/srv/results", wd: noModule, want: "/srv/results"},
 		{name: "at the module root itself", wd: mod, want: filepath.Join(mod, "test-results")},
-		{name: "relative without a module", wd: noModule, wantErr: ErrNoModuleRoot},
+		{name: "relative without a module", wd: noModule, wantErr: rundir.ErrNoModuleRoot},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(envvar.ResultsDir, tc.env)
 			root, _ := ModuleRoot(tc.wd)
-			got, err := ResultsDir(root)
+			got, err := rundir.Resolve(root)
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) {
 					t.Errorf("ResultsDir = %q, %v; want %v", got, err, tc.wantErr)
 				}
 				return
 			}
-			if err != nil || got != tc.want {
+			if err != nil || got.String() != tc.want {
 				t.Errorf("ResultsDir = %q, %v; want %q", got, err, tc.want)
 			}
 		})
@@ -79,7 +80,7 @@ func TestProcessFromPackageDir(t *testing.T) {
 	t.Setenv(envvar.Surfaces, "")
 	t.Setenv(envvar.RunID, "env-run")
 	env, err := Process()
-	if err != nil || env.ModuleRoot != root || env.ResultsDir != filepath.Join(root, "test-results") ||
+	if err != nil || env.ModuleRoot != root || env.ResultsDir.String() != filepath.Join(root, "test-results") ||
 		env.Registry != filepath.Join(root, DefaultRegistry) || env.RunID != "env-run" || !env.SharedRunID {
 		t.Errorf("Process() = %+v, %v; want the module root %s, its test-results and registry, run env-run shared", env, err, root)
 	}
@@ -97,18 +98,18 @@ func TestLoad(t *testing.T) {
 	t.Run("a module root", func(t *testing.T) {
 		t.Setenv(envvar.RunID, "given")
 		env, err := Load(mod)
-		want := Env{ModuleRoot: mod, ResultsDir: filepath.Join(mod, "test-results"), RunID: "given", SharedRunID: true,
+		want := Env{ModuleRoot: mod, ResultsDir: rundir.Dir(filepath.Join(mod, "test-results")), RunID: "given", SharedRunID: true,
 			Registry: filepath.Join(mod, DefaultRegistry), Level: 1}
 		if err != nil {
 			t.Fatal(err)
 		}
-		if real, _ := filepath.EvalSymlinks(want.ResultsDir); real != "" {
-			want.ResultsDir = real
+		if real, _ := filepath.EvalSymlinks(want.ResultsDir.String()); real != "" {
+			want.ResultsDir = rundir.Dir(real)
 		}
 		if diff := cmp.Diff(want, env); diff != "" {
 			t.Errorf("Load (-want +got):\n%s", diff)
 		}
-		if fi, err := os.Stat(env.ResultsDir); err != nil || !fi.IsDir() {
+		if fi, err := os.Stat(env.ResultsDir.String()); err != nil || !fi.IsDir() {
 			t.Errorf("Load did not ready the results directory: %v", err)
 		}
 	})

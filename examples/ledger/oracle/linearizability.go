@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -35,7 +34,7 @@ func CheckLinearizable(ctx context.Context, model history.Model, ops []history.O
 	v.Produced = len(mine)
 	dir := ""
 	if env, err := runenv.Process(); err == nil {
-		dir = filepath.Join(env.ResultsDir, VisualizationDir)
+		dir = env.ResultsDir.Join(VisualizationDir)
 	}
 	res, err := history.Check(ctx, model, mine, history.Options{
 		Timeout: timeout, Expected: len(mine), VisualizeDir: dir, Name: name, Faults: faults,

@@ -292,8 +292,8 @@ func runSeed(ctx context.Context, s registry.Surface, tests []string, seed int64
 		name += "-" + suffix
 	}
 	rel := filepath.Join("contested", s.ID, name)
-	dir := filepath.Join(opts.Env.ResultsDir, rel)
-	if err := atomicfile.EmptyDir(opts.Env.ResultsDir, rel); err != nil {
+	dir := opts.Env.ResultsDir.Join(rel)
+	if err := atomicfile.EmptyDir(opts.Env.ResultsDir.String(), rel); err != nil {
 		return nil, err
 	}
 	pkg := s.Package

@@ -13,6 +13,7 @@ import (
 	"github.com/contested/contested/internal/faultlayer/faulttest"
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/registry"
+	"github.com/contested/contested/internal/rundir"
 )
 
 func TestMain(m *testing.M) {
@@ -44,7 +45,7 @@ func adopter(t *testing.T) (string, string, registry.Surface) {
 func run(t *testing.T, extraEnv []string, seeds []int64, envMissing string) *Result {
 	t.Helper()
 	dir, regPath, s := adopter(t)
-	opts := Options{Env: runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: t.TempDir(), Level: 1}, Seeds: seeds,
+	opts := Options{Env: runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: rundir.Dir(t.TempDir()), Level: 1}, Seeds: seeds,
 		Out: testlog.Writer(t), EnvMissing: envMissing, Binaries: batterytest.Binaries(t)}
 	if envMissing == "" {
 		l := faulttest.Layer(t)

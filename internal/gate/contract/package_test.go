@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/contested/contested/internal/registry"
+	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/runenv"
 	"github.com/contested/contested/internal/testlog"
 	"github.com/contested/contested/internal/testmodule"
@@ -39,7 +40,7 @@ package = "./stock"
 	if !ok {
 		t.Fatal("no surface m.stock")
 	}
-	res, err := Run(context.Background(), s, Options{Env: runenv.Env{ModuleRoot: dir, ResultsDir: t.TempDir(), Level: 1}, Seeds: []int64{1}, Out: testlog.Writer(t)})
+	res, err := Run(context.Background(), s, Options{Env: runenv.Env{ModuleRoot: dir, ResultsDir: rundir.Dir(t.TempDir()), Level: 1}, Seeds: []int64{1}, Out: testlog.Writer(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/contested/contested/internal/faultlayer/faulttest"
 	"github.com/contested/contested/internal/faultlayer/levers"
 	"github.com/contested/contested/internal/gate/verdict"
+	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/runenv"
 )
 
@@ -101,7 +102,7 @@ func TestRunNamesItsSeeds(t *testing.T) {
 	root := t.TempDir()
 	var out strings.Builder
 	l := faulttest.Layer(t)
-	env := runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: root, Level: 1}.Attach(l.Env(), l.RunID)
+	env := runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: rundir.Dir(root), Level: 1}.Attach(l.Env(), l.RunID)
 	opts := Options{Env: env, Seeds: []int64{11}, Out: &out, Binaries: batterytest.Binaries(t)}
 	res, err := Run(context.Background(), s, opts)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/registry"
+	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/runenv"
 	"github.com/contested/contested/internal/testlog"
 )
@@ -34,7 +35,7 @@ func fixtureOptions(t *testing.T) Options {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: t.TempDir()}.Attach(
+	env := runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: rundir.Dir(t.TempDir())}.Attach(
 		[]string{envvar.Layer + "=external", envvar.ToxiproxyURL + "=http://127.0.0.1:1", envvar.PostgresDSN + "=postgres://nobody@127.0.0.1:1/none"}, "")
 	// The battery the failure was reported from.
 	seen := &battery.Result{Tests: []battery.Test{{Package: "example.com/adopter", Name: "TestStockContract/reset", Action: "fail"}}}

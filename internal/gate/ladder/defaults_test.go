@@ -3,7 +3,6 @@ package ladder
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -27,7 +26,7 @@ func TestAWalkWithoutRerunsOrWriterUsesItsDefaults(t *testing.T) {
 	}
 	// Each rerun had a results directory of its own, numbered from 1.
 	for _, run := range []string{"run-1", "run-2"} {
-		if fi, err := os.Stat(filepath.Join(opts.Env.ResultsDir, "ladder", "reruns", FileName("TestPContract"), run)); err != nil || !fi.IsDir() {
+		if fi, err := os.Stat(opts.Env.ResultsDir.Join("ladder", "reruns", FileName("TestPContract"), run)); err != nil || !fi.IsDir() {
 			t.Errorf("rerun directory %s: %v; want one directory per rerun, run-1 and run-2", run, err)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/contested/contested/internal/faultlayer/faulttest"
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/registry"
+	"github.com/contested/contested/internal/rundir"
 )
 
 // TestMain runs every contract the tests walk to over one seed (the
@@ -49,7 +50,7 @@ func options(t *testing.T, extraEnv ...string) Options {
 	}
 	l := faulttest.Layer(t)
 	p := faultlayer.Preflight{Checks: []faultlayer.Check{{Name: "toxiproxy /version", OK: true}}}
-	env := runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: t.TempDir()}.Attach(append(l.Env(), extraEnv...), l.RunID)
+	env := runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: rundir.Dir(t.TempDir())}.Attach(append(l.Env(), extraEnv...), l.RunID)
 	return Options{Env: env, Registry: reg, Preflight: &p, Reruns: 3, Out: testlog.Writer(t), Binaries: batterytest.Binaries(t)}
 }
 

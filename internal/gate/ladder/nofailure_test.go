@@ -11,6 +11,7 @@ import (
 	"github.com/contested/contested/internal/battery/batterytest"
 	"github.com/contested/contested/internal/faultlayer"
 	"github.com/contested/contested/internal/registry"
+	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/runenv"
 	"github.com/contested/contested/internal/testlog"
 	"github.com/contested/contested/internal/testmodule"
@@ -45,7 +46,7 @@ package = "./p"
 		t.Fatal(err)
 	}
 	p := faultlayer.Preflight{Checks: []faultlayer.Check{{Name: "toxiproxy /version", OK: true}}}
-	return Options{Env: runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: t.TempDir()}, Registry: reg,
+	return Options{Env: runenv.Env{ModuleRoot: dir, Registry: regPath, ResultsDir: rundir.Dir(t.TempDir())}, Registry: reg,
 		Preflight: &p, Reruns: 2, Out: testlog.Writer(t), Binaries: batterytest.Binaries(t)}
 }
 

@@ -270,8 +270,8 @@ func runOnce(ctx context.Context, name, pkg string, seed int64, label string, op
 		pkg = "./..."
 	}
 	rel := filepath.Join("ladder", "reruns", FileName(name), label)
-	dir := filepath.Join(opts.Env.ResultsDir, rel)
-	if err := atomicfile.EmptyDir(opts.Env.ResultsDir, rel); err != nil {
+	dir := opts.Env.ResultsDir.Join(rel)
+	if err := atomicfile.EmptyDir(opts.Env.ResultsDir.String(), rel); err != nil {
 		return nil, dir, nil, err
 	}
 	env := opts.Env.WithResultsDir(dir).WithSeed(seedpkg.Seed(seed))

@@ -17,6 +17,7 @@ import (
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/faultdir"
+	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/secret"
 )
 
@@ -241,7 +242,7 @@ func BatteryDigest(r *battery.Result) string {
 }
 
 // validateName is the shard's validate.json, beside its manifest.
-const validateName = "validate.json"
+const validateName = rundir.ValidateJSON
 
 // readBattery reads the test outcomes of the shard's validate.json.
 func readBattery(dir string) (*battery.Result, error) {
