@@ -40,7 +40,7 @@ type ArbitrateOptions struct {
 	// this code saw pass; without it that run's evidence answers (NO
 	// FAILURE) in the time it takes to read it.
 	Rerun bool
-	Out   io.Writer
+	Out   io.Writer `json:"-"`
 }
 
 // Arbitrate walks the arbitration ladder for one failing test, contract

@@ -23,9 +23,9 @@ import (
 // BenchOptions configures Bench.
 type BenchOptions struct {
 	Dir       string
-	Benchtime string // go test -benchtime; default 3x
-	Filter    string // go test -bench; default "."
-	Out       io.Writer
+	Benchtime string    // go test -benchtime; default 3x
+	Filter    string    // go test -bench; default "."
+	Out       io.Writer `json:"-"`
 }
 
 // BenchResult is one benchmark's line of output.

@@ -22,7 +22,7 @@ type CertkeyOptions struct {
 	// Module is the module the command runs in; empty means the working
 	// directory.
 	Module string
-	Out    io.Writer
+	Out    io.Writer `json:"-"`
 }
 
 // Certkey makes the ed25519 key pair that signs the certificates a team

@@ -30,7 +30,7 @@ type ClusterOptions struct {
 	Replicas int
 	Keep     bool
 	Local    bool
-	Out      io.Writer
+	Out      io.Writer `json:"-"`
 }
 
 // ClusterTests runs the module's service in the cluster rig: the Go test

@@ -15,8 +15,10 @@ package command
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -178,24 +180,31 @@ func interrupted(err error) error {
 	}
 }
 
-// A Target is a command as a worker runs it: args are the worker's command
-// line after the executable, as Supervise was given them.
-type Target func(ctx context.Context, args []string) error
-
-// Serve runs the target this process is a worker for and exits with its
-// exit code, printing its error as Mage does ("Error: …"). In any other
-// process it returns at once. Call it from an init function of the
-// package that defines the Mage targets, before Mage's main runs.
-func Serve(targets map[string]Target) {
+// Serve runs the command this process is a worker for, with the options
+// its Mage target gave Supervise, and exits with its exit code, printing
+// its error as Mage does ("Error: …"). In any other process it returns at
+// once. Call it from an init function of the package that defines the
+// Mage targets, before Mage's main runs.
+//
+// Everything the command prints goes through secret.Writer, line by line,
+// so no password reaches the terminal or a CI log, whichever code printed
+// it; under GitHub Actions it also goes through Output's guard, inside
+// stop-commands blocks, so that nothing a test printed is read as a
+// workflow command.
+func Serve() {
 	name, ok := supervise.Worker()
 	if !ok {
 		return
 	}
-	t, ok := targets[name]
+	j, ok := jobs[name]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "contested: internal error: this binary has no target %q\n", name)
 		supervise.Report(supervise.ExitInternal)
 		os.Exit(supervise.ExitInternal)
+	}
+	options := []byte("{}")
+	if len(os.Args) > 1 {
+		options = []byte(os.Args[1])
 	}
 	// A forced exit (a second signal) still says how the run ended: to
 	// the CI, and its exit code to the supervisor.
@@ -204,7 +213,7 @@ func Serve(targets map[string]Target) {
 		supervise.Report(interrupt.ExitForced)
 	})
 	ctx, stop := interrupt.Context(context.Background())
-	err := interrupted(t(ctx, os.Args[1:]))
+	err := interrupted(guarded(os.Stdout, func(out io.Writer) error { return j(ctx, options, out) }))
 	stop()
 	if code := ExitCode(err); code != ExitGreen {
 		endCI(name, code, err)
@@ -219,11 +228,37 @@ func Serve(targets map[string]Target) {
 	os.Exit(code)
 }
 
+// guarded runs cmd with its output going to w through secret.Writer and
+// Output's guard, and returns its error with every secret masked in its
+// message (errors.Is still sees through it).
+func guarded(w io.Writer, cmd func(out io.Writer) error) error {
+	sw := secret.NewWriter(w)
+	out := Output(sw)
+	err := cmd(out)
+	out.Close()
+	sw.Flush()
+	if err == nil {
+		return nil
+	}
+	return scrubbed{err}
+}
+
+// scrubbed is an error whose message has its secrets masked.
+type scrubbed struct{ err error }
+
+func (s scrubbed) Error() string { return secret.ScrubString(s.err.Error()) }
+func (s scrubbed) Unwrap() error { return s.err }
+
 // Supervise runs target in a worker process (this executable again, with
-// args), relays signals to it and waits. It returns nil when the worker
+// the target's options as one JSON value: nil for none), relays signals to
+// it and waits. It returns nil when the worker
 // succeeded; otherwise it exits the process with the worker's exit code
 // (the worker has printed why), or 1 when the worker crashed.
-func Supervise(ctx context.Context, target string, args ...string) error {
+func Supervise(ctx context.Context, target string, options any) error {
+	opts, err := json.Marshal(options)
+	if err != nil {
+		return fmt.Errorf("internal error: the %s worker's options: %w", target, err)
+	}
 	// This very executable, even if its path now names another build (Mage
 	// writes every build of a magefile to one cache path).
 	exe := "/proc/self/exe"
@@ -232,7 +267,7 @@ func Supervise(ctx context.Context, target string, args ...string) error {
 			return fmt.Errorf("internal error: find this executable to start the %s worker: %w", target, err)
 		}
 	}
-	code := supervise.Run(ctx, supervise.Options{Target: target, Argv: append([]string{exe}, args...),
+	code := supervise.Run(ctx, supervise.Options{Target: target, Argv: []string{exe, string(opts)},
 		Ended: func(code int, why string, summarized bool) {
 			// The worker was killed, crashed or left without a word: the
 			// CI hears it from here.

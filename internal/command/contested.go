@@ -25,8 +25,8 @@ import (
 // ContestedOptions configures Contested.
 type ContestedOptions struct {
 	Dir     string
-	Surface string // a surface id, or "all"
-	Out     io.Writer
+	Surface string    // a surface id, or "all"
+	Out     io.Writer `json:"-"`
 }
 
 // Contested runs surfaces' contracts in isolation over their seed budgets

@@ -25,7 +25,7 @@ type DegradedOptions struct {
 	Cells []string
 	// Tags are build tags for the front (the planted defects' tests).
 	Tags string
-	Out  io.Writer
+	Out  io.Writer `json:"-"`
 }
 
 // Degraded runs the degraded-UX stage: it takes the stage lock (waiting

@@ -23,17 +23,16 @@ import (
 // returns at once in any other process) and the supervisor that starts
 // one (the role supervise-hang).
 func TestMain(m *testing.M) {
-	Serve(map[string]Target{
-		// hang is a target that never looks at its context, as a read
-		// blocked on a FIFO would not.
-		"hang": func(ctx context.Context, args []string) error {
-			fmt.Printf("ready %d\n", os.Getpid())
-			select {}
-		},
-	})
+	// hang is a target that never looks at its context, as a read
+	// blocked on a FIFO would not.
+	jobs["hang"] = func(context.Context, []byte, io.Writer) error {
+		fmt.Printf("ready %d\n", os.Getpid())
+		select {}
+	}
+	Serve()
 	reexec.Main(reexec.Roles{
 		"supervise-hang": func() int {
-			if err := Supervise(context.Background(), "hang", "-test.run=^$"); err != nil {
+			if err := Supervise(context.Background(), "hang", nil); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return 9
 			}

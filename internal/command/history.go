@@ -26,7 +26,7 @@ type HistoryOptions struct {
 	Test string
 	// Last is how many of the test's runs to read; 0 means 20.
 	Last int
-	Out  io.Writer
+	Out  io.Writer `json:"-"`
 }
 
 // defaultLast is how many runs a trend covers.

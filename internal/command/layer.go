@@ -12,8 +12,8 @@ import (
 
 // LayerOptions configures Layer.
 type LayerOptions struct {
-	Action string // up, down or status ("" is status)
-	Out    io.Writer
+	Action string    // up, down or status ("" is status)
+	Out    io.Writer `json:"-"`
 }
 
 // Layer manages the warm layer of the pre-push loop: up starts a

@@ -25,7 +25,7 @@ type MutantsOptions struct {
 	// Patterns are the packages to mutate; default the registry's
 	// [mutants] packages, else the packages its surfaces name.
 	Patterns []string
-	Out      io.Writer
+	Out      io.Writer `json:"-"`
 }
 
 // MutantsReport is mutants/mutants.json.

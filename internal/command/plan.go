@@ -33,7 +33,7 @@ type PlanOptions struct {
 	Author bool
 	// NoProbe leaves the machine's capabilities unasked.
 	NoProbe bool
-	Out     io.Writer
+	Out     io.Writer `json:"-"`
 }
 
 // Plan writes the test plan of a change (or, with All, of the whole

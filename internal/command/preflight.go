@@ -29,7 +29,7 @@ type PreflightOptions struct {
 	// control API published off loopback, proxies listening off loopback on
 	// the host's network), which is fatal in every mode.
 	Required bool
-	Out      io.Writer
+	Out      io.Writer `json:"-"`
 }
 
 // FaultPreflight checks the fault layer: the one the environment names

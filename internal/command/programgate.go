@@ -24,7 +24,7 @@ type ProgramGateOptions struct {
 	// MergeSet says -merge was given, even with no directory (a usage
 	// error).
 	MergeSet bool
-	Out      io.Writer
+	Out      io.Writer `json:"-"`
 }
 
 // ProgramGate runs fault-preflight in required mode, then the six phases

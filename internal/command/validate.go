@@ -47,7 +47,20 @@ type ValidateOptions struct {
 	// Plan is a plan file (validate -plan): run what it names, and judge
 	// the findings against it.
 	Plan string
-	Out  io.Writer
+	// PlanSet says -plan was given, even empty (a usage error).
+	PlanSet bool
+	Out     io.Writer `json:"-"`
+}
+
+// check refuses options that contradict each other or name nothing.
+func (o ValidateOptions) check() error {
+	if o.Reuse && o.Full {
+		return fmt.Errorf("%w: -reuse and -full contradict each other: give one", ErrUsage)
+	}
+	if o.PlanSet && o.Plan == "" {
+		return fmt.Errorf("%w: -plan needs the plan's file: -plan test-results/plan.json", ErrUsage)
+	}
+	return nil
 }
 
 // ValidateReport is what one validate run found, saved as validate.json
@@ -152,6 +165,9 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	ctx, cancel := withSignals(ctx)
 	defer cancel()
 	start := time.Now()
+	if err := opts.check(); err != nil {
+		return err
+	}
 	if err := checkVariables(varLayer, varLevel, varSeed, varSeeds, varBudget, varTimeout, varNoise, varSignKey); err != nil {
 		return err
 	}

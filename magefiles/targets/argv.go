@@ -22,7 +22,7 @@ import (
 //     and "plan -since REV". Mage's generated parser cannot be extended,
 //     so the alternative is changing what the contract promises.
 func init() {
-	command.Serve(workers)
+	command.Serve()
 	os.Args = foldArgs(os.Args)
 }
 

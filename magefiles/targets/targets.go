@@ -17,7 +17,6 @@ package targets
 
 import (
 	"context"
-	"strconv"
 	"strings"
 
 	"github.com/contested/contested/internal/command"
@@ -37,7 +36,7 @@ import (
 //	go tool mage fault-preflight
 //	go tool mage fault-preflight -required
 func FaultPreflight(ctx context.Context, required *bool) error {
-	return command.Supervise(ctx, "fault-preflight", boolArg("required", required))
+	return command.Supervise(ctx, "fault-preflight", command.PreflightOptions{Required: on(required)})
 }
 
 // Validate is the paired run that says whether the module's services kept
@@ -77,20 +76,8 @@ func FaultPreflight(ctx context.Context, required *bool) error {
 //	go tool mage validate -shard=2/3
 //	go tool mage validate -plan test-results/plan.json
 func Validate(ctx context.Context, shard *string, reuse, full *bool, plan *string) error {
-	var args []string
-	if shard != nil {
-		args = append(args, "-shard="+*shard)
-	}
-	if plan != nil {
-		args = append(args, "-plan="+*plan)
-	}
-	if reuse != nil && *reuse {
-		args = append(args, "-reuse")
-	}
-	if full != nil && *full {
-		args = append(args, "-full")
-	}
-	return command.Supervise(ctx, "validate", args...)
+	return command.Supervise(ctx, "validate", command.ValidateOptions{Shard: value(shard), ShardSet: shard != nil,
+		Reuse: on(reuse), Full: on(full), Plan: value(plan), PlanSet: plan != nil})
 }
 
 // ProgramGate (program-gate) runs fault-preflight -required, then the six
@@ -107,14 +94,12 @@ func Validate(ctx context.Context, shard *string, reuse, full *bool, plan *strin
 //	go tool mage program-gate
 //	go tool mage program-gate -merge shards/1 shards/2 shards/3
 func ProgramGate(ctx context.Context, merge *string) error {
-	if merge == nil {
-		return command.Supervise(ctx, "program-gate")
+	opts := command.ProgramGateOptions{MergeSet: merge != nil}
+	if merge != nil {
+		opts.Merge = splitMerge(*merge)
 	}
-	return command.Supervise(ctx, "program-gate", append([]string{mergeFlag}, splitMerge(*merge)...)...)
+	return command.Supervise(ctx, "program-gate", opts)
 }
-
-// mergeFlag is program-gate's -merge, as the worker receives it.
-const mergeFlag = "-merge"
 
 // mergeSep joins the directories after -merge into Mage's one -merge=
 // value (see foldMerge): a newline, which no directory name a CI job gives
@@ -168,12 +153,7 @@ func splitMerge(v string) []string {
 //	go tool mage plan -all
 //	go tool mage plan -author
 func Plan(ctx context.Context, since *string, all, author *bool) error {
-	var args []string
-	if since != nil {
-		args = append(args, "-since="+*since)
-	}
-	args = append(args, boolArg("all", all), boolArg("author", author))
-	return command.Supervise(ctx, "plan", args...)
+	return command.Supervise(ctx, "plan", command.PlanOptions{Since: value(since), All: on(all), Author: on(author)})
 }
 
 // Contested runs a surface's fault legs in isolation over its seed budget
@@ -195,7 +175,7 @@ func Plan(ctx context.Context, since *string, all, author *bool) error {
 //	go tool mage contested ledger.store
 //	CONTESTED_SEEDS=5 go tool mage contested all
 func Contested(ctx context.Context, surface string) error {
-	return command.Supervise(ctx, "contested", surface)
+	return command.Supervise(ctx, "contested", command.ContestedOptions{Surface: surface})
 }
 
 // Arbitrate walks the arbitration ladder for a failing test and ends with
@@ -220,11 +200,7 @@ func Contested(ctx context.Context, surface string) error {
 //	go tool mage arbitrate TestConsumerContract/burst
 //	go tool mage arbitrate TestConsumerContract/burst -rerun
 func Arbitrate(ctx context.Context, test string, rerun *bool) error {
-	args := []string{test}
-	if rerun != nil && *rerun {
-		args = append(args, "-rerun")
-	}
-	return command.Supervise(ctx, "arbitrate", args...)
+	return command.Supervise(ctx, "arbitrate", command.ArbitrateOptions{Test: test, Rerun: on(rerun)})
 }
 
 // ClusterTests (cluster-tests) runs the module's service as several
@@ -246,11 +222,11 @@ func Arbitrate(ctx context.Context, test string, rerun *bool) error {
 //	go tool mage cluster-tests -replicas=5 -keep    # keep the rig up; the next run reaps it
 //	go tool mage cluster-tests -local               # replicas as local processes
 func ClusterTests(ctx context.Context, replicas *int, keep *bool, local *bool) error {
-	args := []string{boolArg("keep", keep), boolArg("local", local)}
+	opts := command.ClusterOptions{Keep: on(keep), Local: on(local)}
 	if replicas != nil {
-		args = append(args, "-replicas="+strconv.Itoa(*replicas))
+		opts.Replicas = *replicas
 	}
-	return command.Supervise(ctx, "cluster-tests", args...)
+	return command.Supervise(ctx, "cluster-tests", opts)
 }
 
 // Images makes sure the fault layer's images are in the Docker engine,
@@ -261,14 +237,14 @@ func ClusterTests(ctx context.Context, replicas *int, keep *bool, local *bool) e
 // from the host's apt mirror (needs root). Run it once on an air-gapped CI
 // machine before the battery.
 func Images(ctx context.Context) error {
-	return command.Supervise(ctx, "images")
+	return command.Supervise(ctx, "images", nil)
 }
 
 // Sweep removes what killed runs left behind on this host: containers,
 // networks and volumes labelled by contested whose owner process is gone,
 // and embedded layers' data directories. Nothing unlabelled is touched.
 func Sweep(ctx context.Context) error {
-	return command.Supervise(ctx, "sweep")
+	return command.Supervise(ctx, "sweep", nil)
 }
 
 // Bench runs the project's benchmarks and writes a table and
@@ -287,14 +263,7 @@ func Sweep(ctx context.Context) error {
 //	go tool mage bench -benchtime=10x -filter=Verify
 //	go tool mage bench -filter=AdopterValidate
 func Bench(ctx context.Context, benchtime *string, filter *string) error {
-	var args []string
-	if benchtime != nil {
-		args = append(args, "-benchtime="+*benchtime)
-	}
-	if filter != nil {
-		args = append(args, "-filter="+*filter)
-	}
-	return command.Supervise(ctx, "bench", args...)
+	return command.Supervise(ctx, "bench", command.BenchOptions{Benchtime: value(benchtime), Filter: value(filter)})
 }
 
 // Mutants runs mutation testing over package patterns and reports each
@@ -320,15 +289,7 @@ func Bench(ctx context.Context, benchtime *string, filter *string) error {
 //	go tool mage mutants ./internal/faultlayer/lease ./internal/...
 //	go tool mage mutants -packages=./internal/faultlayer/lease,./faultrecord
 func Mutants(ctx context.Context, packages *string) error {
-	var args []string
-	if packages != nil {
-		for _, p := range strings.Split(*packages, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				args = append(args, p)
-			}
-		}
-	}
-	return command.Supervise(ctx, "mutants", args...)
+	return command.Supervise(ctx, "mutants", command.MutantsOptions{Patterns: splitList(value(packages))})
 }
 
 // History prints the flake history of a test, or of every test that
@@ -346,14 +307,11 @@ func Mutants(ctx context.Context, packages *string) error {
 //	go tool mage history TestStockContract
 //	go tool mage history -test=TestStockContract -last=50
 func History(ctx context.Context, test *string, last *int) error {
-	var args []string
-	if test != nil {
-		args = append(args, "-test="+*test)
-	}
+	opts := command.HistoryOptions{Test: value(test)}
 	if last != nil {
-		args = append(args, "-last="+strconv.Itoa(*last))
+		opts.Last = *last
 	}
-	return command.Supervise(ctx, "history", args...)
+	return command.Supervise(ctx, "history", opts)
 }
 
 // Layer manages the warm layer of the pre-push loop. "up" starts a
@@ -370,7 +328,7 @@ func History(ctx context.Context, test *string, last *int) error {
 //	go tool mage layer status
 //	go tool mage layer down
 func Layer(ctx context.Context, action string) error {
-	return command.Supervise(ctx, "layer", action)
+	return command.Supervise(ctx, "layer", command.LayerOptions{Action: action})
 }
 
 // Certkey makes the key pair CI signs its reuse certificates with, so that
@@ -384,7 +342,7 @@ func Layer(ctx context.Context, action string) error {
 //
 //	go tool mage certkey ~/contested-ci-key
 func Certkey(ctx context.Context, dir string) error {
-	return command.Supervise(ctx, "certkey", dir)
+	return command.Supervise(ctx, "certkey", command.CertkeyOptions{Dir: dir})
 }
 
 // splitList is a comma-separated option's non-empty items.
@@ -427,9 +385,16 @@ func splitList(v string) []string {
 //	go tool mage degraded -keep
 //	go tool mage degraded -cells='submit/*,load/latency'
 func Degraded(ctx context.Context, keep *bool, cells *string) error {
-	args := []string{boolArg("keep", keep)}
-	if cells != nil {
-		args = append(args, "-cells="+*cells)
+	return command.Supervise(ctx, "degraded", command.DegradedOptions{Keep: on(keep), Cells: splitList(value(cells))})
+}
+
+// on is a boolean option's value: false when it was not given.
+func on(b *bool) bool { return b != nil && *b }
+
+// value is a string option's value: "" when it was not given.
+func value(s *string) string {
+	if s == nil {
+		return ""
 	}
-	return command.Supervise(ctx, "degraded", args...)
+	return *s
 }

@@ -1,4 +1,4 @@
-package targets
+package command
 
 import (
 	"bytes"
@@ -6,8 +6,6 @@ import (
 	"io"
 	"strings"
 	"testing"
-
-	"github.com/magefile/mage/mg"
 
 	"github.com/contested/contested/internal/faultlayer"
 	"github.com/contested/contested/internal/terminal"
@@ -20,7 +18,7 @@ func TestTargetsPrintNoSecret(t *testing.T) {
 	const pw = "target-Out-secret"
 	t.Setenv("CONTESTED_PG_DSN", "host=127.0.0.1 user=postgres password='"+pw+"' dbname=contested")
 	var stdout bytes.Buffer
-	err := runTo(&stdout, func(out io.Writer) error {
+	err := guarded(&stdout, func(out io.Writer) error {
 		// One line in three writes, the password split between two.
 		fmt.Fprintf(out, "fault layer: external, Postgres host=127.0.0.1 password=%s", pw[:5])
 		fmt.Fprintf(out, "%s dbname=contested; the server said ", pw[5:])
@@ -33,7 +31,7 @@ func TestTargetsPrintNoSecret(t *testing.T) {
 	if !strings.HasSuffix(stdout.String(), "postgres://u:xxxxx@h/db") {
 		t.Errorf("the last line was not flushed: %q", stdout.String())
 	}
-	if mg.ExitStatus(err) != 3 || strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), "server said xxxxx") {
+	if ExitCode(err) != ExitCannotRun || strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), "server said xxxxx") {
 		t.Errorf("the error Mage prints: %v", err)
 	}
 }
@@ -46,7 +44,7 @@ func TestTargetsPrintNoSecret(t *testing.T) {
 func TestUnderGitHubActionsATargetsOutputIsNeverACommand(t *testing.T) {
 	t.Setenv("GITHUB_ACTIONS", "true")
 	var stdout bytes.Buffer
-	_ = runTo(&stdout, func(out io.Writer) error {
+	_ = guarded(&stdout, func(out io.Writer) error {
 		fmt.Fprintf(out, "::error title=x::from a test\n  ::warning::indented\nbattery: FAIL TestX\r::error::after a CR\n")
 		fmt.Fprintf(out, "owner ##[error]legacy\n")
 		terminal.Outside(out, func(w io.Writer) error {
