@@ -10,7 +10,7 @@ import (
 )
 
 // A leg writes one record per armed fault, after observing whether it fired. In a real test
-// the results directory and run id come from contested/runenv (CONTESTED_RESULTS_DIR or the
+// the results directory and run id come from internal/runenv (CONTESTED_RESULTS_DIR or the
 // module root's test-results, and CONTESTED_RUN_ID).
 func ExampleRecorder_Write() {
 	root, _ := os.MkdirTemp("", "faultrecord-example")

@@ -32,7 +32,7 @@ type recorderConfig struct {
 }
 
 // WithResultsDir sets the results root. A relative root is made absolute against the working
-// directory at construction time. contested/runenv resolves it for a test process.
+// directory at construction time. internal/runenv resolves it for a test process.
 func WithResultsDir(root string) RecorderOption {
 	return func(c *recorderConfig) { c.root = root }
 }
@@ -53,7 +53,7 @@ var ErrNoRecorderPlace = errors.New("a recorder needs a results directory and a 
 
 // NewRecorder returns a Recorder for the package with import path pkg, writing into the results
 // root and with the run id the options give (both are required: a test process takes them from
-// contested/runenv, so that records from every package of every module land in one directory). A
+// internal/runenv, so that records from every package of every module land in one directory). A
 // root that can never be a results directory (`/`, a system directory, the home directory, the
 // module root: see atomicfile.PrepareResultsDir) is refused with an error wrapping
 // atomicfile.ErrBadResultsDir. Records are written confined to the root: never through a

@@ -11,8 +11,9 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// A Model is a sequential specification that Check holds a history against. Accounts and
-// Lease are the two this package provides; a new one needs only these three methods.
+// A Model is a sequential specification that Check holds a history against. This package
+// provides seven (Accounts, Bank, Idempotent, KV, Lease, Lock, Queue); a new one, in this
+// package or in yours, needs only these three methods.
 type Model interface {
 	// Name names the model in results and visualization files.
 	Name() string

@@ -1,7 +1,7 @@
 // Package envvar names the environment variables of a contested run
 // (documented in docs/reference/environment.md): the one definition of each
 // name. Reading them, checking them and handing them to a child process is
-// contested/runenv's job (the fault layer's own coordinates are read by
+// internal/runenv's job (the fault layer's own coordinates are read by
 // faultlayer.ConfigFromEnv); lower packages only name them in messages.
 package envvar
 

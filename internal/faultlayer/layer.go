@@ -257,7 +257,7 @@ type Layer struct {
 func Up(ctx context.Context, cfg Config) (_ *Layer, err error) {
 	if cfg.RunID == "" {
 		// A library caller that names no run gets a run of its own;
-		// commands and test processes take theirs from contested/runenv.
+		// commands and test processes take theirs from internal/runenv.
 		cfg.RunID, cfg.SharedRunID = runid.New(time.Now()), false
 	}
 	if err := cfg.validate(); err != nil {
