@@ -104,3 +104,34 @@ func ExampleNewIdempotent() {
 	// Output:
 	// Illegal a replay answers what the first request answered
 }
+
+// A ledger answers a transfer of 60 "ok" while alice holds 50: money created. Accounts checks
+// the ledger's reads, writes, deposits and transfers as one linearizable history; Bank is it
+// made general.
+func ExampleNewAccounts() {
+	rec := history.NewRecorder(time.Now())
+	id, _ := rec.Invoke("client-1", history.TypeTransfer, "alice", history.Transfer{From: "alice", To: "bob", Amount: 60})
+	_ = rec.Complete(id, history.OutcomeOK, nil)
+	id, _ = rec.Invoke("client-1", history.TypeRead, "bob", nil)
+	_ = rec.Complete(id, 60, nil)
+
+	model := history.NewAccounts(map[string]int64{"alice": 50})
+	res, _ := history.Check(context.Background(), model, rec.Ops(), history.Options{Expected: rec.Issued()})
+	fmt.Println(res.Verdict)
+	// Output:
+	// Illegal
+}
+
+// Two workers acquire a port from a lease table and both are handed port 7000, neither by
+// taking over an expired lease: two holders of one port.
+func ExampleNewLease() {
+	rec := history.NewRecorder(time.Now())
+	for i, worker := range []string{"worker-1", "worker-2"} {
+		id, _ := rec.Invoke(worker, history.TypeAcquire, "", history.LeaseRef{Holder: worker})
+		_ = rec.Complete(id, history.Acquired{Port: 7000, Epoch: int64(1 + i)}, nil)
+	}
+	res, _ := history.Check(context.Background(), history.NewLease(7000), rec.Ops(), history.Options{Expected: rec.Issued()})
+	fmt.Println(res.Verdict)
+	// Output:
+	// Illegal
+}

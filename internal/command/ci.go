@@ -11,7 +11,6 @@ import (
 	"github.com/contested/contested/internal/gate/cisummary"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/ladder"
-	"github.com/contested/contested/internal/gate/report"
 	"github.com/contested/contested/internal/gate/shard"
 	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/supervise"
@@ -67,16 +66,6 @@ func endCI(target string, code int, err error) {
 		fmt.Fprintf(os.Stderr, "contested: %s\n", terminal.Inert(perr.Error()))
 	}
 	supervise.Summarized()
-}
-
-// junitOwners makes the JUnit carry each failure's owner and action under
-// a CI (GitLab shows them in its test report); outside one the JUnit is as
-// it always was.
-func junitOwners(failures []ladder.Plain) []report.JUnitOption {
-	if !ciSystem().Any() {
-		return nil
-	}
-	return []report.JUnitOption{report.WithOwners(failures)}
 }
 
 // ciRun is validate's verdict as CI shows it.

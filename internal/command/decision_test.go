@@ -38,11 +38,11 @@ func TestEveryWriterShowsTheLaddersOneOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	var html bytes.Buffer
-	if err := report.WriteHTML(&html, report.Page{Title: "t", Surfaces: judged, Ladder: rep.Ladder, Plain: rep.BatteryFailures}); err != nil {
+	if err := (report.HTML{}).Write(&html, report.Page{Title: "t", Surfaces: judged, Ladder: rep.Ladder, Plain: rep.BatteryFailures}); err != nil {
 		t.Fatal(err)
 	}
 	var junit bytes.Buffer
-	if err := report.WriteJUnit(&junit, &battery.Result{Tests: []battery.Test{failed}}, report.WithOwners(rep.BatteryFailures)); err != nil {
+	if err := (report.JUnit{}).Write(&junit, report.Page{Battery: &battery.Result{Tests: []battery.Test{failed}}, Plain: rep.BatteryFailures, CI: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []struct{ name, text, says string }{

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/fatih/color"
 
 	"github.com/contested/contested/internal/degraded"
-	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/gate/report"
 	seedpkg "github.com/contested/contested/internal/seed"
 )
@@ -87,10 +85,7 @@ func Degraded(ctx context.Context, opts DegradedOptions) error {
 	for _, c := range failed {
 		page.Reasons = append(page.Reasons, "cell "+c.Cell+" failed")
 	}
-	var html strings.Builder
-	if err := report.WriteHTML(&html, page); err != nil {
-		fmt.Fprintf(out, "report: %v\n", err)
-	} else if path, err := saveArtifact(env.ResultsDir, filepath.Join(faultdir.Name, "degraded-report.html"), []byte(html.String())); err != nil {
+	if path, err := saveReport(env.ResultsDir, report.HTML{File: "degraded-report.html"}, page); err != nil {
 		notSaved(out, "report", path, err)
 	} else {
 		fmt.Fprintf(out, "degraded: report %s; cells %s\n", path, env.ResultsDir.Join(degraded.DirName, "cells.json"))

@@ -21,6 +21,7 @@ import (
 	"github.com/contested/contested/internal/gate"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/ladder"
+	"github.com/contested/contested/internal/gate/report"
 	"github.com/contested/contested/internal/gate/shard"
 	"github.com/contested/contested/internal/hostevents"
 	"github.com/contested/contested/internal/legstart"
@@ -65,7 +66,7 @@ func (v *validation) clearEarlier() error {
 		return fmt.Errorf("purge the legs' start records: %w", err)
 	}
 	// The gate's purge leaves the page rendered from its report to us.
-	if err := os.Remove(filepath.Join(v.faultDir(), reportHTML)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Remove(v.env.ResultsDir.Join(report.HTML{}.Path())); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove the previous run's fault report: %w", err)
 	}
 	if _, err := v.env.ResultsDir.Rotate(prev, v.out); err != nil {
@@ -73,9 +74,6 @@ func (v *validation) clearEarlier() error {
 	}
 	return nil
 }
-
-// reportHTML is the fault report's page in the fault directory.
-const reportHTML = "fault-report.html"
 
 // runBattery runs go test over the module with the run environment, its
 // events saved, while the machine is sampled. The registry's [battery]

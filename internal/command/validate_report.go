@@ -2,9 +2,9 @@ package command
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -14,7 +14,6 @@ import (
 
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/capability"
-	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/gate"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/ladder"
@@ -235,31 +234,23 @@ func surfaceReasons(judged []*contract.Result, whole bool, caps capability.Matri
 	return out
 }
 
-// writeReports writes the run for people (fault/fault-report.html) and for
-// CI systems (battery/junit.xml, when a battery ran), and names what it
-// saved and, apart, what it could not save.
+// writeReports writes the run in every report format (report.Formats:
+// fault/fault-report.html for people, battery/junit.xml for CI systems
+// when a battery ran), and names what it saved and, apart, what it could
+// not save. Under a CI the formats a CI reads carry each failure's owner
+// and action (GitLab shows them in its test report); outside one they do
+// not.
 func writeReports(root rundir.Dir, p report.Page, out io.Writer) {
 	p.Visualizations = report.Visualizations(root.String())
 	if p.Degraded == nil {
 		p.Degraded = report.Degraded(root.String())
 	}
-	var html strings.Builder
-	if err := report.WriteHTML(&html, p); err != nil {
-		fmt.Fprintf(out, "report: %v\n", err)
-		return
-	}
+	p.CI = ciSystem().Any()
 	var saved []string
-	path, err := saveArtifact(root, filepath.Join(faultdir.Name, reportHTML), []byte(html.String()))
-	if err != nil {
-		notSaved(out, "report", path, err)
-	} else {
-		saved = append(saved, path)
-	}
-	if p.Battery != nil {
-		var x strings.Builder
-		if err := report.WriteJUnit(&x, p.Battery, junitOwners(p.Plain)...); err != nil {
-			fmt.Fprintf(out, "report: junit: %v\n", err)
-		} else if path, err := saveArtifact(root, filepath.Join("battery", "junit.xml"), []byte(x.String())); err != nil {
+	for _, f := range report.Formats {
+		if path, err := saveReport(root, f, p); errors.Is(err, report.ErrNothingToShow) {
+			continue
+		} else if err != nil {
 			notSaved(out, "report", path, err)
 		} else {
 			saved = append(saved, path)
@@ -268,6 +259,15 @@ func writeReports(root rundir.Dir, p report.Page, out io.Writer) {
 	if len(saved) > 0 {
 		fmt.Fprintf(out, "reports: %s\n", strings.Join(saved, ", "))
 	}
+}
+
+// saveReport renders p in format f and saves it at its path under root.
+func saveReport(root rundir.Dir, f report.Format, p report.Page) (string, error) {
+	var b strings.Builder
+	if err := f.Write(&b, p); err != nil {
+		return root.Join(f.Path()), fmt.Errorf("render %s: %w", f.Path(), err)
+	}
+	return saveArtifact(root, f.Path(), []byte(b.String()))
 }
 
 func contractList(m map[string]*contract.Result) []*contract.Result {

@@ -7,18 +7,16 @@ import (
 
 	"github.com/contested/contested/internal/faultlayer/levers"
 	"github.com/contested/contested/internal/pitfall"
+	"github.com/contested/contested/internal/plan"
 	"github.com/contested/contested/internal/registry"
 )
-
-// Models are the model names the catalog may give: the models of
-// contested/history a scenario's skeleton can construct.
-var models = []string{"accounts", "bank", "idempotent", "kv", "lease", "lock", "queue"}
 
 // TestTheShippedCatalogNamesOnlyWhatExists: every pitfall's categories
 // are claim categories, its levers are levers of the fault set and its
 // models are models of contested/history, so a plan never proposes what
 // cannot be run or checked.
 func TestTheShippedCatalogNamesOnlyWhatExists(t *testing.T) {
+	models := plan.Models()
 	cats := make([]string, len(registry.Categories))
 	for i, c := range registry.Categories {
 		cats[i] = string(c)

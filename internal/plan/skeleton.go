@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"go/format"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +27,10 @@ var models = map[string][]string{
 	"lock":       {"model := history.NewLock(history.LockSpec{}) // TODO(oracle): the TTL and fencing the claim promises"},
 	"lease":      {"model := history.NewLease() // TODO(oracle): the ports"},
 }
+
+// Models are the names of the models of contested/history a scenario's
+// oracle can name (plan.toml's oracle.model), sorted.
+func Models() []string { return slices.Sorted(maps.Keys(models)) }
 
 // leverConsts are the constants of package contested that name the levers
 // a Go test can arm.

@@ -84,7 +84,7 @@ var ErrStepSummary = errors.New("cannot write the step summary")
 // summary to c.StepSummary (when set) and writes one ::error annotation
 // per failing test to out, located at the test's declaration in the
 // module in dir (Locate). Under GitLab the JUnit carries the owners (see
-// report.WithOwners) and Publish writes nothing; outside CI it does
+// report.JUnit) and Publish writes nothing; outside CI it does
 // nothing. What it writes is scrubbed of every known secret.
 func Publish(ctx context.Context, c CI, run Run, dir string, out io.Writer) error {
 	if !c.GitHub {

@@ -27,7 +27,7 @@ func TestReportLinksDegradedScreenshots(t *testing.T) {
 		t.Fatalf("Degraded(root) = %+v", st)
 	}
 	var b strings.Builder
-	if err := WriteHTML(&b, Page{Title: "t", Degraded: st}); err != nil {
+	if err := (HTML{}).Write(&b, Page{Title: "t", Degraded: st}); err != nil {
 		t.Fatal(err)
 	}
 	html := b.String()

@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"encoding/xml"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,9 +59,9 @@ func samplePage() Page {
 	}
 }
 
-func TestWriteHTMLShowsEveryPartAndEscapes(t *testing.T) {
+func TestHTMLShowsEveryPartAndEscapes(t *testing.T) {
 	var b strings.Builder
-	if err := WriteHTML(&b, samplePage()); err != nil {
+	if err := (HTML{}).Write(&b, samplePage()); err != nil {
 		t.Fatal(err)
 	}
 	html := b.String()
@@ -81,9 +82,9 @@ func TestWriteHTMLShowsEveryPartAndEscapes(t *testing.T) {
 	}
 }
 
-func TestWriteJUnit(t *testing.T) {
+func TestJUnitHasASuitePerPackageAndKeepsABrokenPackage(t *testing.T) {
 	var b strings.Builder
-	if err := WriteJUnit(&b, samplePage().Battery); err != nil {
+	if err := (JUnit{}).Write(&b, samplePage()); err != nil {
 		t.Fatal(err)
 	}
 	var got junitSuites
@@ -98,21 +99,23 @@ func TestWriteJUnit(t *testing.T) {
 	}
 }
 
-// TestWriteJUnitWithOwners: with the battery's failures, each failing
-// case carries its owner, action, verdict and replay as properties and at
-// the head of its failure (message and text), the broken package too,
-// escaped as XML; without them the JUnit is as it was.
-func TestWriteJUnitWithOwners(t *testing.T) {
-	bat := samplePage().Battery
-	owners := []ladder.Plain{
+// TestJUnitCarriesOwnersUnderCI: under a CI, each failing case the page's
+// failures list carries its owner, action, verdict and replay as
+// properties and at the head of its failure (message and text), the
+// broken package too, escaped as XML; outside one the JUnit names no
+// owner.
+func TestJUnitCarriesOwnersUnderCI(t *testing.T) {
+	p := samplePage()
+	p.Plain = []ladder.Plain{
 		{Package: "example.com/m", Test: "TestB", Owner: "component (ledger-team)", Action: "fix <it> & replay", Verdict: "FAIL-reproducible", Replay: "CONTESTED_SEED=7 go test ./m -run '^TestB$'"},
 		{Package: "example.com/broken", What: ladder.NotBuilt, Owner: ladder.PlainOwner, Action: "fix the compile error"},
 	}
 	var plain, owned strings.Builder
-	if err := WriteJUnit(&plain, bat); err != nil {
+	if err := (JUnit{}).Write(&plain, p); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteJUnit(&owned, bat, WithOwners(owners)); err != nil {
+	p.CI = true
+	if err := (JUnit{}).Write(&owned, p); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(plain.String(), "contested.owner") || strings.Contains(plain.String(), "owner") {
@@ -146,6 +149,32 @@ func TestWriteJUnitWithOwners(t *testing.T) {
 	}
 }
 
+// TestEveryFormatHasAPathOfItsOwnAndSaysWhenItHasNothingToShow: the
+// formats validate writes lie at distinct paths inside the results
+// directory, each writes the full page, and a page without a battery
+// gives the JUnit nothing to show and it writes nothing.
+func TestEveryFormatHasAPathOfItsOwnAndSaysWhenItHasNothingToShow(t *testing.T) {
+	paths := map[string]bool{}
+	for _, f := range Formats {
+		p := f.Path()
+		if paths[p] || filepath.IsAbs(p) || !filepath.IsLocal(p) {
+			t.Errorf("%T's path %q is not a path of its own inside the results directory", f, p)
+		}
+		paths[p] = true
+		var b strings.Builder
+		if err := f.Write(&b, samplePage()); err != nil || b.Len() == 0 {
+			t.Errorf("%T writes the full page as %d bytes, %v", f, b.Len(), err)
+		}
+	}
+	if got := (HTML{File: "degraded-report.html"}).Path(); got != filepath.Join("fault", "degraded-report.html") {
+		t.Errorf("a named page lies at %q", got)
+	}
+	var b strings.Builder
+	if err := (JUnit{}).Write(&b, Page{Title: "program-gate"}); !errors.Is(err, ErrNothingToShow) || b.Len() != 0 {
+		t.Errorf("the JUnit of a page without a battery: %v and %d bytes; want ErrNothingToShow and none", err, b.Len())
+	}
+}
+
 // TestReportRendersInABrowser opens the report in headless Chromium and
 // reads what a person would see.
 func TestReportRendersInABrowser(t *testing.T) {
@@ -156,7 +185,7 @@ func TestReportRendersInABrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteHTML(f, samplePage()); err != nil {
+	if err := (HTML{}).Write(f, samplePage()); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

@@ -74,7 +74,7 @@ func TestPageDrawsTheTrendAndTheTimeline(t *testing.T) {
 	}
 	p := Page{Title: "t", Gate: &gate.Report{}, History: outs, Records: records()}
 	var b strings.Builder
-	if err := WriteHTML(&b, p); err != nil {
+	if err := (HTML{}).Write(&b, p); err != nil {
 		t.Fatal(err)
 	}
 	html := b.String()
@@ -88,7 +88,7 @@ func TestPageDrawsTheTrendAndTheTimeline(t *testing.T) {
 		t.Error("the page draws a test that never failed, or holds a script")
 	}
 	b.Reset()
-	if err := WriteHTML(&b, Page{Title: "t", Gate: &gate.Report{}}); err != nil {
+	if err := (HTML{}).Write(&b, Page{Title: "t", Gate: &gate.Report{}}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), `id="history"`) || strings.Contains(b.String(), `id="timeline"`) {
