@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/contested/contested/e2e/internal/e2etest"
+	"github.com/contested/contested/internal/testmodule"
 )
 
 // fixturesTest is a package of the adopter whose test reads, at run time,
@@ -163,15 +164,7 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func writeFile(t *testing.T, p, body string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+func writeFile(t *testing.T, p, body string) { t.Helper(); testmodule.WriteFile(t, p, body) }
 
 // rewrite truncates and writes p in place and gives it back its times,
 // as an editor that keeps them does; undo puts back what was there, the

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/contested/contested/internal/digest"
+	"github.com/contested/contested/internal/testmodule"
 )
 
 // module writes a module of two packages, a and b, b importing a, each
@@ -30,15 +31,7 @@ func module(t *testing.T) string {
 	return root
 }
 
-func write(t *testing.T, p, body string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+func write(t *testing.T, p, body string) { t.Helper(); testmodule.WriteFile(t, p, body) }
 
 func load(t *testing.T, root string, env ...string) map[string]digest.Package {
 	t.Helper()

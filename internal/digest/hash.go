@@ -80,13 +80,10 @@ func (h *hasher) file(p string) (string, error) {
 }
 
 func hashFile(p string) (string, error) {
-	fi, err := os.Stat(p)
+	fi, missing, err := files.Stat(p)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if _, lerr := os.Lstat(p); lerr == nil {
-			return "dangling link", nil
-		}
-		return "absent", nil
+	case missing != "":
+		return missing, nil
 	case err != nil:
 		return "", err
 	case fi.IsDir():

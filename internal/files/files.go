@@ -107,6 +107,21 @@ func kind(m fs.FileMode) string {
 	return m.Type().String()
 }
 
+// Stat is os.Stat, through links, that names what stands where nothing
+// can be read: missing is "absent" when nothing is at path and "dangling
+// link" when a link there points at nothing, and then fi and err are nil.
+// A digest records missing as what it saw.
+func Stat(path string) (fi fs.FileInfo, missing string, err error) {
+	fi, err = os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, lerr := os.Lstat(path); lerr == nil {
+			return nil, "dangling link", nil
+		}
+		return nil, "absent", nil
+	}
+	return fi, "", err
+}
+
 // Sum is the hex SHA-256 of the content of the file at path, read through
 // any links: what a digest of a file's content is, everywhere it is one.
 func Sum(path string) (string, error) {

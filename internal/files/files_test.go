@@ -63,3 +63,29 @@ func TestReadRefusesWhatAnotherUserCanPlant(t *testing.T) {
 		})
 	}
 }
+
+// TestStatNamesWhatIsMissing: nothing at a path is "absent", a link to
+// nothing is "dangling link", and a file is its info with nothing missing.
+func TestStatNamesWhatIsMissing(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(filepath.Join(dir, "gone"), link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, path, missing string }{
+		{"a file", file, ""},
+		{"nothing", filepath.Join(dir, "none"), "absent"},
+		{"a link to nothing", link, "dangling link"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fi, missing, err := Stat(tt.path)
+			if err != nil || missing != tt.missing || (fi == nil) != (tt.missing != "") {
+				t.Errorf("Stat = %v, %q, %v; want missing %q", fi, missing, err, tt.missing)
+			}
+		})
+	}
+}

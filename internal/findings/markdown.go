@@ -91,31 +91,20 @@ func WriteMarkdown(w io.Writer, f *Findings) error {
 			if fl.Replay != "" && !strings.Contains(action, fl.Replay) {
 				action = strings.TrimSpace(action + " Replay: " + fl.Replay)
 			}
-			fmt.Fprintf(&b, "| %s | %s | **%s** | %s | %s | %s |\n", t(fl.What), t(fl.Verdict), fl.Blame, t(why), orNone(cells(fl.Claims)), t(orNone(action)))
+			fmt.Fprintf(&b, "| %s | %s | **%s** | %s | %s | %s |\n", t(fl.What), t(fl.Verdict), fl.Blame, t(why), orNone(markdown.List(fl.Claims)), t(orNone(action)))
 		}
 		b.WriteString("\n")
 	}
 
-	b.WriteString("## Claims not reached\n\n")
-	if len(f.NotReached) == 0 {
-		b.WriteString("Every claim in scope was reached by a leg of this run.\n\n")
-	}
+	var notReached, missing []string
 	for _, n := range f.NotReached {
-		fmt.Fprintf(&b, "- %s: %s\n", t(n.Claim), t(n.Why))
+		notReached = append(notReached, t(n.Claim)+": "+t(n.Why))
 	}
-	if len(f.NotReached) > 0 {
-		b.WriteString("\n")
-	}
-	b.WriteString("## Missing claims\n\n")
-	if len(f.Missing) == 0 {
-		b.WriteString("Every behaviour the oracles check is a promise some claim states.\n\n")
-	}
+	bullets(&b, "Claims not reached", "Every claim in scope was reached by a leg of this run.", notReached)
 	for _, m := range f.Missing {
-		fmt.Fprintf(&b, "- %s: %s\n", t(m.Surface), t(m.Evidence))
+		missing = append(missing, t(m.Surface)+": "+t(m.Evidence))
 	}
-	if len(f.Missing) > 0 {
-		b.WriteString("\n")
-	}
+	bullets(&b, "Missing claims", "Every behaviour the oracles check is a promise some claim states.", missing)
 
 	b.WriteString("## Coverage adequacy\n\n")
 	if len(f.Adequacy) > 0 {
@@ -147,17 +136,23 @@ func WriteMarkdown(w io.Writer, f *Findings) error {
 	return err
 }
 
-func cells(xs []string) string {
-	out := make([]string, len(xs))
-	for i, x := range xs {
-		out[i] = markdown.Text(x)
-	}
-	return strings.Join(out, ", ")
-}
-
 func orNone(s string) string {
 	if s == "" {
 		return "none"
 	}
 	return s
+}
+
+// bullets writes a section of items, or, when it has none, the sentence
+// that says so: a section is never left empty.
+func bullets(b *strings.Builder, title, none string, items []string) {
+	fmt.Fprintf(b, "## %s\n\n", title)
+	if len(items) == 0 {
+		b.WriteString(none + "\n\n")
+		return
+	}
+	for _, it := range items {
+		fmt.Fprintf(b, "- %s\n", it)
+	}
+	b.WriteString("\n")
 }

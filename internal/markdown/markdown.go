@@ -87,6 +87,16 @@ func CellCode(s string) string {
 	return strings.ReplaceAll(Code(s), "|", "\\|")
 }
 
+// List renders a list of items for one table cell or line: each item
+// escaped as Text, joined by ", ".
+func List(xs []string) string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = Text(x)
+	}
+	return strings.Join(out, ", ")
+}
+
 // Block renders text of several lines (a test's output) as a fenced code
 // block: its lines kept, each line's control characters shown as Go
 // escapes, the fence longer than any run of backticks or tildes inside,

@@ -75,3 +75,17 @@ func TestBlockIsNeverEndedByWhatItHolds(t *testing.T) {
 		t.Errorf("Clip cut inside a rune: %q", got)
 	}
 }
+
+// TestListEscapesEachItem: a list's items are each literal text, so one
+// item's pipe or markup neither ends a cell nor reaches the next.
+func TestListEscapesEachItem(t *testing.T) {
+	got := List([]string{"a|b", "*c*", "d"})
+	for _, bad := range []string{"a|b", "*c*"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("List kept %q raw: %q", bad, got)
+		}
+	}
+	if !strings.HasSuffix(got, ", d") || List(nil) != "" {
+		t.Errorf("List = %q, List(nil) = %q", got, List(nil))
+	}
+}

@@ -117,8 +117,8 @@ type git struct {
 	dir string
 }
 
-// out runs git and returns its output, trimmed.
-func (g git) out(args ...string) (string, error) {
+// run runs git and returns its output; a failure carries git's own words.
+func (g git) run(args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(g.ctx, "git", args...)
 	cmd.Dir = g.dir
 	var stderr bytes.Buffer
@@ -126,23 +126,25 @@ func (g git) out(args ...string) (string, error) {
 	b, err := cmd.Output()
 	if err != nil {
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
-			return "", fmt.Errorf("%v: %s", err, msg)
+			return nil, fmt.Errorf("%v: %s", err, msg)
 		}
-		return "", err
+		return nil, err
 	}
-	return strings.TrimSpace(string(b)), nil
+	return b, nil
+}
+
+// out runs git and returns its output, trimmed.
+func (g git) out(args ...string) (string, error) {
+	b, err := g.run(args...)
+	return strings.TrimSpace(string(b)), err
 }
 
 // list runs git with -z output and returns its entries; for status
 // --porcelain each entry keeps its two status letters.
 func (g git) list(args ...string) ([]string, error) {
-	cmd := exec.CommandContext(g.ctx, "git", args...)
-	cmd.Dir = g.dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	b, err := cmd.Output()
+	b, err := g.run(args...)
 	if err != nil {
-		return nil, fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
+		return nil, err
 	}
 	var out []string
 	for _, e := range strings.Split(string(b), "\x00") {

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/contested/contested/internal/testmodule"
 )
 
 // repo makes a git repository in a temporary directory whose module is
@@ -38,13 +40,7 @@ func repo(t *testing.T, sub string) (string, string) {
 
 func writeFile(t *testing.T, dir, rel, content string) {
 	t.Helper()
-	p := filepath.Join(dir, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testmodule.WriteFile(t, filepath.Join(dir, filepath.FromSlash(rel)), content)
 }
 
 func run(t *testing.T, dir string, args ...string) string {

@@ -54,7 +54,7 @@ func WriteMarkdown(w io.Writer, p *Plan) error {
 			if f.Lease != "" {
 				lease = "yes (" + markdown.CellCode(f.Lease) + ")"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", markdown.CellCode(f.Path), f.Kind, cells(clip(f.Packages, 3)), cells(f.Surfaces), lease)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", markdown.CellCode(f.Path), f.Kind, markdown.List(clip(f.Packages, 3)), markdown.List(f.Surfaces), lease)
 		}
 		b.WriteString("\n")
 	}
@@ -65,15 +65,15 @@ func WriteMarkdown(w io.Writer, p *Plan) error {
 	b.WriteString("## 2. Claims at risk\n\n")
 	b.WriteString("| claim | category | text | legs at this level | tests | how the change reaches it |\n| --- | --- | --- | --- | --- | --- |\n")
 	for _, c := range p.Claims {
-		legs := cells(c.Legs)
+		legs := markdown.List(c.Legs)
 		if len(c.NotAtLevel) > 0 {
-			legs += " (not at this level: " + cells(c.NotAtLevel) + ")"
+			legs += " (not at this level: " + markdown.List(c.NotAtLevel) + ")"
 		}
 		cat := string(c.Category)
 		if c.Serious {
 			cat += " (serious)"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", t(c.Key), cat, t(c.Text), orNone(legs), cells(c.Tests), t(strings.Join(c.Why, "; ")))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", t(c.Key), cat, t(c.Text), orNone(legs), markdown.List(c.Tests), t(strings.Join(c.Why, "; ")))
 	}
 	b.WriteString("\n")
 	for _, c := range p.Claims {
@@ -87,7 +87,7 @@ func WriteMarkdown(w io.Writer, p *Plan) error {
 	} else {
 		b.WriteString("| id | claim | pitfall | how it could fail | levers that can force it | models that can check it |\n| --- | --- | --- | --- | --- | --- |\n")
 		for _, h := range p.Hypotheses {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", h.ID, t(h.Claim), t(h.Title), t(h.Text), orNone(cells(h.Levers)), orNone(cells(h.Models)))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", h.ID, t(h.Claim), t(h.Title), t(h.Text), orNone(markdown.List(h.Levers)), orNone(markdown.List(h.Models)))
 		}
 		b.WriteString("\n")
 	}
@@ -133,7 +133,7 @@ func WriteMarkdown(w io.Writer, p *Plan) error {
 		if gap == GapNone {
 			gap = "covered"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | **%s** | %s | %s |\n", t(r.Claim), r.Hypothesis, orNone(cells(r.Legs)), cells(r.Tests), t(r.Last), gap, t(r.Why), orNone(r.Scenario))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | **%s** | %s | %s |\n", t(r.Claim), r.Hypothesis, orNone(markdown.List(r.Legs)), markdown.List(r.Tests), t(r.Last), gap, t(r.Why), orNone(r.Scenario))
 	}
 	b.WriteString("\n## 5. Level\n\n")
 	fmt.Fprintf(&b, "%s Run with %s.\n\n", t(p.Level.Why), code(fmt.Sprintf("CONTESTED_LEVEL=%d", p.Level.Level)))
@@ -155,7 +155,7 @@ func WriteMarkdown(w io.Writer, p *Plan) error {
 			if r.Alternative != "" {
 				what += "; or " + r.Alternative
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.Name, cells(clip(r.NeededBy, 6)), t(what), t(here), t(r.Provide))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.Name, markdown.List(clip(r.NeededBy, 6)), t(what), t(here), t(r.Provide))
 		}
 		b.WriteString("\n")
 	}
@@ -167,7 +167,7 @@ func WriteMarkdown(w io.Writer, p *Plan) error {
 	for _, s := range p.Scenarios {
 		fmt.Fprintf(&b, "### %s: %s\n\n", s.ID, t(s.Name))
 		field := func(name, value string) { fmt.Fprintf(&b, "- **%s**: %s\n", name, value) }
-		field("Falsifies if it fails", cells(s.Falsifies))
+		field("Falsifies if it fails", markdown.List(s.Falsifies))
 		field("Closes", strings.Join(s.Closes, ", ")+" (gap: "+s.Gap+")")
 		field("Workload", t(s.Workload))
 		field("Faults", t(s.Faults))
@@ -241,15 +241,6 @@ func sortedRows(p *Plan) []Row {
 		return 0
 	})
 	return rows
-}
-
-// cells renders a list for a table cell, each item escaped.
-func cells(xs []string) string {
-	out := make([]string, len(xs))
-	for i, x := range xs {
-		out[i] = markdown.Text(x)
-	}
-	return strings.Join(out, ", ")
 }
 
 func orNone(s string) string {

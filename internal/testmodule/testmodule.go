@@ -14,13 +14,18 @@ func Write(tb testing.TB, files map[string]string) string {
 	tb.Helper()
 	dir := tb.TempDir()
 	for name, body := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			tb.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			tb.Fatal(err)
-		}
+		WriteFile(tb, filepath.Join(dir, name), body)
 	}
 	return dir
+}
+
+// WriteFile writes body to the file at path, making its directories.
+func WriteFile(tb testing.TB, path, body string) {
+	tb.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		tb.Fatal(err)
+	}
 }

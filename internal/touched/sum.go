@@ -77,13 +77,10 @@ func (in *Inputs) path(op, name string) (string, error) {
 // content, an opened directory's listing, a stat'ed directory's kind.
 func (in *Inputs) hash(op, name string) (string, error) {
 	p := in.paths.path(name)
-	fi, err := os.Stat(p)
+	fi, missing, err := files.Stat(p)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if _, lerr := os.Lstat(p); lerr == nil {
-			return "dangling link", nil
-		}
-		return "absent", nil
+	case missing != "":
+		return missing, nil
 	case errors.Is(err, fs.ErrPermission):
 		return "not readable", nil
 	case err != nil:

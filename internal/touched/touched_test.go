@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/contested/contested/internal/testmodule"
 	"github.com/contested/contested/internal/touched"
 )
 
@@ -71,15 +72,7 @@ func run(t *testing.T, bin, dir string, env []string) string {
 	return log
 }
 
-func writeFile(t *testing.T, p, body string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+func writeFile(t *testing.T, p, body string) { t.Helper(); testmodule.WriteFile(t, p, body) }
 
 // TestWhatATestTouchedIsItsInput: each change to something the test read
 // at run time changes the digest of its record, and nothing else does:
