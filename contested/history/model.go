@@ -12,8 +12,8 @@ import (
 )
 
 // A Model is a sequential specification that Check holds a history against. This package
-// provides seven (Accounts, Bank, Idempotent, KV, Lease, Lock, Queue); a new one, in this
-// package or in yours, needs only these three methods.
+// provides the models the package doc lists, each made by its New function; a new one, in
+// this package or in yours, needs only these three methods.
 type Model interface {
 	// Name names the model in results and visualization files.
 	Name() string
@@ -43,17 +43,18 @@ const (
 	OutcomeNoneFree = "none-free" // acquire: every port was held
 )
 
-// Op types the models understand.
+// Op types more than one model understands. Each model's doc lists the ops it takes, with
+// their keys, inputs and outputs; a model's own op types are in its file.
 const (
-	TypeRead     = "read"     // Accounts: key = account, output = balance
-	TypeWrite    = "write"    // Accounts: key = account, input = new balance
-	TypeDeposit  = "deposit"  // Accounts: key = account, input = amount added
-	TypeTransfer = "transfer" // Accounts: input = Transfer, output = ok | rejected
+	TypeRead     = "read"     // Accounts, Bank, KV
+	TypeWrite    = "write"    // Accounts, Bank, KV
+	TypeDeposit  = "deposit"  // Accounts, Bank
+	TypeTransfer = "transfer" // Accounts, Bank: input = Transfer, output = ok | rejected
 	TypeBalances = "balances" // Accounts, Bank: output = balances of several accounts at once
-	TypeAcquire  = "acquire"  // Lease: input = LeaseRef{Holder}, output = Acquired | "none-free"
-	TypeRenew    = "renew"    // Lease: input = LeaseRef, output = ok | fenced
-	TypeRelease  = "release"  // Lease: input = LeaseRef, output = ok | fenced
-	TypeReclaim  = "reclaim"  // Lease: input = LeaseRef{Port, Epoch}, output = ok | fenced
+	TypeAcquire  = "acquire"  // Lease, Lock
+	TypeRenew    = "renew"    // Lease, Lock
+	TypeRelease  = "release"  // Lease, Lock
+	TypeReclaim  = "reclaim"  // Lease
 )
 
 // result is how a model sees an op's outcome.

@@ -2,11 +2,13 @@ package command
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/gate"
 	"github.com/contested/contested/internal/gate/ladder"
@@ -142,6 +144,33 @@ func TestArtifactsThatFailToSaveAreNotAnnouncedAsSaved(t *testing.T) {
 			for _, line := range strings.Split(text, "\n") {
 				if strings.Contains(line, "NOT saved") && (strings.Contains(line, "ladder: saved") || strings.HasPrefix(line, "reports: ")) {
 					t.Errorf("a line says both: %s", line)
+				}
+			}
+		})
+	}
+}
+
+// TestWriteReportsWritesEveryFormat: a run with a battery is written in
+// every format report.Formats lists, each at its path and named on the
+// reports line; one without a battery skips the formats that need one
+// and names no file it did not write.
+func TestWriteReportsWritesEveryFormat(t *testing.T) {
+	clearCI(t)
+	bat := &battery.Result{Tests: []battery.Test{{Package: "example.com/m", Name: "TestA", Action: "pass"}}}
+	for _, tc := range []struct {
+		name    string
+		battery *battery.Result
+	}{{"with a battery", bat}, {"without one", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			var out strings.Builder
+			writeReports(rundir.Dir(root), report.Page{Title: "t", Battery: tc.battery}, &out)
+			for _, f := range report.Formats {
+				var probe strings.Builder
+				shows := !errors.Is(f.Write(&probe, report.Page{Battery: tc.battery}), report.ErrNothingToShow)
+				_, err := os.Stat(filepath.Join(root, f.Path()))
+				if (err == nil) != shows || strings.Contains(out.String(), f.Path()) != shows {
+					t.Errorf("%T: written %v, named %v; want %v:\n%s", f, err == nil, strings.Contains(out.String(), f.Path()), shows, out.String())
 				}
 			}
 		})

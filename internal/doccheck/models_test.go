@@ -166,6 +166,19 @@ func TestEveryModelIsListedWhereAReaderLooks(t *testing.T) {
 			t.Errorf("internal/plan builds model %q, which contested/history does not have (%v)", name, ms)
 		}
 	}
+	// The models page says which models have no cookbook page: the ones
+	// noCookbookPage exempts, no other.
+	var without string
+	for _, line := range strings.Split(readPage(t, "docs/concepts/models.md"), "\n") {
+		if strings.Contains(line, "have none") || strings.Contains(line, "has none") {
+			without = line
+		}
+	}
+	for _, m := range ms {
+		if _, exempt := noCookbookPage[m]; exempt != strings.Contains(without, "`"+m+"`") {
+			t.Errorf("docs/concepts/models.md's line on models without a cookbook page (%q) and noCookbookPage disagree on %s", without, m)
+		}
+	}
 	for m := range noCookbookPage {
 		if !slices.Contains(ms, m) {
 			t.Errorf("noCookbookPage names %s, which is no model", m)

@@ -4,9 +4,14 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -201,5 +206,46 @@ func TestReportRendersInABrowser(t *testing.T) {
 		if !strings.Contains(dom, want) {
 			t.Errorf("the rendered page lacks %q", want)
 		}
+	}
+}
+
+// TestEveryFormatTypeIsInFormats: each type of this package with a Path
+// and a Write method is in Formats, so a new format is written by
+// validate, program-gate and the merge, not only compiled.
+func TestEveryFormatTypeIsInFormats(t *testing.T) {
+	fset := token.NewFileSet()
+	paths, _ := filepath.Glob("*.go")
+	methods := map[string][]string{}
+	for _, p := range paths {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, p, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv != nil {
+				if id, ok := fn.Recv.List[0].Type.(*ast.Ident); ok {
+					methods[id.Name] = append(methods[id.Name], fn.Name.Name)
+				}
+			}
+		}
+	}
+	listed := map[string]bool{}
+	for _, f := range Formats {
+		listed[reflect.TypeOf(f).Name()] = true
+	}
+	found := 0
+	for typ, ms := range methods {
+		if slices.Contains(ms, "Path") && slices.Contains(ms, "Write") {
+			found++
+			if !listed[typ] {
+				t.Errorf("%s is a Format but not in Formats: no command writes it", typ)
+			}
+		}
+	}
+	if found < 2 {
+		t.Errorf("found %d format types; the search for them is broken", found)
 	}
 }
