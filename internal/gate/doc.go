@@ -18,5 +18,5 @@
 // Verify never deletes anything except the gate stamp, and only after a successful paired
 // verification (the stamp is single-use). A refused run leaves every file in place for triage.
 // Its subpackages judge and explain beyond the six phases: verdict (the ten leg verdicts),
-// contract (a surface judged in isolation), ladder (arbitration) and report (HTML, JUnit).
+// contract (a surface judged in isolation), ladder (arbitration) and report (its formats, one file each).
 package gate
