@@ -464,7 +464,7 @@ func faultAnnotations(faults []FaultWindow, ops []Op) []porcupine.Annotation {
 
 // FileStem is the file name, without extension, under which the history of
 // the check called name (the model's name when empty) is saved: the one
-// sanitizer's (faultrecord.SafeName), with dots trimmed so that an
+// sanitizer's (faultdir.SafeName), with dots trimmed so that an
 // extension joins cleanly (it never starts with one, so the stem is never
 // empty).
 func FileStem(name, model string) string {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/contested/contested/e2e/internal/e2etest"
 	"github.com/contested/contested/internal/faultdir"
+	"github.com/contested/contested/internal/gate/ladder"
 )
 
 const poisonStale = `package stock
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contested/contested/faultrecord"
 )
 
 // A valid record whose mtime predates the gate stamp: evidence of an
@@ -46,13 +48,12 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
 )
 
 // Half a record, as a writer killed mid-write without the atomic rename
 // would leave it.
 func TestPoisonTruncated(t *testing.T) {
-	p := filepath.Join(faultdir.Of(os.Getenv("CONTESTED_RESULTS_DIR")), "truncated.json")
+	p := filepath.Join(os.Getenv("CONTESTED_RESULTS_DIR"), "fault", "truncated.json")
 	if err := os.WriteFile(p, []byte(` + "`" + `{"schema":"contested/faultrecord@1","run_id":"x","test":"TestStockContract/reset","surf` + "`" + `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +125,13 @@ tests = ["TestOutsideRegistry"]
 			out, code := e2etest.Mage(t, dir, nil, "validate")
 			if code != 1 {
 				t.Fatalf("exit %d, want 1 (refused):\n%s", code, out)
+			}
+			var v e2etest.ValidateJSON
+			e2etest.ReadJSON(t, filepath.Join(dir, "test-results", "validate.json"), &v)
+			for _, f := range v.BatteryFailures {
+				if f.What == ladder.NotBuilt || f.What == ladder.NotLoaded {
+					t.Fatalf("the poisoned variant itself %s, so it proves nothing: %s", f.What, f.FirstLine)
+				}
 			}
 			r := e2etest.ReadReport(t, dir)
 			if r.Certified || r.Phases[tt.phase-1].OK {

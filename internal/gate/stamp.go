@@ -25,7 +25,7 @@ type stampFile struct {
 const stampSchema = "contested/gatestamp@1"
 
 // WriteStamp writes dir/.gate-stamp atomically, creating dir if needed. dir must be a fault
-// directory ([faultrecord.FaultDir]), and neither it nor its results root may be a symbolic link: the stamp
+// directory ([faultdir.Of]), and neither it nor its results root may be a symbolic link: the stamp
 // is never written through one. The stamp's mtime is the reference for phase 1: every record
 // must be strictly newer. Write it after [Purge] and before the battery starts.
 func WriteStamp(dir, runID string) error {

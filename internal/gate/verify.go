@@ -80,7 +80,7 @@ func (m *Mode) UnmarshalText(b []byte) error {
 
 // Options drive one [Verify]. Dir and Mode are required; everything else has a usable zero value.
 type Options struct {
-	// Dir is the fault directory, faultrecord.FaultDir of the run's results directory
+	// Dir is the fault directory, faultdir.Of the run's results directory
 	// (internal/runenv). It is required, and its base name must be "fault" (see
 	// faultdir.ErrNotFaultDir).
 	Dir string
