@@ -3,6 +3,7 @@ package reuse
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,6 +55,53 @@ func TestFixtures(t *testing.T) {
 }
 `
 
+// initReadsTest is a package of the adopter that reads where the testing
+// package's log does not see: in init, in a package-level variable's
+// initializer, in TestMain before m.Run, and in a worker process started
+// from its own test binary.
+const initReadsTest = `package initreads
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+var mode string
+
+func init() { mode = os.Getenv("INITREADS_MODE") }
+
+var maxQty = func() string {
+	b, _ := os.ReadFile("../config/max_qty")
+	return strings.TrimSpace(string(b))
+}()
+
+var count string
+
+func TestMain(m *testing.M) {
+	if os.Getenv("INITREADS_WORKER") == "1" {
+		fmt.Print(os.Getenv("WORKER_COPIES"))
+		os.Exit(0)
+	}
+	count = os.Getenv("INITREADS_COUNT")
+	os.Exit(m.Run())
+}
+
+func TestInitReads(t *testing.T) {
+	if mode != "" || maxQty != "10" || count != "" {
+		t.Errorf("read before the test log: mode %q, max_qty %q, count %q", mode, maxQty, count)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "INITREADS_WORKER=1")
+	out, err := cmd.Output()
+	if err != nil || string(out) != "" {
+		t.Errorf("the worker read WORKER_COPIES=%q (%v)", out, err)
+	}
+}
+`
+
 // TestAReusedGreenNeverStandsForChangedInputs: after a GREEN, certified
 // run, each change to what a package's tests read or are built from
 // (however the file is edited, whatever links lead to it) makes the
@@ -64,6 +112,8 @@ func TestAReusedGreenNeverStandsForChangedInputs(t *testing.T) {
 		"fixtures/fixtures_test.go":   fixturesTest,
 		"fixtures/fixture.json":       "ok\n",
 		"fixtures/migrations/001.sql": "ok\n",
+		"initreads/initreads_test.go": initReadsTest,
+		"config/max_qty":              "10\n",
 		"go.mod":                      "",
 	})
 	parent, outside := filepath.Dir(dir), t.TempDir()
@@ -130,6 +180,12 @@ func TestAReusedGreenNeverStandsForChangedInputs(t *testing.T) {
 		{"a go.work above the module gains a replace", func(t *testing.T) func() {
 			return rewrite(t, filepath.Join(parent, "go.work"), "go 1.26.0\n\nuse ./adopter\n\nreplace example.com/dep v1.0.0 => ./dep2\n")
 		}, nil, "TestFixtures"},
+		{"a variable read in init", func(t *testing.T) func() { return func() {} }, []string{"INITREADS_MODE=broken"}, "TestInitReads"},
+		{"a file a package-level variable reads", func(t *testing.T) func() {
+			return rewrite(t, filepath.Join(dir, "config/max_qty"), "-1\n")
+		}, nil, "TestInitReads"},
+		{"a variable TestMain reads before m.Run", func(t *testing.T) func() { return func() {} }, []string{"INITREADS_COUNT=0"}, "TestInitReads"},
+		{"a variable a worker process of the test binary reads", func(t *testing.T) func() { return func() {} }, []string{"WORKER_COPIES=2"}, "TestInitReads"},
 		{"the planted defect, its build constraint deleted in place", func(t *testing.T) func() {
 			p := filepath.Join(dir, "defect.go")
 			return rewrite(t, p, strings.Replace(read(t, p), "//go:build adopter_defect\n", "", 1))
@@ -148,10 +204,19 @@ func TestAReusedGreenNeverStandsForChangedInputs(t *testing.T) {
 		if pkgs, _ := reused(r); tt.failing == "TestFixtures" && contains(pkgs, fixturesPkg) {
 			t.Errorf("%s: %s was reused", tt.name, fixturesPkg)
 		}
+		// The replay carries the variable the run was given, wherever the
+		// code read it.
+		for _, kv := range tt.env {
+			if !slices.ContainsFunc(strings.Split(out, "\n"), func(l string) bool {
+				return strings.Contains(l, "replay: ") && strings.Contains(l, " "+kv+" ")
+			}) {
+				t.Errorf("%s: no replay line carries %s:\n%s", tt.name, kv, out)
+			}
+		}
 	}
 	// Back where it was certified: reused again.
-	if back, _, _ := validate(t, dir, nil); !back.Reuse.All {
-		t.Errorf("every change undone: reuse %+v; want everything reused from the first run", back.Reuse)
+	if back, out, _ := validate(t, dir, nil); !back.Reuse.All {
+		t.Errorf("every change undone: reuse %+v; want everything reused from the first run:\n%s", back.Reuse, out)
 	}
 }
 

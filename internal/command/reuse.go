@@ -82,7 +82,12 @@ type reuse struct {
 	// the packages' directories.
 	surfPkgs map[string][]string
 	dirs     map[string]string
-	certs    *certify.Set
+	// files are each package's own source files and testdata (digest's
+	// Files); source reads, from those files, what its tests could read
+	// outside their log.
+	files  map[string][]string
+	source *touched.Source
+	certs  *certify.Set
 	pkgs     map[string]certify.Certificate // reused packages
 	surfs    map[string]certify.Certificate // reused surfaces
 	// changed are the surfaces whose certificate is for other inputs,
@@ -146,6 +151,7 @@ func planReuse(ctx context.Context, opts ValidateOptions, ws *workspace, sharded
 	r.paths = touchedPaths(ws.env.ModuleRoot, ws.env.ResultsDir, mod.GoDirs)
 	r.paths.Covered = []string{ws.env.Registry}
 	r.inputs = touched.NewInputs(r.paths, os.LookupEnv)
+	r.source = touched.NewSource()
 	r.keys(mod, ws.reg, ws.env.Level)
 	r.certs = readCertificates(ctx, ws.env.ResultsDir, ws.reg.Guard.CanonicalDatabases, trust, mod.Path, r.digests(), out)
 	r.rep.Ignored = r.certs.Ignored
@@ -225,7 +231,7 @@ func absentReads(root string, reg *registry.Registry) []string {
 	for _, r := range reg.Reuse.Reads {
 		for _, p := range r.Paths {
 			if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(p))); errors.Is(err, fs.ErrNotExist) {
-				out = append(out, fmt.Sprintf("%s:%d: [reuse] reads names %s for %s, which is not there; correct the path, or remove it", filepath.Base(reg.Path), r.Line, p, r.Pattern))
+				out = append(out, fmt.Sprintf("%s:%d: [reuse] reads names %s for %s, which is not there now: its appearing runs the package; if it is a typo, correct the path", filepath.Base(reg.Path), r.Line, p, r.Pattern))
 			}
 		}
 	}
@@ -258,11 +264,12 @@ func (r *reuse) keys(mod *digest.Module, reg *registry.Registry, level int) {
 		b, _ := json.Marshal(s)
 		entry[s.ID] = string(b)
 	}
-	r.pkgKey, r.surfKey, r.surfPkgs, r.dirs = map[string]string{}, map[string]string{}, map[string][]string{}, map[string]string{}
+	r.pkgKey, r.surfKey, r.surfPkgs, r.dirs, r.files = map[string]string{}, map[string]string{}, map[string][]string{}, map[string]string{}, map[string][]string{}
 	pkgSurfs := map[string][]string{}
 	for _, p := range mod.Packages {
 		r.all = append(r.all, p.ImportPath)
 		r.dirs[p.ImportPath] = p.Dir
+		r.files[p.ImportPath] = p.Files
 		for _, t := range p.Tests {
 			if s, ok := contract.SurfaceOf(reg, mod.Path, p.ImportPath, t); ok && !slices.Contains(pkgSurfs[p.ImportPath], s.ID) {
 				pkgSurfs[p.ImportPath] = append(pkgSurfs[p.ImportPath], s.ID)
@@ -483,7 +490,7 @@ func (v *validation) deeper(ctx context.Context, judged []*contract.Result) map[
 			continue
 		}
 		say := fmt.Sprintf("%s, so it ran over the %s budget's %d seeds ([reuse] changed = %q)", reason, v.reg.Reuse.Changed, len(seeds), v.reg.Reuse.Changed)
-		fmt.Fprintf(v.out, "\nvalidate: %s %s\n", terminal.Escape(s.ID), terminal.Escape(say))
+		fmt.Fprintf(v.out, "\nvalidate: %s: %s\n", terminal.Escape(s.ID), terminal.Escape(say))
 		res, err := contract.Run(ctx, s, contract.Options{Env: v.env, Out: v.out, Binaries: v.binaries, Seeds: seeds, Capabilities: v.caps})
 		if err != nil {
 			fmt.Fprintf(v.out, "validate: %s: running it deeper: %v; its battery verdict stands\n", s.ID, err)

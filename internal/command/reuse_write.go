@@ -265,7 +265,9 @@ func (r *reuse) write(ctx context.Context, root rundir.Dir, canonical, env []str
 	fmt.Fprintf(out, "validate: certified %s and %s for reuse (%s)\n", count(pkgs, "package"), count(len(certs)-pkgs, "surface"), where)
 }
 
-// record is what a package's tests touched: its test log, or nothing for a
+// record is what a package's tests touched: its test log, with what its
+// source names that the log cannot see (touched.Source: reads at package
+// init, in TestMain before m.Run, in a worker process), or nothing for a
 // package without tests (no binary ran).
 func (r *reuse) record(p battery.Package, res *battery.Result, paths touched.Paths) (touched.Record, error) {
 	log, ok := res.TestLogs[p.Name]
@@ -276,7 +278,31 @@ func (r *reuse) record(p battery.Package, res *battery.Result, paths touched.Pat
 		return touched.Record{}, touched.ErrLog
 	}
 	paths.Dir = r.dirs[p.Name]
-	return touched.ParseFile(log, paths)
+	rec, err := touched.ParseFile(log, paths)
+	if err != nil {
+		return touched.Record{}, err
+	}
+	src, err := r.source.Record(paths, r.files[p.Name])
+	if err != nil {
+		return touched.Record{}, err
+	}
+	return rec.Merge(src), nil
+}
+
+// sourceEnv are the variables a package's source names (touched.Source),
+// which its replays carry when the run set them; none when this run
+// computed no digests.
+func (r *reuse) sourceEnv(pkg string) []string {
+	if r == nil || r.source == nil {
+		return nil
+	}
+	paths := r.paths
+	paths.Dir = r.dirs[pkg]
+	rec, err := r.source.Record(paths, r.files[pkg])
+	if err != nil {
+		return nil
+	}
+	return rec.Env
 }
 
 func hasTests(res *battery.Result, pkg string) bool {

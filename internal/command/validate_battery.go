@@ -116,7 +116,7 @@ func (v *validation) runBattery(ctx context.Context, patterns, args []string) (*
 	}
 	v.recordNoise(neighbour, res)
 	events.Close()
-	v.replay = replayEnvs(v.env, res)
+	v.replay = replayEnvs(v.env, res, v.reuse.sourceEnv)
 	v.rep.ReplayEnv = v.replay
 	if say := res.AtOnce(); say != "" {
 		fmt.Fprintf(v.out, "battery: %s; another started only while the machine's run queue was under 2 per core\n", say)
@@ -154,10 +154,11 @@ func (v *validation) testLogs() (dir string, drop func()) {
 }
 
 // replayEnvs are the variables each package's tests read that its
-// replays must set (package replayenv), from the logs of what they read. A
-// package go test ran itself logged nothing, and its replays carry
-// nothing.
-func replayEnvs(env runenv.Env, res *battery.Result) *replayenv.Set {
+// replays must set (package replayenv): from the logs of what they read,
+// and from what its source names (sourceEnv), which covers what the log
+// cannot see (package init, TestMain, a worker). A package go test ran
+// itself logged nothing, and its replays carry what its source names.
+func replayEnvs(env runenv.Env, res *battery.Result, sourceEnv func(pkg string) []string) *replayenv.Set {
 	if res == nil {
 		return nil
 	}
@@ -165,6 +166,11 @@ func replayEnvs(env runenv.Env, res *battery.Result) *replayenv.Set {
 	for pkg, log := range res.TestLogs {
 		if rec, err := touched.ParseFile(log, touched.Paths{Root: env.ModuleRoot, Dir: env.ModuleRoot}); err == nil {
 			read[pkg] = rec.Env
+		}
+	}
+	for _, p := range res.Packages {
+		if names := sourceEnv(p.Name); len(names) > 0 {
+			read[p.Name] = slices.Compact(slices.Sorted(slices.Values(append(read[p.Name], names...))))
 		}
 	}
 	return replaySet(env, read)

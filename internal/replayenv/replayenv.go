@@ -12,8 +12,9 @@
 //
 // The testing package logs what a package's test binary read, not what
 // each test read: every replay of a package carries what any of its tests
-// read. What a process the test started reads on its own (a worker) is
-// not logged at all: hand it what it needs from the test.
+// read. What the log cannot see (package init, TestMain before m.Run, a
+// worker process) the caller adds from the variables the package's source
+// names (touched.Source).
 package replayenv
 
 import (

@@ -12,8 +12,11 @@
 // connection string is masked, and a file outside the module whose name
 // says it holds a secret counts by its size alone.
 //
-// What a process the test started reads, the network, and a server
-// beyond its images are not seen: no log records them.
+// The log starts inside m.Run, in the test binary alone: Source adds what
+// the package's own source names, for what is read at package init, in
+// TestMain before m.Run or in a worker process of the test binary. A name
+// built at run time and read there, what another program the test starts
+// reads, the network, and a server beyond its images are not seen.
 package touched
 
 import (
