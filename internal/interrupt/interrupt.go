@@ -67,13 +67,17 @@ func OnForce(f func(why string)) {
 
 // Context returns a copy of parent that is cancelled on the first signal
 // (at once, if one was already received), and a function that releases
-// it. The first call installs the process's signal handling.
+// it. The first call installs the process's signal handling, and keeps
+// the process alive when its stdout or stderr is a broken pipe
+// (SurviveBrokenPipe): the teardown a signal starts must not die of the
+// first line it prints.
 func Context(parent context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(parent)
 	mu.Lock()
 	defer mu.Unlock()
 	if !started {
 		started = true
+		SurviveBrokenPipe()
 		ch := make(chan os.Signal, 8)
 		signal.Notify(ch, signals(hangup)...)
 		go watch(ch)

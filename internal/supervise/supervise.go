@@ -83,6 +83,9 @@ func Worker() (target string, ok bool) {
 		return "", false
 	}
 	os.Unsetenv(EnvWorker)
+	// Before anything is printed: a worker whose stdout is a pipe whose
+	// reader is gone (tee, killed by the same Ctrl-C) must still tear down.
+	interrupt.SurviveBrokenPipe()
 	interrupt.StopOnHangup()
 	if f := os.NewFile(crashFD, "crash"); f != nil {
 		// SetCrashOutput keeps a close-on-exec duplicate; the inherited
@@ -171,6 +174,10 @@ func Run(ctx context.Context, opts Options) int {
 	if opts.ForceAfter == 0 {
 		opts.ForceAfter = 3 * time.Second
 	}
+	// The supervisor outlives its worker to say how it ended, and ends a
+	// stop-commands block it left open: a broken stdout must not kill it
+	// first (tee gone with the same Ctrl-C).
+	interrupt.SurviveBrokenPipe()
 	// Learn of our own parent's death (Mage killed by SIGTERM, which it
 	// does not catch) as a signal to relay.
 	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGHUP), 0, 0, 0)

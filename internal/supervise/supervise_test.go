@@ -21,6 +21,9 @@ import (
 // envRole names the worker role the supervisor role starts.
 const envRole = "SUPERVISE_TEST_WORKER"
 
+// envMarker names the file a worker writes when its teardown is done.
+const envMarker = "SUPERVISE_TEST_MARKER"
+
 func TestMain(m *testing.M) {
 	reexec.Main(reexec.Roles{
 		"supervisor": func() int {
@@ -78,6 +81,22 @@ func TestMain(m *testing.M) {
 			<-ctx.Done()
 			time.Sleep(300 * time.Millisecond)
 			fmt.Println("torn down")
+			return 1
+		}),
+		// w-broken-stdout, once stopped, writes to stdout and stderr
+		// (their reader is gone) and then its evidence file, envMarker.
+		"w-broken-stdout": worker(func() int {
+			ctx, stop := interrupt.Context(context.Background())
+			defer stop()
+			fmt.Printf("ready %d\n", os.Getpid())
+			<-ctx.Done()
+			for range 3 {
+				fmt.Println("tearing down the layer")
+				fmt.Fprintln(os.Stderr, "tearing down the layer")
+			}
+			if err := os.WriteFile(os.Getenv(envMarker), []byte("torn down\n"), 0o644); err != nil {
+				return 5
+			}
 			return 1
 		}),
 		"w-hang": worker(func() int {
@@ -296,5 +315,46 @@ func TestAKilledWorkersEndIsToldAndItsBlockEnded(t *testing.T) {
 				t.Errorf("the runner acts on %+v", c)
 			}
 		})
+	}
+}
+
+// TestABrokenStdoutKillsNeitherTheSupervisorNorItsWorker: `go tool mage
+// validate | tee log`, then Ctrl-C: the same SIGINT kills tee, and every
+// later write to stdout or stderr meets a pipe nobody reads. The worker
+// still tears down and writes its evidence, and the supervisor still
+// exits with the worker's code instead of dying of SIGPIPE.
+func TestABrokenStdoutKillsNeitherTheSupervisorNorItsWorker(t *testing.T) {
+	marker := t.TempDir() + "/torn-down"
+	cmd := reexec.Command(t, "supervisor", envRole+"=w-broken-stdout", envMarker+"="+marker)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	w.Close()
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "ready") {
+		t.Fatalf("worker: %q, %v", line, err)
+	}
+	r.Close() // tee is gone
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the supervisor did not exit within 30s of SIGINT")
+	}
+	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() || ws.ExitStatus() != 1 {
+		t.Errorf("the supervisor ended with %v, want exit 1 (the worker's own code)", cmd.ProcessState)
+	}
+	if b, err := os.ReadFile(marker); err != nil || string(b) != "torn down\n" {
+		t.Errorf("the worker's evidence file: %q, %v; want it written after the writes to the broken pipe", b, err)
 	}
 }

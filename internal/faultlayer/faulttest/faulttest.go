@@ -18,6 +18,7 @@ import (
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/capability"
 	"github.com/contested/contested/internal/faultlayer"
+	"github.com/contested/contested/internal/interrupt"
 	"github.com/contested/contested/internal/runenv"
 	"github.com/contested/contested/internal/tier"
 )
@@ -38,6 +39,9 @@ func Layer(tb testing.TB) *faultlayer.Layer {
 	defer mu.Unlock()
 	if !tried {
 		tried = true
+		// This process now owns a layer: its teardown must outlive a
+		// reader of its output that is gone (contested.Run's caller too).
+		interrupt.SurviveBrokenPipe()
 		var cfg faultlayer.Config
 		if cfg, err = faultlayer.ConfigFromEnv(); err == nil {
 			cfg.Log = os.Stderr
@@ -114,6 +118,9 @@ func Close() {
 // Main runs the tests and tears the shared layer down: the whole TestMain
 // of a package whose tests use Layer.
 func Main(m *testing.M) {
+	// The shared layer is torn down after the tests even when whoever read
+	// this binary's output is gone.
+	interrupt.SurviveBrokenPipe()
 	code := m.Run()
 	Close()
 	os.Exit(code)
