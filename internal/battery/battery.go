@@ -62,6 +62,11 @@ type Test struct {
 	Cause string `json:"cause,omitempty"`
 	// Timeout is go test's -timeout ("10m0s") when that is what ended it.
 	Timeout string `json:"timeout,omitempty"`
+	// Interrupted names what stopped the run while the test ran ("SIGINT",
+	// or the run's own cancellation) when the runner knows it stopped it:
+	// then its test binary was stopped too, which is not a crash of the
+	// code under test, and the test's outcome is unconfirmed.
+	Interrupted string `json:"interrupted,omitempty"`
 }
 
 // ID is the test's package-qualified name.
@@ -82,6 +87,9 @@ type Package struct {
 	// running then, most specific only, longest-running first.
 	Timeout string   `json:"timeout,omitempty"`
 	Running []string `json:"running,omitempty"`
+	// Interrupted is Test.Interrupted for a package that failed while the
+	// run was being stopped.
+	Interrupted string `json:"interrupted,omitempty"`
 	// Reused is set when validate did not run the package but reused the
 	// result of the earlier certified run it names (its inputs' digest
 	// matched that run's certificate).
@@ -306,6 +314,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			return fmt.Errorf("%w: %v", ErrNotRun, c.err)
 		}
 		f = newFollower(opts.Out, c.dirs)
+		f.stopped = stoppedBy(ctx)
 		fmt.Fprintf(opts.Out, "battery: go %s (%d packages)\n", strings.Join(args, " "), len(c.dirs))
 		stopBeat = f.heartbeat(opts.Heartbeat)
 		return nil

@@ -1,6 +1,7 @@
 package battery
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/internal/interrupt"
 	"github.com/contested/contested/internal/secret"
 	"github.com/contested/contested/internal/terminal"
 )
@@ -29,8 +31,11 @@ type follower struct {
 	reported map[string]*strings.Builder // per test, its failure messages (t.Error, t.Fatal), while running
 	open     map[string]*openTest        // tests started and not ended, by key
 	timeouts map[string]*timeoutPanic    // per package whose binary timed out
-	strays   strings.Builder
-	last     time.Time
+	// stopped says what stopped the run ("SIGINT"), "" while nothing has:
+	// the runner's evidence that a test binary's exit was its doing.
+	stopped func() (string, time.Time)
+	strays  strings.Builder
+	last    time.Time
 	// dirs are the packages' directories, by import path, and sources
 	// their test files' lines: what tells a failure from a log line.
 	dirs    map[string]string
@@ -140,6 +145,9 @@ func (f *follower) event(ev Event) {
 		if ev.Action == "fail" {
 			p.Output = f.buf(key(pkg, "")).String()
 			f.blameUnfinished(p, ev.Time)
+			if by, _ := f.stoppedNow(); by != "" && p.Timeout == "" {
+				p.Interrupted = by
+			}
 		}
 		delete(f.output, key(pkg, ""))
 		delete(f.running, pkg)
@@ -213,23 +221,84 @@ func (f *follower) blameUnfinished(p *Package, end time.Time) {
 			continue
 		}
 		t := &Test{Package: pkg, Name: name, Action: "fail", Elapsed: end.Sub(o.started), Started: o.started, Output: f.buf(k).String(),
-			Cause: "the test binary exited while it ran: a panic outside the test's goroutine, os.Exit or a crash"}
+			Cause: crashCause}
 		t.Failure = failureText(f.failureBuf(k).String(), t.Output+p.Output, &f.sources, f.dirs[pkg])
 		if tp != nil {
 			t.Timeout = tp.after
 			t.Cause = "timed out: still running when go test's -timeout of " + tp.after + " ended the test binary"
 			t.Failure = t.Cause // the panic go test printed is the timeout's, not the test's
+		} else if by, _ := f.stoppedNow(); by != "" {
+			markInterrupted(t, by)
 		}
 		delete(f.output, k)
 		f.tests[k] = t
 		f.failures++
-		fmt.Fprintf(f.out, "battery:   FAIL %s %s (%s): %s\n", terminal.Escape(short(pkg)), terminal.Escape(name), t.Elapsed.Round(10*time.Millisecond), terminal.Escape(t.Cause))
+		word := "FAIL"
+		if t.Interrupted != "" {
+			word = "STOPPED"
+		}
+		fmt.Fprintf(f.out, "battery:   %s %s %s (%s): %s\n", word, terminal.Escape(short(pkg)), terminal.Escape(name), t.Elapsed.Round(10*time.Millisecond), terminal.Escape(t.Cause))
 	}
 	if tp != nil {
 		p.Timeout = tp.after
 		p.Running = tp.leaves()
 	}
 	delete(f.timeouts, p.Name)
+}
+
+// crashCause is the cause of a test whose binary exited while it ran, when
+// nothing says the run stopped it.
+const crashCause = "the test binary exited while it ran: a panic outside the test's goroutine, os.Exit or a crash"
+
+// stoppedBy returns what says whether, and since when, the runner stopped
+// the run: the signal this process received (internal/interrupt), else
+// ctx's end (a deadline, a cancelled command). That is the runner's own
+// evidence: it sends its go test process group SIGINT itself
+// (interrupt.Command), so a test binary that exited then did not crash.
+func stoppedBy(ctx context.Context) func() (string, time.Time) {
+	var mu sync.Mutex
+	var ended time.Time
+	context.AfterFunc(ctx, func() {
+		mu.Lock()
+		ended = time.Now()
+		mu.Unlock()
+	})
+	return func() (string, time.Time) {
+		if sig, at := interrupt.ReceivedAt(); sig != nil {
+			return interrupt.Name(sig), at
+		}
+		if err := ctx.Err(); err != nil {
+			mu.Lock()
+			defer mu.Unlock()
+			if ended.IsZero() {
+				ended = time.Now()
+			}
+			return "the run's cancellation (" + err.Error() + ")", ended
+		}
+		return "", time.Time{}
+	}
+}
+
+// stopSlack is how long before this process learned of a stop a test
+// binary may have been stopped by the same request: a CI runner or a
+// terminal signals the whole tree at once.
+const stopSlack = 2 * time.Second
+
+// stoppedNow is what stopped the run and when, "" when nothing has (or f
+// has no way to tell).
+func (f *follower) stoppedNow() (string, time.Time) {
+	if f.stopped == nil {
+		return "", time.Time{}
+	}
+	return f.stopped()
+}
+
+// markInterrupted says of t, failed because its binary exited while it
+// ran, that the run was stopped by by: not a crash, and unconfirmed.
+func markInterrupted(t *Test, by string) {
+	t.Interrupted = by
+	t.Cause = "interrupted by " + by + " while it ran: the run stopped its test binary, which is not a crash; the test's outcome is unconfirmed"
+	t.Failure = t.Cause // what the binary printed as it was stopped is the stop's, not the test's
 }
 
 // wasRunning reports whether an unfinished test ran when its binary
@@ -333,8 +402,15 @@ func (f *follower) results() ([]Package, []Test) {
 		}
 	}
 	sort.Slice(ps, func(i, j int) bool { return ps[i].Name < ps[j].Name })
+	// A signal can reach a test binary before this process learns of it
+	// (a CI runner signals the whole tree at once): once the run is over,
+	// a test whose binary exited just before the stop was its too.
+	by, at := f.stoppedNow()
 	var ts []Test
 	for _, t := range f.tests {
+		if by != "" && t.Cause == crashCause && !t.Started.Add(t.Elapsed).Before(at.Add(-stopSlack)) {
+			markInterrupted(t, by)
+		}
 		ts = append(ts, *t)
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].ID() < ts[j].ID() })

@@ -52,6 +52,7 @@ func runPrebuilt(ctx context.Context, opts Options, env, flags []string) (*Resul
 		dirs[p.ImportPath] = p.Dir
 	}
 	f := newFollower(opts.Out, dirs)
+	f.stopped = stoppedBy(ctx)
 	stopBeat := f.heartbeat(opts.Heartbeat)
 	var events sync.Mutex
 	line := func(b []byte) { follow(f, opts.Events, &events, b) }

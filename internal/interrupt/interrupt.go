@@ -41,6 +41,7 @@ var (
 	mu       sync.Mutex
 	started  bool
 	first    os.Signal
+	firstAt  time.Time
 	nextID   int
 	cancels            = map[int]context.CancelFunc{}
 	groups             = map[int]int{} // pgid → trackers
@@ -137,6 +138,15 @@ func Received() os.Signal {
 	return first
 }
 
+// ReceivedAt returns the first signal the process received and when it
+// came, nil and the zero time if none: what tells a child stopped by this
+// run's interruption from one that ended on its own before it.
+func ReceivedAt() (os.Signal, time.Time) {
+	mu.Lock()
+	defer mu.Unlock()
+	return first, firstAt
+}
+
 // Track registers the process group pgid, to be killed if the process is
 // forced to exit; the returned function forgets it.
 func Track(pgid int) (untrack func()) {
@@ -203,7 +213,7 @@ func watch(ch <-chan os.Signal) {
 			mu.Lock()
 			isFirst := first == nil
 			if isFirst {
-				first = sig
+				first, firstAt = sig, time.Now()
 			}
 			fs := make([]context.CancelFunc, 0, len(cancels))
 			for _, c := range cancels {

@@ -166,6 +166,9 @@ func TestPlainSaysWhatEndedATest(t *testing.T) {
 		Output: "=== RUN   TestValidate/a_defect\n    e2e_test.go:80: running validate\npanic: test timed out after 10m0s\n\trunning tests:\n"}
 	panicked := battery.Test{Package: pkg, Name: "TestBoom", Action: "fail", Cause: "the test binary exited while it ran: a panic outside the test's goroutine, os.Exit or a crash",
 		Output: "=== RUN   TestBoom\npanic: the worker gave up\n\ngoroutine 7 [running]:\n"}
+	stopped := battery.Test{Package: pkg, Name: "TestSlow", Action: "fail", Interrupted: "SIGINT",
+		Cause:  "interrupted by SIGINT while it ran: the run stopped its test binary, which is not a crash; the test's outcome is unconfirmed",
+		Output: "=== RUN   TestSlow\nsignal: interrupt\n"}
 	inMain := battery.Package{Name: pkg, Action: "fail", Timeout: "30m0s", Output: "panic: test timed out after 30m0s\n"}
 	tests := []struct {
 		name          string
@@ -178,12 +181,19 @@ func TestPlainSaysWhatEndedATest(t *testing.T) {
 		{"a test that failed", PlainTest(battery.Test{Package: pkg, Name: "TestX", Output: "    x_test.go:3: no\n"}), "x_test.go:3: no", "go tool mage arbitrate TestX"},
 		{"a test that logged, then failed", PlainTest(battery.Test{Package: pkg, Name: "TestX", Output: "    x_test.go:2: 15 tenures\n    x_test.go:3: no\n", Failure: "x_test.go:3: no"}), "x_test.go:3: no", "go test example.com/m/e2e -run '^TestX$'"},
 		{"a package the timeout ended outside any test", PlainPackage(inMain, 0), "timed out after 30m0s", "outside any test (TestMain or its teardown)"},
+		{"a test an interrupted run stopped is unconfirmed, not a crash", PlainTest(stopped), stopped.Cause,
+			"unconfirmed, not a crash: the run was interrupted (SIGINT) while it ran"},
+		{"a package an interrupted run stopped is unconfirmed, not a crash", PlainPackage(battery.Package{Name: pkg, Action: "fail", Interrupted: "SIGTERM", Output: "signal: terminated\nFAIL\texample.com/m/e2e\t1.0s\n"}, 0),
+			"interrupted by SIGTERM: the run stopped its test binary", "unconfirmed, not a crash: the run was interrupted (SIGTERM)"},
 		{"a package that does not build", PlainPackage(battery.Package{Name: pkg, Output: "# example.com/m/e2e\ne2e/x_test.go:3:2: undefined: x\nFAIL\texample.com/m/e2e [build failed]\n"}, 0), "e2e/x_test.go:3:2: undefined: x", "fix the compile error"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.plain.FirstLine != tt.first || !strings.Contains(tt.plain.Action, tt.action) {
 				t.Errorf("got %+v; want first line %q and an action with %q", tt.plain, tt.first, tt.action)
+			}
+			if stopped := strings.Contains(tt.name, "interrupted"); stopped != (tt.plain.Owner == InterruptedOwner) || stopped && strings.Contains(tt.plain.Action, "fix") {
+				t.Errorf("owner %q, action %q; want owner %q and no fix asked for exactly when the run was interrupted", tt.plain.Owner, tt.plain.Action, InterruptedOwner)
 			}
 		})
 	}

@@ -109,7 +109,19 @@ const (
 	GoTestFailed  = "go test could not run"
 	// TimedOutOutside: go test's -timeout ended it while no test ran.
 	TimedOutOutside = "timed out outside any test"
+	// StoppedByRun: the run was interrupted and stopped its test binary.
+	StoppedByRun = "stopped by the run's interruption"
 )
+
+// InterruptedOwner owns what an interrupted run left unfinished: nobody's
+// code is at fault, the outcome is unknown.
+const InterruptedOwner = "nobody: the run was interrupted"
+
+// rerunAfterInterrupt is the action for a test or package an interrupted
+// run stopped.
+func rerunAfterInterrupt(by, alone string) string {
+	return fmt.Sprintf("unconfirmed, not a crash: the run was interrupted (%s) while it ran and stopped its test binary, so nothing is known about it: run validate again, or it alone with %s", by, alone)
+}
 
 // PackageFailure describes a package that failed outside any test, from
 // its go test output and the number of its tests that ran (-1: unknown):
@@ -156,6 +168,9 @@ func PlainTest(t battery.Test) Plain {
 	}
 	alone := fmt.Sprintf("go test %s -run '%s' -count=1 -v", t.Package, seed.RunPattern(t.Name))
 	switch {
+	case t.Interrupted != "":
+		p.FirstLine, p.Owner = t.Cause, InterruptedOwner
+		p.Action = rerunAfterInterrupt(t.Interrupted, alone)
 	case t.Timeout != "":
 		p.FirstLine = t.Cause
 		p.Action = fmt.Sprintf("it was still running when go test's -timeout (%s) ended its test binary: run it alone with %s to see where it waits, then make it faster, or raise the battery's timeout (%s)",
@@ -186,6 +201,11 @@ func firstWith(output, marker, fallback string) string {
 // -timeout ended while no test ran (in TestMain or its teardown) says so.
 func PlainPackage(pkg battery.Package, ran int) Plain {
 	p := PackageFailure(pkg.Name, pkg.Output, ran)
+	if pkg.Interrupted != "" && p.What != NotBuilt && p.What != NotLoaded {
+		p.What, p.Owner = StoppedByRun, InterruptedOwner
+		p.FirstLine = "interrupted by " + pkg.Interrupted + ": the run stopped its test binary"
+		p.Action = rerunAfterInterrupt(pkg.Interrupted, fmt.Sprintf("go test %s -count=1 -v", pkg.Name))
+	}
 	if pkg.Timeout != "" {
 		p.What, p.FirstLine = TimedOutOutside, pkg.TimedOut()
 		p.Action = fmt.Sprintf("go test's -timeout (%s) ended its test binary outside any test (TestMain or its teardown): run go test %s -count=1 -v to see where it waits and fix it, or raise the battery's timeout (%s)",
