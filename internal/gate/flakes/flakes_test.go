@@ -17,7 +17,20 @@ import (
 
 // runs makes the outcomes of n runs of TestC (with its burst leg) in
 // which the runs in failing fail on the leg with seed 100+run.
+// runs are n runs of TestC, each at a commit of its own (cNN): the code
+// changed between every two of them. The failing ones fail TestC and its
+// leg burst.
 func runs(n int, failing ...int) []Outcome {
+	return runsAt(func(i int) string { return fmt.Sprintf("c%02d", i) }, n, failing...)
+}
+
+// sameCode are runs, every one of them at commit c00.
+func sameCode(n int, failing ...int) []Outcome {
+	return runsAt(func(int) string { return "c00" }, n, failing...)
+}
+
+// runsAt are runs, run i at commit(i) ("": a run outside git).
+func runsAt(commit func(i int) string, n int, failing ...int) []Outcome {
 	var out []Outcome
 	for i := range n {
 		verdict := "pass"
@@ -26,7 +39,7 @@ func runs(n int, failing ...int) []Outcome {
 				verdict = "fail"
 			}
 		}
-		meta := Meta{RunID: fmt.Sprintf("run-%02d", i), Commit: fmt.Sprintf("c%02d", i), Command: "validate", Time: time.Unix(int64(i), 0)}
+		meta := Meta{RunID: fmt.Sprintf("run-%02d", i), Commit: commit(i), Command: "validate", Time: time.Unix(int64(i), 0)}
 		res := &battery.Result{Tests: []battery.Test{
 			{Package: "m", Name: "TestC", Action: verdict},
 			{Package: "m", Name: "TestC/burst", Action: verdict},
@@ -53,9 +66,11 @@ func TestSummarize(t *testing.T) {
 		burstSeeds  []int64
 		flaky       bool
 	}{
-		{"3 of 20 failed", runs(20, 4, 9, 17), "TestC", 20, 20, 3, "c04", []int64{104, 109, 117}, true},
-		{"the last 10 of them", runs(20, 4, 9, 17), "TestC", 10, 10, 1, "c17", []int64{117}, true},
-		{"package-qualified id", runs(5, 2), "m.TestC", 0, 5, 1, "c02", []int64{102}, true},
+		{"3 of 20 failed at the commit they passed at is flaky", sameCode(20, 4, 9, 17), "TestC", 20, 20, 3, "c00", []int64{104, 109, 117}, true},
+		{"3 of 20 failed, each at a commit no other run ran, is not flaky", runs(20, 4, 9, 17), "TestC", 20, 20, 3, "c04", []int64{104, 109, 117}, false},
+		{"the last 10 of them", sameCode(20, 4, 9, 17), "TestC", 10, 10, 1, "c00", []int64{117}, true},
+		{"package-qualified id", sameCode(5, 2), "m.TestC", 0, 5, 1, "c00", []int64{102}, true},
+		{"failed at one revision and passed at the next is not flaky", twoRevisions(), "TestC", 0, 4, 2, "c00", []int64{100, 101}, false},
 		{"never failed", runs(4), "TestC", 0, 4, 0, "", []int64{}, false},
 		{"failed every run", runs(3, 0, 1, 2), "TestC", 0, 3, 3, "c00", []int64{100, 101, 102}, false},
 		{"another package", runs(3, 1), "other.TestC", 0, 0, 0, "", nil, false},
@@ -81,13 +96,68 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
-func TestSummaryWrite(t *testing.T) {
-	var b bytes.Buffer
-	Summarize(runs(4, 1, 3), "TestC", 0).Write(&b)
-	for _, want := range []string{"failed 2 of the last 4 runs (50%): flaky", "commit c01", "leg burst", "seeds that failed: 101, 103", "trend (oldest first): .F.F"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("summary does not say %q:\n%s", want, b.String())
+// twoRevisions: TestC failed both runs at commit c00, and passed both at
+// c01, the fix.
+func twoRevisions() []Outcome {
+	return runsAt(func(i int) string { return []string{"c00", "c00", "c01", "c01"}[i] }, 4, 0, 1)
+}
+
+// TestOnlyOutcomesAtTheSameCodeAreFlaky: a test is flaky where it both
+// failed and passed at one revision (one commit, the same uncommitted
+// changes, as the record keeps them), or within one run; failing at one
+// revision and passing at another is the code changing, and runs whose
+// record keeps no commit are the same code as no other run.
+func TestOnlyOutcomesAtTheSameCodeAreFlaky(t *testing.T) {
+	withRerun := append(runs(2, 1), Outcome{Schema: Schema, RunID: "run-01", Commit: "c01", Package: "m", Test: "TestC", Verdict: "pass"})
+	// run-00 failed on c00 with changes d1; the runs after it passed with d2.
+	dirty := runs(3, 0)
+	for i := range dirty {
+		diff := "d2"
+		if dirty[i].RunID == "run-00" {
+			diff = "d1"
 		}
+		dirty[i].Commit, dirty[i].Dirty, dirty[i].Diff = "c00", true, diff
+	}
+	for _, tc := range []struct {
+		name string
+		outs []Outcome
+		want []string
+	}{
+		{"a failure at one commit and a pass at another are not flaky", twoRevisions(), nil},
+		{"a failure and a pass at one commit are flaky", sameCode(4, 1), []string{"commit c00"}},
+		{"a failure and a pass within one run are flaky", withRerun, []string{"commit c01"}},
+		{"the same commit with other uncommitted changes is other code", dirty, nil},
+		{"runs whose record keeps no commit are never the same code", runsAt(func(int) string { return "" }, 4, 1), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Summarize(tc.outs, "TestC", 0)
+			if fmt.Sprint(s.FlakyAt) != fmt.Sprint(tc.want) || s.Flaky() != (len(tc.want) > 0) {
+				t.Errorf("flaky at %q (Flaky %v); want %q", s.FlakyAt, s.Flaky(), tc.want)
+			}
+		})
+	}
+}
+
+func TestSummaryWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		outs []Outcome
+		says []string
+	}{
+		{"failures and passes at one commit read flaky", sameCode(4, 1, 3),
+			[]string{"failed 2 of the last 4 runs (50%): flaky (failed and passed at commit c00)", "commit c00", "leg burst", "seeds that failed: 101, 103", "trend (oldest first): .F.F"}},
+		{"failures at one commit and passes at another read not flaky", twoRevisions(),
+			[]string{"failed 2 of the last 4 runs (50%): not flaky: it never both failed and passed at the same code", "trend (oldest first): FF.."}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			Summarize(tc.outs, "TestC", 0).Write(&b)
+			for _, want := range tc.says {
+				if !strings.Contains(b.String(), want) {
+					t.Errorf("summary does not say %q:\n%s", want, b.String())
+				}
+			}
+		})
 	}
 }
 

@@ -22,6 +22,11 @@ type Summary struct {
 	FirstFailure *Run `json:"first_failure,omitempty"`
 	// Legs are the test's fault legs, each with its own count.
 	Legs []Leg `json:"legs"`
+	// FlakyAt are the revisions (Run.Where) at which the test both failed
+	// and passed: within one run, or in two runs of the same commit with
+	// the same uncommitted changes. Only those make it flaky: a failure at
+	// one revision and a pass at another is the code changing.
+	FlakyAt []string `json:"flaky_at,omitempty"`
 }
 
 // Run is one run of a test.
@@ -34,6 +39,18 @@ type Run struct {
 	Diff   string    `json:"diff,omitempty"`
 	Time   time.Time `json:"time"`
 	Failed bool      `json:"failed"`
+	// Passed says the test itself passed in the run (a rerun after a
+	// failure, or its only outcome).
+	Passed bool `json:"passed,omitempty"`
+}
+
+// revision is the code a run ran, as the record keeps it; "" when the
+// record does not say (no commit): such a run is the same code as no other.
+func (r Run) revision() string {
+	if r.Commit == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s\x00%v\x00%s", r.Commit, r.Dirty, r.Diff)
 }
 
 // Where says where a run ran from: "commit abc123", "commit abc123 with
@@ -87,9 +104,9 @@ func (s Summary) Rate() float64 {
 	return float64(s.Failed) / float64(len(s.Runs))
 }
 
-// Flaky says the test both passed and failed over the runs; Consistent
-// that it failed every run.
-func (s Summary) Flaky() bool      { return s.Failed > 0 && s.Failed < len(s.Runs) }
+// Flaky says the test both passed and failed at the same code (FlakyAt);
+// Consistent that it failed every run.
+func (s Summary) Flaky() bool      { return len(s.FlakyAt) > 0 }
 func (s Summary) Consistent() bool { return len(s.Runs) > 0 && s.Failed == len(s.Runs) }
 
 // Summarize is the trend of test (TestX, TestX/sub, or either with its
@@ -120,6 +137,7 @@ func Summarize(outs []Outcome, test string, last int) Summary {
 			order = append(order, o.RunID)
 		}
 		r.Failed = r.Failed || o.Failed()
+		r.Passed = r.Passed || o.Test == name && o.Verdict == "pass"
 		if o.Leg != "" {
 			if legs[o.Test] == nil {
 				legs[o.Test] = map[string]*legRun{}
@@ -152,6 +170,7 @@ func Summarize(outs []Outcome, test string, last int) Summary {
 			}
 		}
 	}
+	s.FlakyAt = flakyAt(s.Runs)
 	for _, sub := range sortedKeys(legs) {
 		l := Leg{Leg: legOf[sub], Test: sub, Seeds: []int64{}}
 		for _, id := range order {
@@ -168,6 +187,41 @@ func Summarize(outs []Outcome, test string, last int) Summary {
 		s.Legs = append(s.Legs, l)
 	}
 	return s
+}
+
+// flakyAt are the revisions, oldest first, at which runs both failed and
+// passed the test: one run that did both, or runs of one recorded
+// revision of which one failed and another did not.
+func flakyAt(runs []Run) []string {
+	type seen struct{ failed, passed bool }
+	byRev := map[string]*seen{}
+	var out []string
+	add := func(r Run) {
+		if w := r.Where(); !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	for _, r := range runs {
+		if r.Failed && r.Passed {
+			add(r)
+			continue
+		}
+		rev := r.revision()
+		if rev == "" {
+			continue
+		}
+		v := byRev[rev]
+		if v == nil {
+			v = &seen{}
+			byRev[rev] = v
+		}
+		v.failed = v.failed || r.Failed
+		v.passed = v.passed || !r.Failed
+		if v.failed && v.passed {
+			add(r)
+		}
+	}
+	return out
 }
 
 // Within reports whether test is name or one of its subtests.
@@ -206,9 +260,11 @@ func (s Summary) Write(w io.Writer) {
 	fmt.Fprintf(w, "history: %s failed %d of the last %d runs (%.0f%%)", terminal.Escape(s.Test), s.Failed, len(s.Runs), 100*s.Rate())
 	switch {
 	case s.Flaky():
-		fmt.Fprint(w, ": flaky")
+		fmt.Fprintf(w, ": flaky (failed and passed at %s)", terminal.Escape(strings.Join(s.FlakyAt, "; ")))
 	case s.Consistent():
 		fmt.Fprint(w, ": failed every run")
+	case s.Failed > 0:
+		fmt.Fprint(w, ": not flaky: it never both failed and passed at the same code, so the code changed between its failures and its passes")
 	}
 	fmt.Fprintln(w)
 	if f := s.FirstFailure; f != nil {
