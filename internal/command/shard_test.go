@@ -113,13 +113,15 @@ func TestHistoryPrintsTheTrend(t *testing.T) {
 	for i, verdict := range []string{"pass", "fail", "pass", "fail"} {
 		res := &battery.Result{Tests: []battery.Test{{Package: "m", Name: "TestLeg", Action: verdict}, {Package: "m", Name: "TestLeg/reset", Action: verdict}}}
 		recs := []faultrecord.Record{{Package: "m", Test: "TestLeg/reset", Leg: "reset", Seed: int64(40 + i)}}
-		appendHistory(context.Background(), rundir.Dir(results), nil, "validate", fmt.Sprintf("run-%d", i), "", res, recs, flakes.Revision{Commit: fmt.Sprintf("commit%d", i)}, &out)
+		appendHistory(context.Background(), rundir.Dir(results), nil, "validate", fmt.Sprintf("run-%d", i), "", res, recs, flakes.Revision{Commit: []string{"commit0", "commit1", "commit1", "commit1"}[i]}, &out)
 	}
 	out.Reset()
 	if err := History(context.Background(), HistoryOptions{Dir: dir, Test: "TestLeg/reset", Out: &out}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"TestLeg/reset failed 2 of the last 4 runs (50%): flaky", "commit commit1", "seeds that failed: 41, 43", ".F.F", "history.html"} {
+	// It failed and passed at commit1: flaky there (a failure at one
+	// commit and a pass at another would not be).
+	for _, want := range []string{"TestLeg/reset failed 2 of the last 4 runs (50%): flaky (failed and passed at commit commit1)", "commit commit1", "seeds that failed: 41, 43", ".F.F", "history.html"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("history does not say %q:\n%s", want, out.String())
 		}
