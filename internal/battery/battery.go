@@ -194,6 +194,40 @@ func (r *Result) FailedPackages() []Package {
 }
 
 // OK reports whether the battery passed.
+// Tally says what the result counts, each count with its unit: "12
+// tests (and 30 subtests) in 5 packages". Tests are top-level tests that
+// ran (skipped ones are not counted), subtests the rest that ran, and
+// packages those that ran at least one test: a go test package is not a
+// test, and a subtest is not a test of its own.
+func (r *Result) Tally() string {
+	tests, subtests := 0, 0
+	pkgs := map[string]bool{}
+	for _, t := range r.Tests {
+		if t.Action == "skip" {
+			continue
+		}
+		pkgs[t.Package] = true
+		if strings.Contains(t.Name, "/") {
+			subtests++
+		} else {
+			tests++
+		}
+	}
+	s := count(tests, "test", "tests")
+	if subtests > 0 {
+		s += " (and " + count(subtests, "subtest", "subtests") + ")"
+	}
+	return s + " in " + count(len(pkgs), "package", "packages")
+}
+
+// count is n with its unit, singular or plural.
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
 func (r *Result) OK() bool {
 	return r.ExitCode == 0 && len(r.Failed()) == 0 && len(r.FailedPackages()) == 0
 }

@@ -96,3 +96,26 @@ func TestStoppedByIsTheRunnersOwnEvidence(t *testing.T) {
 		t.Errorf("after cancel: %q at %v; want the cancellation, at about %v", by, at, before)
 	}
 }
+
+// TestATallyCountsEachThingInItsOwnUnit: top-level tests, subtests and
+// packages are counted apart, skipped tests not at all, and one of a
+// thing is singular.
+func TestATallyCountsEachThingInItsOwnUnit(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		tests []Test
+		want  string
+	}{
+		{"tests with subtests in two packages", []Test{
+			{Package: "m/a", Name: "TestA", Action: "pass"}, {Package: "m/a", Name: "TestA/x", Action: "pass"}, {Package: "m/a", Name: "TestA/y", Action: "pass"},
+			{Package: "m/b", Name: "TestB", Action: "pass"}, {Package: "m/b", Name: "TestSkipped", Action: "skip"},
+		}, "2 tests (and 2 subtests) in 2 packages"},
+		{"one test in one package", []Test{{Package: "m/a", Name: "TestA", Action: "pass"}}, "1 test in 1 package"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := (&Result{Tests: tc.tests}).Tally(); got != tc.want {
+				t.Errorf("Tally = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -241,7 +241,7 @@ func lastValidate(root rundir.Dir, out io.Writer) lastRun {
 	if err := r.ReadJSON(rundir.ValidateJSON, &last, atomicfile.MaxArtifact); err != nil || last.Battery == nil {
 		return lastRun{}
 	}
-	fmt.Fprintf(out, "ladder: comparing with the last validate run (run %s, %d tests)\n", last.RunID, len(last.Battery.Tests))
+	fmt.Fprintf(out, "ladder: comparing with the last validate run (run %s: %s)\n", last.RunID, last.Battery.Tally())
 	return last
 }
 

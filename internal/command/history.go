@@ -75,7 +75,7 @@ func History(ctx context.Context, opts HistoryOptions) error {
 		drawHistory(ws.env.ResultsDir, outs, shown, opts.Out)
 	}
 	if len(shown) == 0 {
-		fmt.Fprintf(opts.Out, "history: none of %d tests failed in its last %d runs (%s)\n", tests, last, where)
+		fmt.Fprintf(opts.Out, "history: none of %d top-level tests failed in any of its last %d runs (%s)\n", tests, last, where)
 	}
 	return nil
 }

@@ -113,9 +113,7 @@ func (v *validation) armNoise(ctx context.Context) (*noise.Neighbour, error) {
 func (v *validation) recordNoise(n *noise.Neighbour, res *battery.Result) {
 	victim := ""
 	if prev, err := shard.ReadTimings(v.env.ResultsDir.String()); err == nil && res != nil {
-		if ratio, k := prev.Slowdown(res); k > 0 {
-			victim = fmt.Sprintf("the battery's %d tests took %.2fx their times in the last whole run", k, ratio)
-		}
+		victim = prev.SaySlowdown(res)
 	}
 	if e := recordNeighbour(n, "validate", v.env.ResultsDir, v.env, v.out, victim); e != nil {
 		v.noise, v.rep.Noise = e, e

@@ -99,7 +99,7 @@ func planShard(ctx context.Context, spec shard.Spec, opts ValidateOptions, ws *w
 	if timings != nil {
 		how = "balanced by " + s.timingsFile
 	}
-	fmt.Fprintf(out, "validate: shard %s of run %s (from %s): %d tests in %d packages; %s\n", spec, shared, from, n, len(s.owned), how)
+	fmt.Fprintf(out, "validate: shard %s of run %s (from %s): %d top-level tests in %d packages; %s\n", spec, shared, from, n, len(s.owned), how)
 	return s, nil
 }
 

@@ -99,7 +99,7 @@ func (v *validation) finish(res *battery.Result, verified *gate.Report, judged [
 func writeBatterySummary(out io.Writer, res *battery.Result, failures []ladder.Plain) {
 	fmt.Fprintf(out, "\n%s\n", bold("battery"))
 	if res.OK() {
-		fmt.Fprintf(out, "  %s: %d tests in %d packages (%s)\n", color.GreenString("passed"), len(res.Tests), len(res.Packages), res.Elapsed.Round(time.Second))
+		fmt.Fprintf(out, "  %s: %s (%s)\n", color.GreenString("passed"), res.Tally(), res.Elapsed.Round(time.Second))
 		return
 	}
 	for _, p := range failures {
