@@ -26,7 +26,7 @@ func ciSystem() cisummary.CI { return cisummary.Detect(os.Getenv) }
 // changes no verdict.
 func publishCI(dir string, run cisummary.Run, out io.Writer) {
 	if err := cisummary.Publish(context.Background(), ciSystem(), run, dir, out); err != nil {
-		fmt.Fprintf(out, "contested: %v\n", err)
+		fmt.Fprintf(out, "contested: %s\n", terminal.Inert(err.Error()))
 	}
 	if ciSystem().GitHub {
 		supervise.Summarized()

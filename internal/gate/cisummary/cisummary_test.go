@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/contested/contested/internal/gate/ladder"
@@ -207,6 +209,54 @@ func TestOutsideCINothingChanges(t *testing.T) {
 			}
 			if ci.Any() != (name == "GitLab") {
 				t.Errorf("Any() = %v", ci.Any())
+			}
+		})
+	}
+}
+
+// TestAStepSummaryThatCannotBeWrittenSaysWhyAndWhatToDo: a
+// GITHUB_STEP_SUMMARY whose directory does not exist, that names no file,
+// that runs through a regular file, or that this user cannot write, is
+// refused with what happened (naming the path and the directory) and what
+// to do, and nothing is created.
+func TestAStepSummaryThatCannotBeWrittenSaysWhyAndWhatToDo(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a-file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	publish := func(path string) error {
+		return Publish(context.Background(), CI{GitHub: true, StepSummary: path}, sampleRun(), dir, &bytes.Buffer{})
+	}
+	denied := filepath.Join(dir, "locked", "step_summary")
+	for _, tc := range []struct {
+		name string
+		path string
+		err  func(path string) error
+		says []string
+	}{
+		{"a directory that does not exist", filepath.Join(dir, "no-such-dir", "step_summary"), publish,
+			[]string{"GITHUB_STEP_SUMMARY names " + filepath.Join(dir, "no-such-dir", "step_summary") + ", whose directory " + filepath.Join(dir, "no-such-dir") + " does not exist", "never creates one", "unset it", "mkdir -p", "the verdict does not change"}},
+		{"a file that does not exist", filepath.Join(dir, "step_summary"), publish,
+			[]string{"GITHUB_STEP_SUMMARY names " + filepath.Join(dir, "step_summary") + ", which does not exist", "touch", "unset it"}},
+		{"a directory that is a regular file", filepath.Join(file, "step_summary"), publish,
+			[]string{"whose directory " + file + " does not exist", "unset it"}},
+		{"a file this user cannot write", denied, func(path string) error {
+			return stepSummaryError(path, &fs.PathError{Op: "open", Path: path, Err: syscall.EACCES})
+		}, []string{"GITHUB_STEP_SUMMARY names " + denied + ", which this process", "cannot write", "writable by this user", "unset GITHUB_STEP_SUMMARY"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.err(tc.path)
+			if !errors.Is(err, ErrStepSummary) {
+				t.Fatalf("err = %v, want ErrStepSummary", err)
+			}
+			for _, want := range tc.says {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("the error does not say %q:\n%v", want, err)
+				}
+			}
+			if _, serr := os.Lstat(tc.path); serr == nil {
+				t.Errorf("%s was created", tc.path)
 			}
 		})
 	}

@@ -102,14 +102,14 @@ func exitMeaning(code int) string {
 func appendTo(path string, write func(io.Writer) error) error {
 	info, err := os.Lstat(path)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrStepSummary, err)
+		return stepSummaryError(path, err)
 	}
 	if !info.Mode().IsRegular() {
-		return fmt.Errorf("%w: %s is not a regular file (%s)", ErrStepSummary, path, info.Mode().Type())
+		return fmt.Errorf("%w: GITHUB_STEP_SUMMARY names %s, which is not a regular file (%s): contested appends only to the regular file the runner creates, and never follows a link; leave GITHUB_STEP_SUMMARY as the runner sets it, or unset it", ErrStepSummary, path, info.Mode().Type())
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrStepSummary, err)
+		return stepSummaryError(path, err)
 	}
 	w := secret.NewWriter(f)
 	err = write(w)
