@@ -349,7 +349,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		}
 		f = newFollower(opts.Out, c.dirs)
 		f.stopped = stoppedBy(ctx)
-		fmt.Fprintf(opts.Out, "battery: go %s (%d packages)\n", strings.Join(args, " "), len(c.dirs))
+		fmt.Fprintf(opts.Out, "battery: go %s (%s)\n", strings.Join(args, " "), count(len(c.dirs), "package", "packages"))
 		stopBeat = f.heartbeat(opts.Heartbeat)
 		return nil
 	}

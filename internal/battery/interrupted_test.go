@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/contested/contested/internal/testmodule"
+	"github.com/contested/contested/internal/tier"
 )
 
 // stoppedBinary is what go test -json says of a package whose test binary
@@ -117,5 +120,62 @@ func TestATallyCountsEachThingInItsOwnUnit(t *testing.T) {
 				t.Errorf("Tally = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// cancelOnRun cancels the run once the event stream says test started.
+type cancelOnRun struct {
+	test   string
+	cancel context.CancelFunc
+}
+
+func (c cancelOnRun) Write(b []byte) (int, error) {
+	if strings.Contains(string(b), `"Action":"run"`) && strings.Contains(string(b), `"Test":"`+c.test+`"`) {
+		c.cancel()
+	}
+	return len(b), nil
+}
+
+// TestARunStoppedWhileATestRunsSaysInterruptedNotCrashed: the whole path,
+// with a real go test: the run is stopped while TestSleeps runs (what
+// Ctrl-C, SIGTERM or a CI timeout do through the context), the battery
+// sends its test binary SIGINT, and the test comes back interrupted and
+// unconfirmed, never "exited while it ran … a crash".
+func TestARunStoppedWhileATestRunsSaysInterruptedNotCrashed(t *testing.T) {
+	tier.Full(t, "go test of a planted module")
+	dir := testmodule.Write(t, map[string]string{
+		"go.mod": "module example.com/stopped\n\ngo 1.24\n",
+		"slow/slow_test.go": `package slow
+
+import (
+	"testing"
+	"time"
+)
+
+func TestSleeps(t *testing.T) { time.Sleep(time.Hour) }
+`,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var progress strings.Builder
+	res, err := Run(ctx, Options{Dir: dir, Out: &progress, Events: cancelOnRun{"TestSleeps", cancel}, Timeout: 5 * time.Minute})
+	if err == nil || res == nil {
+		t.Fatalf("a stopped battery: %v, %v; want its partial result and an error", res, err)
+	}
+	t.Log("\n" + progress.String())
+	var got *Test
+	for i := range res.Tests {
+		if res.Tests[i].Name == "TestSleeps" {
+			got = &res.Tests[i]
+		}
+	}
+	if got == nil {
+		t.Fatalf("TestSleeps is not in the result: %+v", res.Tests)
+	}
+	if got.Interrupted == "" || !strings.Contains(got.Cause, "unconfirmed") || strings.Contains(got.Cause, "a crash") && !strings.Contains(got.Cause, "not a crash") {
+		t.Errorf("TestSleeps: interrupted %q, cause %q; want it interrupted and unconfirmed, not a crash", got.Interrupted, got.Cause)
+	}
+	if strings.Contains(progress.String(), "os.Exit or a crash") {
+		t.Errorf("the progress calls the stopped test a crash:\n%s", progress.String())
 	}
 }
