@@ -213,15 +213,15 @@ func (r *Result) Tally() string {
 			tests++
 		}
 	}
-	s := count(tests, "test", "tests")
+	s := plural(tests, "test", "tests")
 	if subtests > 0 {
-		s += " (and " + count(subtests, "subtest", "subtests") + ")"
+		s += " (and " + plural(subtests, "subtest", "subtests") + ")"
 	}
-	return s + " in " + count(len(pkgs), "package", "packages")
+	return s + " in " + plural(len(pkgs), "package", "packages")
 }
 
-// count is n with its unit, singular or plural.
-func count(n int, one, many string) string {
+// plural is n with its unit, singular or plural.
+func plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}
@@ -349,7 +349,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		}
 		f = newFollower(opts.Out, c.dirs)
 		f.stopped = stoppedBy(ctx)
-		fmt.Fprintf(opts.Out, "battery: go %s (%s)\n", strings.Join(args, " "), count(len(c.dirs), "package", "packages"))
+		fmt.Fprintf(opts.Out, "battery: go %s (%s)\n", strings.Join(args, " "), plural(len(c.dirs), "package", "packages"))
 		stopBeat = f.heartbeat(opts.Heartbeat)
 		return nil
 	}

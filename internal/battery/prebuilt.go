@@ -45,7 +45,7 @@ func runPrebuilt(ctx context.Context, opts Options, env, flags []string) (*Resul
 		return nil, errNoPrebuilt
 	}
 	args := append(append([]string{"test"}, flags...), opts.Patterns...)
-	fmt.Fprintf(opts.Out, "battery: go %s (%s; each test binary built once for this command)\n", strings.Join(args, " "), count(len(pkgs), "package", "packages"))
+	fmt.Fprintf(opts.Out, "battery: go %s (%s; each test binary built once for this command)\n", strings.Join(args, " "), plural(len(pkgs), "package", "packages"))
 	res := &Result{Started: time.Now()}
 	dirs := make(map[string]string, len(pkgs))
 	for _, p := range pkgs {
