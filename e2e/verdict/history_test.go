@@ -13,7 +13,8 @@ import (
 )
 
 // TestArbitrateReadsTheFlakeHistory: with a history in which the adopter's
-// TestStockReport failed 3 of its last 20 runs, arbitrate prints the trend
+// TestStockReport failed 3 of its last 20 runs, each at a commit it also
+// passed at (four runs a commit), so flaky, arbitrate prints the trend
 // (the rate, the first failing commit); the test passes every rerun and
 // there is no validate run it failed in, so there is nothing to arbitrate
 // (exit 0), whatever the history says, which the outcome gives as context.
@@ -27,7 +28,7 @@ func TestArbitrateReadsTheFlakeHistory(t *testing.T) {
 			verdict = "fail"
 		}
 		outs = append(outs, flakes.Outcome{Time: time.Unix(int64(1_800_000_000+i), 0), RunID: fmt.Sprintf("run-%02d", i),
-			Commit: fmt.Sprintf("%040d", i), Command: "validate", Package: "example.com/adopter", Test: "TestStockReport", Verdict: verdict})
+			Commit: fmt.Sprintf("%040d", i/4), Command: "validate", Package: "example.com/adopter", Test: "TestStockReport", Verdict: verdict})
 	}
 	if err := flakes.NewFile(filepath.Join(dir, "test-results")).Append(context.Background(), outs); err != nil {
 		t.Fatal(err)

@@ -165,18 +165,34 @@ func validateReasons(res *battery.Result, verified *gate.Report, judged []*contr
 }
 
 // batteryFailures says, after "battery failed", what failed: the failing
-// tests (the most specific, a contract's leg rather than its parent) and
-// the packages they are in, then each package that failed outside its
-// tests and why, as in " (2 tests in 1 package; 1 package failed outside
-// its tests: example.com/m/broken does not build)".
+// tests and subtests (the most specific, a contract's leg rather than its
+// parent) and the packages they are in, then each package that failed
+// outside its tests and why, as in " (1 test and 2 subtests in 1 package;
+// 1 package failed outside its tests: example.com/m/broken does not
+// build)".
 func batteryFailures(res *battery.Result) string {
 	var parts []string
 	if leaves := contract.LeafFailures(res); len(leaves) > 0 {
+		// A failing leg is a subtest: counted as such, never as a test
+		// of its own, so that the count's unit is what it counts.
 		pkgs := map[string]bool{}
+		tests, subtests := 0, 0
 		for _, t := range leaves {
 			pkgs[t.Package] = true
+			if strings.Contains(t.Name, "/") {
+				subtests++
+			} else {
+				tests++
+			}
 		}
-		parts = append(parts, fmt.Sprintf("%s in %s", count(len(leaves), "test"), count(len(pkgs), "package")))
+		var what []string
+		if tests > 0 {
+			what = append(what, count(tests, "test"))
+		}
+		if subtests > 0 {
+			what = append(what, count(subtests, "subtest"))
+		}
+		parts = append(parts, fmt.Sprintf("%s in %s", strings.Join(what, " and "), count(len(pkgs), "package")))
 	}
 	if failed := res.FailedPackages(); len(failed) > 0 {
 		var why []string

@@ -252,9 +252,11 @@ func TestTheBatteryReasonCountsWhatFailed(t *testing.T) {
 		want string
 	}{
 		{"a leg and its parent", &battery.Result{Tests: []battery.Test{fail("m", "TestC"), fail("m", "TestC/reset")},
-			Packages: []battery.Package{{Name: "m", Action: "fail"}}}, "battery failed (1 test in 1 package)"},
+			Packages: []battery.Package{{Name: "m", Action: "fail"}}}, "battery failed (1 subtest in 1 package)"},
 		{"two legs", &battery.Result{Tests: []battery.Test{fail("m", "TestC"), fail("m", "TestC/reset"), fail("m", "TestC/burst")},
-			Packages: []battery.Package{{Name: "m", Action: "fail"}}}, "battery failed (2 tests in 1 package)"},
+			Packages: []battery.Package{{Name: "m", Action: "fail"}}}, "battery failed (2 subtests in 1 package)"},
+		{"a test and a leg of another", &battery.Result{Tests: []battery.Test{fail("m", "TestA"), fail("m", "TestC"), fail("m", "TestC/reset")},
+			Packages: []battery.Package{{Name: "m", Action: "fail"}}}, "battery failed (1 test and 1 subtest in 1 package)"},
 		{"tests in two packages", &battery.Result{Tests: []battery.Test{fail("m/a", "TestA"), fail("m/b", "TestB")},
 			Packages: []battery.Package{{Name: "m/a", Action: "fail"}, {Name: "m/b", Action: "fail"}}}, "battery failed (2 tests in 2 packages)"},
 		{"a package that does not build", &battery.Result{Packages: []battery.Package{{Name: "m/broken", Action: "fail", Output: "x.go:1:1: undefined: y\nFAIL\tm/broken [build failed]\n"}}},
