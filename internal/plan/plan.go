@@ -22,6 +22,7 @@ import (
 
 	"github.com/contested/contested/internal/capability"
 	"github.com/contested/contested/internal/digest"
+	"github.com/contested/contested/internal/gate/certify"
 	"github.com/contested/contested/internal/gate/flakes"
 	"github.com/contested/contested/internal/registry"
 )
@@ -244,7 +245,11 @@ type Input struct {
 	OldRegistry *registry.Registry
 	// Digest is the module's packages with the files each stands on.
 	Digest *digest.Module
-	Change Change
+	// Certificates are the reuse certificates this checkout trusts: the
+	// newest of each package records the files its tests touched, which
+	// a change to reaches it. Nil when none were read.
+	Certificates *certify.Set
+	Change       Change
 	// History is the flake history, oldest first.
 	History []flakes.Outcome
 	// Probe asks this machine for a capability; nil leaves the
