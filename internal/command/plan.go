@@ -126,9 +126,9 @@ func makePlan(ctx context.Context, ws *workspace, opts PlanOptions) (*plan.Plan,
 	}
 	in := plan.Input{Root: root, Module: module, Registry: ws.reg, RegistryFile: regFile, Digest: mod, Change: change,
 		Certificates: planCertificates(ctx, ws, mod.Path, opts.Out),
-		OldRegistry: plan.RegistryAt(ctx, root, change, regFile),
-		History:     readHistory(ctx, results, ws.reg.Guard.CanonicalDatabases, io.Discard),
-		PlanFile:    planFile(root, results), Now: time.Now()}
+		OldRegistry:  plan.RegistryAt(ctx, root, change, regFile),
+		History:      readHistory(ctx, results, ws.reg.Guard.CanonicalDatabases, io.Discard),
+		PlanFile:     planFile(root, results), Now: time.Now()}
 	if !opts.NoProbe {
 		in.Probe = func(n capability.Name) capability.Capability { return capability.Probe(ctx, n, results.String()) }
 	}
