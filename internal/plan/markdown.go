@@ -147,6 +147,9 @@ func WriteMarkdown(w io.Writer, p *Plan) error {
 			here := "not asked"
 			if r.Probed {
 				here = "missing"
+				if len(r.NotRun) > 0 {
+					here += "; these legs will be NOT-RUN here: " + strings.Join(r.NotRun, "; ")
+				}
 				if r.Present {
 					here = strings.TrimSpace("present " + r.Version)
 				}

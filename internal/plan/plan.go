@@ -162,6 +162,10 @@ type Requirement struct {
 	Version string `json:"version,omitempty"`
 	Source  string `json:"source,omitempty"`
 	Provide string `json:"provide,omitempty"`
+	// NotRun are the surfaces whose registry needs name this capability,
+	// with the legs of each the plan runs, when the probe found it
+	// missing: validate judges those legs NOT-RUN on this machine.
+	NotRun []string `json:"not_run,omitempty"`
 }
 
 // Budget is a scenario's three tiers, from its surface's registry budget.
