@@ -86,11 +86,11 @@ type options struct {
 func Hold(n int) Option { return func(o *options) { o.hold = n } }
 
 // Span says how many steps (Step, Progress) the test's workload takes, so
-// that the schedule places its windows inside it. The default, when Span
-// is not given, is 600 steps (levers.DefaultSpan), for a workload that
-// runs until Done. steps must be at least 1: a workload of no steps has
-// nowhere to place a fault, so Start fails the test on Span(0) or a
-// negative span rather than quietly using the default.
+// that the schedule places its windows inside it. Without Span the
+// default is 600 steps (levers.DefaultSpan), for a workload that runs
+// until Done. steps must be at least 1: a workload of no steps has nowhere
+// to place a fault, so Start fails the test on Span(0) or a negative span
+// rather than quietly using the default.
 func Span(steps int) Option { return func(o *options) { o.span, o.spanSet = steps, true } }
 
 // checkSpan refuses a span no workload has: zero or negative steps.
