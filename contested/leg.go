@@ -75,6 +75,7 @@ type Option func(*options)
 type options struct {
 	hold    int
 	span    int
+	spanSet bool // Span was given, so that Span(0) is told from no Span
 	clients int
 }
 
@@ -85,9 +86,20 @@ type options struct {
 func Hold(n int) Option { return func(o *options) { o.hold = n } }
 
 // Span says how many steps (Step, Progress) the test's workload takes, so
-// that the schedule places its windows inside it. The default is 600
-// steps (levers.DefaultSpan), for a workload that runs until Done.
-func Span(steps int) Option { return func(o *options) { o.span = steps } }
+// that the schedule places its windows inside it. Without Span the
+// default is 600 steps (levers.DefaultSpan), for a workload that runs
+// until Done. steps must be at least 1: a workload of no steps has nowhere
+// to place a fault, so Start fails the test on Span(0) or a negative span
+// rather than quietly using the default.
+func Span(steps int) Option { return func(o *options) { o.span, o.spanSet = steps, true } }
+
+// checkSpan refuses a span no workload has: zero or negative steps.
+func checkSpan(o options) error {
+	if o.spanSet && o.span < 1 {
+		return fmt.Errorf("Span(%d): a workload of %d steps has no step to place a fault window on; pass the number of Step or Progress calls the workload makes (at least 1), or leave Span out for the default of %d steps", o.span, o.span, levers.DefaultSpan)
+	}
+	return nil
+}
 
 // Start begins a leg of lever on surface in test t. It fails the test when
 // the surface is not in the registry, does not list the lever, or the
@@ -99,6 +111,9 @@ func Start(t testing.TB, surface string, lever Lever, opts ...Option) *Leg {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if err := checkSpan(o); err != nil {
+		t.Fatalf("contested: %v", err)
 	}
 	value, err := lever.value()
 	if err != nil {

@@ -93,7 +93,7 @@ func Contested(ctx context.Context, opts ContestedOptions) error {
 	contract.Needs(caps, reg, layerKind(l), nil)
 	copts.Capabilities = caps
 	for _, c := range caps.MissingNeeded() {
-		fmt.Fprintf(out, "contested: %s (needed by %s)\n", c.Missing(), neededBy(c.NeededBy))
+		fmt.Fprintf(out, "contested: %s (needed by %s)\n", c.Missing(), neededBy(c.NeededBy, reg))
 	}
 	neighbour, err := armNeighbour(ctx, "contested", reg.Battery.Noise, copts.Env, out)
 	if err != nil {

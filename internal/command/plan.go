@@ -14,6 +14,7 @@ import (
 
 	"github.com/contested/contested/internal/capability"
 	"github.com/contested/contested/internal/digest"
+	"github.com/contested/contested/internal/gate/certify"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/plan"
 	"github.com/contested/contested/internal/rundir"
@@ -124,13 +125,27 @@ func makePlan(ctx context.Context, ws *workspace, opts PlanOptions) (*plan.Plan,
 		fmt.Fprintf(opts.Out, "plan: read the link graph of %d packages in %s\n", len(mod.Packages), took.Round(10*time.Millisecond))
 	}
 	in := plan.Input{Root: root, Module: module, Registry: ws.reg, RegistryFile: regFile, Digest: mod, Change: change,
-		OldRegistry: plan.RegistryAt(ctx, root, change, regFile),
-		History:     readHistory(ctx, results, ws.reg.Guard.CanonicalDatabases, io.Discard),
-		PlanFile:    planFile(root, results), Now: time.Now()}
+		Certificates: planCertificates(ctx, ws, mod.Path, opts.Out),
+		OldRegistry:  plan.RegistryAt(ctx, root, change, regFile),
+		History:      readHistory(ctx, results, ws.reg.Guard.CanonicalDatabases, io.Discard),
+		PlanFile:     planFile(root, results), Now: time.Now()}
 	if !opts.NoProbe {
 		in.Probe = func(n capability.Name) capability.Capability { return capability.Probe(ctx, n, results.String()) }
 	}
 	return plan.Build(in), nil
+}
+
+// planCertificates reads the reuse certificates validate would trust, for
+// what each package's tests touched when they last passed: a change to a
+// file they read reaches the package. Without them the plan says so and
+// goes on without that route.
+func planCertificates(ctx context.Context, ws *workspace, module string, out io.Writer) *certify.Set {
+	trust, err := reuseTrust(ws.reg, io.Discard)
+	if err != nil {
+		fmt.Fprintf(out, "plan: no reuse certificates read (%s): a file only a test's touched record names reaches no package\n", terminal.Escape(err.Error()))
+		return nil
+	}
+	return readCertificates(ctx, ws.env.ResultsDir, ws.reg.Guard.CanonicalDatabases, trust, module, nil, io.Discard)
 }
 
 // hypotheses is n hypotheses in words.

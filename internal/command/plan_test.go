@@ -10,10 +10,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/contested/contested/internal/envvar"
 	"github.com/contested/contested/internal/fixture"
+	"github.com/contested/contested/internal/gate/certify"
 	"github.com/contested/contested/internal/plan"
+	"github.com/contested/contested/internal/touched"
 )
 
 // bankRegistry registers a deposit contested by reset and disconnect
@@ -73,6 +76,7 @@ func bankModule(t *testing.T) string {
 	}
 	t.Setenv(envvar.ResultsDir, t.TempDir())
 	t.Setenv(envvar.Surfaces, "")
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir()) // the secret that seals certificates is the test's own
 	for rel, content := range map[string]string{
 		"go.mod":                  "module example.com/bank\n\ngo 1.26\n",
 		"contested-surfaces.toml": bankRegistry,
@@ -172,6 +176,46 @@ func TestPlanOfChangesOfEveryShape(t *testing.T) {
 				tt.check(t, p)
 			}
 		})
+	}
+}
+
+// TestPlanReachesAPackageThroughItsCertificate: a change to a file no
+// package is built from, which the lock package's last certificate says
+// its tests read, reaches the lock package and its surface, and plan.json
+// names the route.
+func TestPlanReachesAPackageThroughItsCertificate(t *testing.T) {
+	dir := bankModule(t)
+	own, err := certify.OwnKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust, err := certify.NewTrust(own, "", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := strings.Repeat("ab", 32)
+	c, err := trust.Vouch(certify.Certificate{Module: "example.com/bank", Kind: certify.KindPackage, Key: "example.com/bank/lock", Digest: sum, RunID: "run-1",
+		At: time.Now().UTC(), Verdict: "PASS", Touched: &touched.Record{Open: []string{"config/limits.yaml"}}, Inputs: sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := certify.NewFile(os.Getenv(envvar.ResultsDir), trust).Write(context.Background(), []certify.Certificate{c}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "config"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config", "limits.yaml"), []byte("ttl: 5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, "add", "-A")
+	p, out := planOf(t, PlanOptions{Dir: dir})
+	if !slices.Equal(p.Surfaces(), []string{"bank.lock"}) {
+		t.Fatalf("surfaces %v, want bank.lock, whose package read the file\n%s", p.Surfaces(), out)
+	}
+	want := []plan.Reach{{File: "config/limits.yaml", Package: "example.com/bank/lock", Route: plan.RouteTouched}}
+	if len(p.Radius.Packages) != 1 || !slices.Equal(p.Radius.Packages[0].Routes, want) {
+		t.Errorf("packages %+v, want the lock package by its touched record", p.Radius.Packages)
 	}
 }
 

@@ -36,7 +36,7 @@ func (v *validation) summarize(res *battery.Result, verified *gate.Report, judge
 	}
 	writeSurfaceSummary(v.out, judged, v.env.Level, note)
 	writeReusedSummary(v.out, v.rep.Surfaces, v.reuse.rep)
-	writeCapabilities(v.out, v.caps)
+	writeCapabilities(v.out, v.caps, v.reg)
 	writeBatterySummary(v.out, res, v.rep.BatteryFailures)
 	writeLadderSummary(v.out, v.rep)
 	if len(v.rep.Registry) > 0 {

@@ -1,7 +1,10 @@
 package plan
 
 import (
+	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/contested/contested/internal/capability"
 	"github.com/contested/contested/internal/faultlayer/levers"
@@ -23,6 +26,10 @@ var requirementText = map[capability.Name]string{
 // is set, this machine is asked for each.
 func environment(in Input, p *Plan) []Requirement {
 	need := map[capability.Name][]string{}
+	// byNeeds are, for each capability, the surfaces whose registry needs
+	// name it and the legs of each the plan runs: what it stops when it is
+	// missing.
+	byNeeds := map[capability.Name]map[string][]string{}
 	var order []capability.Name
 	add := func(n capability.Name, who string) {
 		if _, ok := need[n]; !ok {
@@ -45,6 +52,12 @@ func environment(in Input, p *Plan) []Requirement {
 		if s, ok := in.Registry.Surface(surface); ok {
 			for _, n := range s.Needs {
 				add(capability.Name(n), who)
+				if byNeeds[capability.Name(n)] == nil {
+					byNeeds[capability.Name(n)] = map[string][]string{}
+				}
+				if !slices.Contains(byNeeds[capability.Name(n)][surface], lever) {
+					byNeeds[capability.Name(n)][surface] = append(byNeeds[capability.Name(n)][surface], lever)
+				}
 			}
 		}
 	}
@@ -76,6 +89,11 @@ func environment(in Input, p *Plan) []Requirement {
 		if in.Probe != nil {
 			c := in.Probe(n)
 			r.Probed, r.Present, r.Version, r.Source, r.Provide = true, c.Present, c.Version, c.Source, c.Provide
+			if !c.Present {
+				for _, id := range slices.Sorted(maps.Keys(byNeeds[n])) {
+					r.NotRun = append(r.NotRun, fmt.Sprintf("surface %s (%s)", id, strings.Join(byNeeds[n][id], ", ")))
+				}
+			}
 		}
 		out = append(out, r)
 	}

@@ -44,7 +44,7 @@ func WriteMarkdown(w io.Writer, p *Plan) error {
 	b.WriteString("## 1. Blast radius\n\n")
 	fmt.Fprintf(&b, "%s\n\n", t(p.Radius.Summary))
 	if len(p.Radius.Files) > 0 {
-		b.WriteString("| file | kind | packages | surfaces | lease, fence or lock code |\n| --- | --- | --- | --- | --- |\n")
+		b.WriteString("| file | kind | packages (route) | surfaces | lease, fence or lock code |\n| --- | --- | --- | --- | --- |\n")
 		for i, f := range p.Radius.Files {
 			if i == maxFileRows {
 				fmt.Fprintf(&b, "| and %d more files (plan.json lists them) | | | | |\n", len(p.Radius.Files)-maxFileRows)
@@ -54,7 +54,7 @@ func WriteMarkdown(w io.Writer, p *Plan) error {
 			if f.Lease != "" {
 				lease = "yes (" + markdown.CellCode(f.Lease) + ")"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", markdown.CellCode(f.Path), f.Kind, markdown.List(clip(f.Packages, 3)), markdown.List(f.Surfaces), lease)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", markdown.CellCode(f.Path), f.Kind, markdown.List(clip(withRoutes(f), 3)), markdown.List(f.Surfaces), lease)
 		}
 		b.WriteString("\n")
 	}
@@ -147,6 +147,9 @@ func WriteMarkdown(w io.Writer, p *Plan) error {
 			here := "not asked"
 			if r.Probed {
 				here = "missing"
+				if len(r.NotRun) > 0 {
+					here += "; these legs will be NOT-RUN here: " + strings.Join(r.NotRun, "; ")
+				}
 				if r.Present {
 					here = strings.TrimSpace("present " + r.Version)
 				}
@@ -253,4 +256,20 @@ func orNone(s string) string {
 func write(w io.Writer, s string) error {
 	_, err := io.WriteString(w, s)
 	return err
+}
+
+// withRoutes is each package a file reaches with the routes it takes:
+// "example.com/bank/deposit (package directory, touched record)".
+func withRoutes(f File) []string {
+	out := make([]string, 0, len(f.Packages))
+	for _, ip := range f.Packages {
+		var routes []Reach
+		for _, rc := range f.Routes {
+			if rc.Package == ip {
+				routes = append(routes, rc)
+			}
+		}
+		out = append(out, fmt.Sprintf("%s (%s)", ip, strings.Join(routeNames(routes), ", ")))
+	}
+	return out
 }

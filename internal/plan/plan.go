@@ -22,6 +22,7 @@ import (
 
 	"github.com/contested/contested/internal/capability"
 	"github.com/contested/contested/internal/digest"
+	"github.com/contested/contested/internal/gate/certify"
 	"github.com/contested/contested/internal/gate/flakes"
 	"github.com/contested/contested/internal/registry"
 )
@@ -161,6 +162,10 @@ type Requirement struct {
 	Version string `json:"version,omitempty"`
 	Source  string `json:"source,omitempty"`
 	Provide string `json:"provide,omitempty"`
+	// NotRun are the surfaces whose registry needs name this capability,
+	// with the legs of each the plan runs, when the probe found it
+	// missing: validate judges those legs NOT-RUN on this machine.
+	NotRun []string `json:"not_run,omitempty"`
 }
 
 // Budget is a scenario's three tiers, from its surface's registry budget.
@@ -244,7 +249,11 @@ type Input struct {
 	OldRegistry *registry.Registry
 	// Digest is the module's packages with the files each stands on.
 	Digest *digest.Module
-	Change Change
+	// Certificates are the reuse certificates this checkout trusts: the
+	// newest of each package records the files its tests touched, which
+	// a change to reaches it. Nil when none were read.
+	Certificates *certify.Set
+	Change       Change
 	// History is the flake history, oldest first.
 	History []flakes.Outcome
 	// Probe asks this machine for a capability; nil leaves the

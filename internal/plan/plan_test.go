@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/contested/contested/internal/faultlayer/levers"
 )
 
 // TestBlastRadius: each shape of change reaches the packages whose test
@@ -312,8 +314,12 @@ func TestSkeletonsParseWhateverTheRegistrySays(t *testing.T) {
 		if err != nil {
 			t.Fatalf("skeleton of %s does not parse: %v\n%s", s.ID, err, s.Skeleton)
 		}
-		if len(f.Decls) != 2 { // the imports and the test
-			t.Errorf("skeleton of %s declares %d things, want the imports and one test:\n%s", s.ID, len(f.Decls), s.Skeleton)
+		want, what := 2, "the imports and one test"
+		if s.Lever == levers.NameCrashAndResume {
+			want, what = 3, "the imports, one test and its worker role"
+		}
+		if len(f.Decls) != want {
+			t.Errorf("skeleton of %s declares %d things, want %s:\n%s", s.ID, len(f.Decls), what, s.Skeleton)
 		}
 	}
 	if n == 0 {

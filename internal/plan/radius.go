@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/contested/contested/internal/digest"
+	"github.com/contested/contested/internal/gate/certify"
 	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/registry"
 )
@@ -35,6 +37,8 @@ type File struct {
 	// docs or other.
 	Kind     string   `json:"kind"`
 	Packages []string `json:"packages"`
+	// Routes say how the file reaches each of its packages.
+	Routes   []Reach  `json:"routes"`
 	Surfaces []string `json:"surfaces"`
 	// Lease is the [plan] lease_paths pattern the file matches, when it
 	// is lease, fence or lock code.
@@ -45,8 +49,56 @@ type File struct {
 type PackageReach struct {
 	ImportPath string   `json:"import_path"`
 	Files      []string `json:"files"`
-	Surfaces   []string `json:"surfaces"`
+	// Routes say how each of the files reaches the package.
+	Routes   []Reach  `json:"routes"`
+	Surfaces []string `json:"surfaces"`
 }
+
+// Reach is one file reaching one package, and the route it took: a
+// reviewer told only "it reaches" cannot tell a real dependency from a
+// guess.
+type Reach struct {
+	File    string `json:"file"`
+	Package string `json:"package"`
+	Route   string `json:"route"`
+}
+
+// The routes by which a file reaches a package, strongest first.
+const (
+	// RouteLinkGraph: the package's test binary is built from the file.
+	RouteLinkGraph = "link graph"
+	// RouteModuleGraph: the file is go.mod, go.sum or go.work, which every
+	// package is built by.
+	RouteModuleGraph = "module graph"
+	// RouteTestdata: the file is in the package's testdata directory.
+	RouteTestdata = "testdata"
+	// RouteDirectory: the file is in the package's directory, or in a
+	// subdirectory of it that is no package of its own (fixtures,
+	// migrations/*.sql).
+	RouteDirectory = "package directory"
+	// RouteTouched: the package's last certificate recorded its tests
+	// opening or statting the file.
+	RouteTouched = "touched record"
+	// RouteReuseReads: the registry's [reuse] reads says the package
+	// reads the file at run time.
+	RouteReuseReads = "[reuse] reads"
+	// RouteGone: a Go file that is gone, in the package's directory.
+	RouteGone = "directory of a gone Go file"
+)
+
+// routePhrase says each route in the blast radius's summary.
+var routePhrase = map[string]string{
+	RouteLinkGraph:   "the link graph of their test binaries (the one the reuse digest uses)",
+	RouteModuleGraph: "the module graph",
+	RouteTestdata:    "their testdata",
+	RouteDirectory:   "the package directory a non-Go file is in",
+	RouteTouched:     "what their last certificate recorded their tests reading",
+	RouteReuseReads:  "the registry's [reuse] reads",
+	RouteGone:        "the directory of a Go file that is gone",
+}
+
+// routeOrder is the order routes are said in.
+var routeOrder = []string{RouteLinkGraph, RouteModuleGraph, RouteTestdata, RouteDirectory, RouteTouched, RouteReuseReads, RouteGone}
 
 // SurfaceReach is one surface a change reaches, and how.
 type SurfaceReach struct {
@@ -90,10 +142,17 @@ func blastRadius(in Input) Radius {
 		}
 	}
 	byPkg := map[string][]string{}
+	routesOf := map[string][]Reach{}
 	changedEntries := changedSurfaces(in.OldRegistry, in.Registry)
 	for _, f := range in.Change.Files {
-		file := File{Path: f, Kind: kindOf(f, in.RegistryFile), Packages: []string{}, Surfaces: []string{}}
-		file.Packages = packagesOf(f, in, pkgs)
+		file := File{Path: f, Kind: kindOf(f, in.RegistryFile), Packages: []string{}, Routes: []Reach{}, Surfaces: []string{}}
+		file.Routes = packagesOf(f, in, pkgs)
+		for _, rc := range file.Routes {
+			if !slices.Contains(file.Packages, rc.Package) {
+				file.Packages = append(file.Packages, rc.Package)
+			}
+			routesOf[rc.Package] = append(routesOf[rc.Package], rc)
+		}
 		if pat, ok := in.Registry.Plan.LeaseCode(f); ok && (file.Kind == kindGo || len(file.Packages) > 0) {
 			file.Lease = pat
 		}
@@ -120,9 +179,10 @@ func blastRadius(in Input) Radius {
 		if len(files) == 0 {
 			continue
 		}
-		r.Packages = append(r.Packages, PackageReach{ImportPath: p.ImportPath, Files: files, Surfaces: orEmpty(pkgSurfaces[p.ImportPath])})
+		routes := routesOf[p.ImportPath]
+		r.Packages = append(r.Packages, PackageReach{ImportPath: p.ImportPath, Files: files, Routes: routes, Surfaces: orEmpty(pkgSurfaces[p.ImportPath])})
 		for _, s := range pkgSurfaces[p.ImportPath] {
-			reach(s, fmt.Sprintf("package %s declares its tests and is built from %s", p.ImportPath, countList(files, "changed file")))
+			reach(s, fmt.Sprintf("package %s declares its tests and is reached by %s (%s)", p.ImportPath, countList(files, "changed file"), strings.Join(routeNames(routes), ", ")))
 		}
 	}
 	for _, s := range in.Registry.Surfaces {
@@ -160,29 +220,49 @@ func surfacesOf(reg *registry.Registry, module string, p digest.Package) []strin
 	return out
 }
 
-// packagesOf are the packages a file reaches: those whose test binary is
-// built from it or whose testdata holds it; every package for the module
-// graph; the packages [reuse] reads says read it at run time; and, for a
-// Go file that is gone, the package of its directory.
-func packagesOf(f string, in Input, pkgs []digest.Package) []string {
-	var out []string
-	add := func(ip string) {
-		if !slices.Contains(out, ip) {
-			out = append(out, ip)
+// packagesOf are the packages a file reaches, each by every route it
+// takes, sorted by package then route: those whose test binary is built
+// from it (link graph) or whose testdata holds it; every package for the
+// module graph; the package whose directory holds a file that is not Go
+// or documentation; those whose last certificate recorded their tests
+// touching it; those [reuse] reads says read it at run time; and, for a
+// Go file that reaches none of them (one that is gone), the package of
+// its directory.
+func packagesOf(f string, in Input, pkgs []digest.Package) []Reach {
+	var out []Reach
+	add := func(ip, route string) {
+		rc := Reach{File: f, Package: ip, Route: route}
+		if !slices.Contains(out, rc) {
+			out = append(out, rc)
 		}
 	}
-	if kindOf(f, in.RegistryFile) == kindGraph {
+	kind := kindOf(f, in.RegistryFile)
+	if kind == kindGraph {
 		for _, p := range pkgs {
-			add(p.ImportPath)
+			add(p.ImportPath, RouteModuleGraph)
 		}
 		return out
 	}
 	for _, p := range pkgs {
 		for _, pf := range p.Files {
-			if pf == f || strings.HasSuffix(pf, "/") && strings.HasPrefix(f, pf) {
-				add(p.ImportPath)
+			if pf == f {
+				add(p.ImportPath, RouteLinkGraph)
 				break
 			}
+			if strings.HasSuffix(pf, "/") && strings.HasPrefix(f, pf) {
+				add(p.ImportPath, RouteTestdata)
+				break
+			}
+		}
+	}
+	if kind != kindGo && kind != kindDocs && kind != kindRegistry {
+		if ip, ok := directoryPackage(f, in.Root, pkgs); ok {
+			add(ip, RouteDirectory)
+		}
+	}
+	for _, p := range pkgs {
+		if touchedBy(in.Certificates, p.ImportPath, f) {
+			add(p.ImportPath, RouteTouched)
 		}
 	}
 	for _, rd := range in.Registry.Reuse.Reads {
@@ -192,7 +272,7 @@ func packagesOf(f string, in Input, pkgs []digest.Package) []string {
 			}
 			for _, p := range pkgs {
 				if rd.Matches(relDir(in.Root, p.Dir)) {
-					add(p.ImportPath)
+					add(p.ImportPath, RouteReuseReads)
 				}
 			}
 		}
@@ -201,11 +281,75 @@ func packagesOf(f string, in Input, pkgs []digest.Package) []string {
 		dir := path.Dir(f)
 		for _, p := range pkgs {
 			if relDir(in.Root, p.Dir) == dir {
-				add(p.ImportPath)
+				add(p.ImportPath, RouteGone)
 			}
 		}
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, func(a, b Reach) int {
+		if c := strings.Compare(a.Package, b.Package); c != 0 {
+			return c
+		}
+		return slices.Index(routeOrder, a.Route) - slices.Index(routeOrder, b.Route)
+	})
+	return out
+}
+
+// directoryPackage is the package whose directory holds f: the nearest
+// directory above it that is a package, so that a file in a subdirectory
+// with no Go files (migrations/001.sql, fixtures/) reaches the package
+// above it. It stops at a directory with a go.mod of its own (another
+// module, which this module's packages are not built from) and at a
+// hidden directory (.github), which tests do not read; the root package
+// is reached only by files outside every hidden directory.
+func directoryPackage(f, root string, pkgs []digest.Package) (string, bool) {
+	byDir := map[string]string{}
+	for _, p := range pkgs {
+		byDir[relDir(root, p.Dir)] = p.ImportPath
+	}
+	for _, part := range strings.Split(path.Dir(f), "/") {
+		if strings.HasPrefix(part, ".") && part != "." {
+			return "", false
+		}
+	}
+	for dir := path.Dir(f); ; dir = path.Dir(dir) {
+		if ip, ok := byDir[dir]; ok {
+			return ip, true
+		}
+		if dir == "." || dir == "/" {
+			return "", false
+		}
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(dir), "go.mod")); err == nil {
+			return "", false
+		}
+	}
+}
+
+// touchedBy reports whether the newest certificate of package ip recorded
+// its tests opening or statting f (or a directory that holds it): a file a
+// test read last time is an input this time, whatever its name.
+func touchedBy(certs *certify.Set, ip, f string) bool {
+	c, ok := certs.Latest(certify.KindPackage, ip)
+	if !ok || c.Touched == nil {
+		return false
+	}
+	for _, list := range [][]string{c.Touched.Open, c.Touched.Stat} {
+		for _, t := range list {
+			if t == f || strings.HasPrefix(f, strings.TrimSuffix(t, "/")+"/") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// routeNames are the distinct routes of rs, in routeOrder.
+func routeNames(rs []Reach) []string {
+	var out []string
+	for _, route := range routeOrder {
+		if slices.ContainsFunc(rs, func(rc Reach) bool { return rc.Route == route }) {
+			out = append(out, route)
+		}
+	}
 	return out
 }
 
@@ -316,7 +460,15 @@ func radiusSummary(in Input, r Radius) string {
 		they = "It reaches"
 	}
 	if len(r.Packages) > 0 {
-		fmt.Fprintf(&b, " %s %s through the link graph of their test binaries (the one the reuse digest uses)", they, count(len(r.Packages), "package"))
+		var all []Reach
+		for _, p := range r.Packages {
+			all = append(all, p.Routes...)
+		}
+		var phrases []string
+		for _, route := range routeNames(all) {
+			phrases = append(phrases, routePhrase[route])
+		}
+		fmt.Fprintf(&b, " %s %s through %s", they, count(len(r.Packages), "package"), andList(phrases))
 	} else {
 		fmt.Fprintf(&b, " %s no package through the link graph of the test binaries", they)
 	}
@@ -357,6 +509,14 @@ func earlyExit(c Change, r Radius) string {
 		return "The change reaches no surface: no claim of the registry is at risk. The packages it reaches are tested by their own tests (go test on them); if one of them keeps a promise under faults, register it as a surface."
 	}
 	return ""
+}
+
+// andList joins xs as a sentence does: "a", "a and b", "a, b and c".
+func andList(xs []string) string {
+	if len(xs) <= 1 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
 }
 
 func reachWord(n int) string {

@@ -65,17 +65,19 @@ func skeleton(in Input, p *Plan, sc Scenario) string {
 	fmt.Fprintf(&b, "// Plan sha256: %s\n", p.SHA256)
 	fmt.Fprintf(&b, "// Falsifies: %s (%s): %s\n", c.Key, c.Category, comment(c.Text))
 	fmt.Fprintf(&b, "// Closes: %s (gap: %s)\n", strings.Join(closes, ", "), sc.Gap)
+	name, armable := leverConsts[sc.Lever]
+	if armable {
+		fmt.Fprintf(&b, "// Leg: %s of surface %s, the one leg this test starts (surface %s must list it in its legs).\n", sc.Lever, comment(sc.Surface), comment(sc.Surface))
+	} else {
+		fmt.Fprintf(&b, "// Leg: %s of surface %s, a lever of the cluster rig: this test starts no leg of its own.\n", sc.Lever, comment(sc.Surface))
+	}
 	b.WriteString("// Fill the TODO regions from the scenario, remove the t.Skip, and list the\n")
 	b.WriteString("// test among the surface's tests in the registry.\n\n")
 	fmt.Fprintf(&b, "package %s\n\n", sc.Package)
 
-	name, armable := leverConsts[sc.Lever]
 	imports := []string{"testing"}
 	if armable {
 		imports = append(imports, "context", "github.com/contested/contested/contested")
-		if sc.Lever == levers.NameCrashAndResume {
-			imports = append(imports, "os", "os/exec")
-		}
 		if _, ok := models[sc.Oracle.Model]; ok {
 			imports = append(imports, "github.com/contested/contested/contested/history")
 		}
@@ -120,24 +122,23 @@ func skeleton(in Input, p *Plan, sc Scenario) string {
 	fmt.Fprintf(&b, "// TODO(workload): %s\n", comment(sc.Workload))
 	switch sc.Lever {
 	case levers.NameCrashAndResume:
-		b.WriteString("worker := leg.StartWorker(func() *exec.Cmd {\n")
-		b.WriteString("return exec.Command(os.Args[0], \"-test.run=^$\") // TODO(workload): the worker the leg kills and restarts\n")
-		b.WriteString("})\n_ = worker\n")
+		b.WriteString("// TODO(workload): give contested.Start contested.Span(n), n the units of work the worker does in all: the kills land inside it.\n")
+		b.WriteString("// The worker is this test binary run again as the role below (contested.TestBinary).\n")
+		fmt.Fprintf(&b, "w := leg.StartWorker(contested.TestBinary(%s)) // TODO(workload): contested.WorkerEnv(\"APP_DSN=\"+leg.DSN()) for what it connects to\n", strconv.Quote(roleName(sc)))
+		b.WriteString("// Run drives the leg's schedule by the worker's progress: it kills the worker\n")
+		b.WriteString("// (SIGKILL) where the seed says, restarts it, and proves each restart resumed.\n")
+		b.WriteString("if err := w.Run(ctx); err != nil {\nt.Fatal(err)\n}\n")
 	case levers.NameBurst:
 		b.WriteString("for range leg.Schedule().Windows {\n")
 		b.WriteString("for _, d := range leg.Deliveries(ctx, 30, contested.BurstPlan{}) {\n")
 		b.WriteString("// TODO(workload): apply the delivery d.Index, recorded in leg.History()\n")
 		b.WriteString("leg.Consumed(d)\n}\n}\n")
 	}
-	if sc.Lever != levers.NameBurst {
+	if sc.Lever != levers.NameBurst && sc.Lever != levers.NameCrashAndResume {
 		b.WriteString("for running := true; running; {\n")
 		b.WriteString("select {\ncase <-leg.Done():\nrunning = false\ndefault:\n")
 		b.WriteString("leg.Step(ctx) // the schedule arms and heals the fault on the steps it names\n")
-		if sc.Lever == levers.NameCrashAndResume {
-			b.WriteString("// TODO(workload): the worker works on its own; watch its progress here, and record what it did in leg.History()\n")
-		} else {
-			b.WriteString("// TODO(workload): one operation, recorded in leg.History() (or through leg.Client(i)); leg.Observe(err) each error\n")
-		}
+		b.WriteString("// TODO(workload): one operation, recorded in leg.History() (or through leg.Client(i)); leg.Observe(err) each error\n")
 		b.WriteString("}\n}\n")
 	}
 	fmt.Fprintf(&b, "\n// TODO(faults): %s\n", comment(sc.Faults))
@@ -154,8 +155,26 @@ func skeleton(in Input, p *Plan, sc Scenario) string {
 		fmt.Fprintf(&b, "leg.Oracle(%s, 0, 0, contested.ErrInconclusive)\n", strconv.Quote(oracleName(sc.Oracle.Checker)))
 	}
 	b.WriteString("}\n")
+	if sc.Lever == levers.NameCrashAndResume {
+		role := roleVar(sc)
+		fmt.Fprintf(&b, "\n// %s is the worker process the leg of %s kills and restarts. Hand it to\n", role, sc.Test)
+		b.WriteString("// contested.Main in the package's TestMain, with any roles it has already:\n//\n")
+		fmt.Fprintf(&b, "//\tfunc TestMain(m *testing.M) { contested.Main(m, %s) }\n", role)
+		b.WriteString("//\n// (or to contested.Serve, first, in a TestMain with a set-up of its own).\n")
+		fmt.Fprintf(&b, "var %s = contested.Role(%s, func(ctx context.Context, args []string) error {\n", role, strconv.Quote(roleName(sc)))
+		b.WriteString("// TODO(workload): the work, one unit at a time; after each commit, contested.Progressed(1).\n")
+		b.WriteString("// Return nil when the work is done; ctx ends when the worker is asked to stop.\n")
+		b.WriteString("return nil\n})\n")
+	}
 	return formatted(b.String())
 }
+
+// roleName is the worker role of a crash-and-resume scenario: its test's
+// name, lower-cased, so that two scenarios in one package never share one.
+func roleName(sc Scenario) string { return strings.ToLower(sc.Test) }
+
+// roleVar is the variable that holds it.
+func roleVar(sc Scenario) string { return "workerOf" + sc.Test }
 
 // oracleLine says a scenario's oracle in one line.
 func oracleLine(o Oracle) string {

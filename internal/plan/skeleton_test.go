@@ -86,6 +86,33 @@ func TestSkeletonsCompileAgainstThePublicAPI(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Hand every worker role a skeleton declares to the fixture's TestMain,
+	// as each skeleton's comment says to: the roles are what the public
+	// API (contested.Main) takes.
+	var roles []string
+	for _, src := range files {
+		for _, line := range strings.Split(src, "\n") {
+			if v, ok := strings.CutPrefix(line, "var workerOf"); ok {
+				name, _, _ := strings.Cut(v, " ")
+				roles = append(roles, "workerOf"+name)
+			}
+		}
+	}
+	if len(roles) == 0 {
+		t.Fatal("no skeleton declares a worker role")
+	}
+	mainFile := filepath.Join(mod, "stock_test.go")
+	stock, err := os.ReadFile(mainFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wired := strings.Replace(string(stock), "contested.Main(m)", "contested.Main(m, "+strings.Join(roles, ", ")+")", 1)
+	if wired == string(stock) {
+		t.Fatal("the adopter fixture's TestMain is no longer contested.Main(m): update this test")
+	}
+	if err := os.WriteFile(mainFile, []byte(wired), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", "vet", ".")
@@ -104,5 +131,55 @@ func TestSkeletonsCompileAgainstThePublicAPI(t *testing.T) {
 			fmt.Fprintf(&b, "--- %s\n%s\n", n, files[n])
 		}
 		t.Fatalf("go vet of the skeletons: %v\n%s\n%s", err, out, b.String())
+	}
+}
+
+// TestCrashAndResumeSkeletonUsesThePublicWorkerAPI: the crash-and-resume
+// skeleton starts its worker the way docs/how-to/contract-job-runner.md
+// does (the test binary as a Role, TestBinary, StartWorker, Worker.Run),
+// never a command of its own making, and its header names the leg it
+// starts.
+func TestCrashAndResumeSkeletonUsesThePublicWorkerAPI(t *testing.T) {
+	p := Build(input(t, depositRegistry, "deposit/deposit.go"))
+	var src string
+	for _, sc := range p.Scenarios {
+		if sc.Lever == levers.NameCrashAndResume && sc.Skeleton != "" {
+			src = sc.Skeleton
+			break
+		}
+	}
+	if src == "" {
+		t.Fatal("the plan has no crash-and-resume skeleton")
+	}
+	for _, tc := range []struct {
+		name string
+		has  string
+		want bool
+	}{
+		{"it starts the worker as this test binary's role", "leg.StartWorker(contested.TestBinary(", true},
+		{"it declares the role with contested.Role", "= contested.Role(", true},
+		{"it says how to hand the role to contested.Main", "contested.Main(m, workerOf", true},
+		{"the schedule is driven by Worker.Run", "w.Run(ctx)", true},
+		{"the header names the leg it starts", "// Leg: crash-and-resume of surface bank.deposit", true},
+		{"it builds no command of its own", "exec.Command", false},
+		{"it does not run os.Args by hand", "os.Args", false},
+		{"it does not step the schedule by hand beside the worker", "leg.Step(", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := strings.Contains(src, tc.has); got != tc.want {
+				t.Errorf("skeleton contains %q: %v, want %v:\n%s", tc.has, got, tc.want, src)
+			}
+		})
+	}
+}
+
+// TestSkeletonHeaderNamesItsLeg: every skeleton's header says which leg
+// it lists, a Go test's leg or the cluster rig's.
+func TestSkeletonHeaderNamesItsLeg(t *testing.T) {
+	for name, src := range skeletonsOfEveryKind(t) {
+		header, _, _ := strings.Cut(src, "\npackage ")
+		if !strings.Contains(header, "\n// Leg: ") || !strings.Contains(header, " of surface bank.deposit") {
+			t.Errorf("%s: the header names no leg:\n%s", name, header)
+		}
 	}
 }

@@ -176,8 +176,16 @@ func (lr *building) decide(s registry.Surface, level int, ev Evidence, attempted
 		}
 		// The test ran it anyway: its evidence is judged, and the mismatch
 		// is said, since the registry and the test disagree.
+		if missing := neededMissing(s, ev); len(missing) > 0 {
+			lr.notRunForNeeds(s, missing, attempted)
+			return
+		}
 		lr.Verdict, lr.Reason = verdict.Assign(lr.Runs, s.Budget.Hardening.Seeds)
 		lr.Reason += fmt.Sprintf("; the registry runs it only at levels %s, yet it ran at level %d: make the test skip it here, or add level %d to its levels", levels, level, level)
+		return
+	}
+	if missing := neededMissing(s, ev); len(missing) > 0 {
+		lr.notRunForNeeds(s, missing, attempted)
 		return
 	}
 	if ev.EnvMissing != "" {
@@ -197,6 +205,41 @@ func (lr *building) decide(s registry.Surface, level int, ev Evidence, attempted
 			lr.Reason += fmt.Sprintf(": its test %s was skipped (make it run at level %d, or restrict the leg with levels in the registry)", strings.Join(skipped, ", "), level)
 		}
 	}
+}
+
+// neededMissing returns the capabilities the surface's registry needs names
+// that the machine's probe found missing, its matrix row for each.
+func neededMissing(s registry.Surface, ev Evidence) []capability.Capability {
+	var out []capability.Capability
+	for _, n := range s.Needs {
+		c, ok := ev.Capabilities.Get(capability.Name(n))
+		if ok && !c.Present && !slices.ContainsFunc(out, func(o capability.Capability) bool { return o.Name == c.Name }) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// notRunForNeeds makes the leg NOT-RUN because its surface needs a
+// capability this machine lacks. The registry's needs say the legs cannot
+// be run without it, so whatever a test did without it (it may not check,
+// or check something else) is no evidence of the claim: it is not judged,
+// and the leg can never count toward a GREEN surface or a certificate.
+func (lr *building) notRunForNeeds(s registry.Surface, missing []capability.Capability, attempted bool) {
+	var says []string
+	lr.Missing = nil
+	for _, c := range missing {
+		lr.Missing = append(lr.Missing, string(c.Name))
+		says = append(says, c.Missing())
+	}
+	lr.Verdict = verdict.NotRun
+	lr.Reason = fmt.Sprintf("cannot run here: surface %s needs %s (registry needs) and this machine lacks it: %s",
+		s.ID, strings.Join(lr.Missing, ", "), strings.Join(says, "; "))
+	if attempted {
+		lr.Reason += fmt.Sprintf("; its test ran anyway (%d of %d armed faults fired), and that run is not judged: a test of a leg that needs %s should call capability.Require or skip without it",
+			lr.Fired, lr.Armed, strings.Join(lr.Missing, ", "))
+	}
+	lr.Runs, lr.Thin, lr.Oracles = nil, false, nil
 }
 
 // lacked returns the capabilities a leg that did not run lacked: those its

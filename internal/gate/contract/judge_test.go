@@ -382,7 +382,8 @@ func TestANotRunLegNamesTheCapabilityItLacked(t *testing.T) {
 		lacked map[string][]string
 		want   string
 	}{
-		{"the surface needs it and the machine lacks it", []string{"chromium"}, noChromium, nil, says},
+		{"the surface needs it and the machine lacks it", []string{"chromium"}, noChromium, nil,
+			"cannot run here: surface m.stock needs chromium (registry needs) and this machine lacks it: missing capability chromium: not found on PATH (looked for chromium); provide it: apt-get install chromium"},
 		{"its test skipped saying it lacked it", nil, noChromium, map[string][]string{"TestStock": {"chromium"}}, says},
 		{"its test skipped saying so, with no matrix", nil, nil, map[string][]string{"TestStock/burst": {"chromium"}},
 			"cannot run here: missing capability chromium; provide it: apt-get install chromium"},
@@ -397,6 +398,67 @@ func TestANotRunLegNamesTheCapabilityItLacked(t *testing.T) {
 			legs, _ := Judge(s, Evidence{Level: 1, Runs: []SeedRun{run}, Capabilities: tc.caps})
 			if l := legs[0]; l.Verdict != verdict.NotRun || l.Reason != tc.want {
 				t.Errorf("burst %s: %q; want NOT-RUN: %q", l.Verdict, l.Reason, tc.want)
+			}
+		})
+	}
+}
+
+// TestALegWhoseSurfaceNeedsAMissingCapabilityIsNotRun: when the surface's
+// registry needs name a capability the machine's probe found missing, its
+// legs are NOT-RUN, whatever their tests did without it (passed, fired,
+// failed): the surface is never GREEN, so no certificate can stand for it,
+// and each leg's reason names the surface, the capability and how to
+// provide it.
+func TestALegWhoseSurfaceNeedsAMissingCapabilityIsNotRun(t *testing.T) {
+	noChromium := capability.Matrix{{Name: capability.Chromium, Detail: "not found on PATH (looked for chromium)", Provide: "apt-get install chromium"},
+		{Name: capability.Docker, Present: true}}
+	withChromium := capability.Matrix{{Name: capability.Chromium, Present: true}, {Name: capability.Docker, Present: true}}
+	passed := runOf([]faultrecord.Record{rec("burst", true, held), rec("reset", true, held)}, nil, []string{"TestStock/burst", "TestStock/reset"}, nil, nil)
+	failed := runOf([]faultrecord.Record{failedRec("burst")}, map[string]string{"TestStock/burst": "boom"}, []string{"TestStock/burst"}, nil, nil)
+	for _, tc := range []struct {
+		name     string
+		level    int
+		caps     capability.Matrix
+		run      SeedRun
+		want     map[string]verdict.Verdict
+		contract verdict.Contract
+		says     string
+	}{
+		{"a leg whose test passed without the capability is NOT-RUN, and the surface is not GREEN", 2, noChromium, passed,
+			map[string]verdict.Verdict{"burst": verdict.NotRun, "reset": verdict.NotRun}, verdict.Inconclusive,
+			"cannot run here: surface m.stock needs chromium (registry needs) and this machine lacks it: missing capability chromium: not found on PATH (looked for chromium); provide it: apt-get install chromium; its test ran anyway (1 of 1 armed faults fired), and that run is not judged"},
+		{"a leg whose test failed without the capability is NOT-RUN, not a failure of the component", 2, noChromium, failed,
+			map[string]verdict.Verdict{"burst": verdict.NotRun, "reset": verdict.NotRun}, verdict.Inconclusive, "surface m.stock needs chromium"},
+		{"a leg its test ran below its levels is NOT-RUN too", 1, noChromium, passed,
+			map[string]verdict.Verdict{"burst": verdict.NotRun, "reset": verdict.NotRun}, verdict.Inconclusive, "surface m.stock needs chromium"},
+		{"a leg not at this level and not run stays NOT-AT-LEVEL", 1, noChromium, runOf([]faultrecord.Record{rec("burst", true, held)}, nil, []string{"TestStock/burst"}, nil, nil),
+			map[string]verdict.Verdict{"burst": verdict.NotRun, "reset": verdict.NotAtLevel}, verdict.Inconclusive, "surface m.stock needs chromium"},
+		{"with the capability present the same run is judged and GREEN", 2, withChromium, passed,
+			map[string]verdict.Verdict{"burst": verdict.PassSmoke, "reset": verdict.PassSmoke}, verdict.Green, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := surface()
+			s.Needs = []string{"chromium"}
+			legs, contract := Judge(s, Evidence{Level: tc.level, Runs: []SeedRun{tc.run}, Capabilities: tc.caps})
+			said := false
+			for _, l := range legs {
+				if l.Verdict != tc.want[l.Lever] {
+					t.Errorf("%s is %s (%s), want %s", l.Lever, l.Verdict, l.Reason, tc.want[l.Lever])
+				}
+				if l.Verdict == verdict.NotRun && (len(l.Missing) != 1 || l.Missing[0] != "chromium") {
+					t.Errorf("%s names missing %v, want [chromium]", l.Lever, l.Missing)
+				}
+				said = said || tc.says != "" && strings.Contains(l.Reason, tc.says)
+			}
+			if tc.says != "" && !said {
+				t.Errorf("no leg says %q: %+v", tc.says, legs)
+			}
+			if contract != tc.contract {
+				t.Errorf("surface %s, want %s", contract, tc.contract)
+			}
+			r := &Result{Surface: s.ID, Contract: contract, Legs: legs}
+			if blocking := r.Blocking(true); tc.contract != verdict.Green && len(blocking) == 0 {
+				t.Errorf("no leg keeps a whole battery from GREEN")
 			}
 		})
 	}
