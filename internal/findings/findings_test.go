@@ -351,3 +351,47 @@ func TestTheFindingsAreARunsOwn(t *testing.T) {
 		}
 	}
 }
+
+// TestFindingsMarkdownShowsReplaysAsCopyableCommands: a failure's replay
+// reaches findings.md as one code span a reader copies byte for byte
+// (below the table, so no pipe in it is escaped), never backslash-escaped
+// text inside a cell.
+func TestFindingsMarkdownShowsReplaysAsCopyableCommands(t *testing.T) {
+	replay := "CONTESTED_SEED=7 go test ./my_pkg -run '^TestA$|^TestB$' -count=1 | tee `out`*<$(x)> \"q\""
+	f := &Findings{RunID: "r1", Failures: []Failure{{What: "shop.stock/reset", Verdict: "FAIL-reproducible", Blame: BlameSUT, Action: "fix it", Replay: replay}}}
+	var b strings.Builder
+	if err := WriteMarkdown(&b, f); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	want := "- shop.stock/reset: ``" + replay + "``\n"
+	if !strings.Contains(md, want) {
+		t.Errorf("findings.md lacks the replay as a code span %q:\n%s", want, md)
+	}
+	if strings.Contains(md, `my\_pkg`) || strings.Contains(md, `\|^TestB`) {
+		t.Errorf("findings.md backslash-escapes the replay:\n%s", md)
+	}
+}
+
+// TestAChainSaysAnUnknownSeedAndMissingLandingEvidence: a serious claim's
+// evidence chain never names "seed 0" or a dash for evidence no record
+// holds: it says the seed is unknown and the landing evidence missing.
+func TestAChainSaysAnUnknownSeedAndMissingLandingEvidence(t *testing.T) {
+	l := verdict.Leg{Lever: "reset", Verdict: verdict.PassSmoke, Armed: 1, Fired: 1,
+		Runs:    []verdict.Run{{Seed: 0, Attempted: true}},
+		Oracles: []faultrecord.OracleRun{{Name: "exactly-once", OpsProduced: 3, OpsChecked: 3, Result: "held"}}}
+	lines, broken := chain([]verdict.Leg{l})
+	if broken != "" || len(lines) != 1 {
+		t.Fatalf("chain = %q, broken %q", lines, broken)
+	}
+	for _, w := range []string{"over seeds unknown", "landing evidence: missing: "} {
+		if !strings.Contains(lines[0], w) {
+			t.Errorf("chain %q lacks %q", lines[0], w)
+		}
+	}
+	for _, n := range []string{"seeds 0", "injector: -", "none recorded"} {
+		if strings.Contains(lines[0], n) {
+			t.Errorf("chain %q says %q", lines[0], n)
+		}
+	}
+}

@@ -88,12 +88,13 @@ func WriteMarkdown(w io.Writer, f *Findings) error {
 				why += "; pending: " + fl.Pending
 			}
 			action := fl.Action
-			if fl.Replay != "" && !strings.Contains(action, fl.Replay) {
-				action = strings.TrimSpace(action + " Replay: " + fl.Replay)
+			if fl.Replay != "" {
+				action = strings.TrimSpace(action + " Replay: below the table.")
 			}
 			fmt.Fprintf(&b, "| %s | %s | **%s** | %s | %s | %s |\n", t(fl.What), t(fl.Verdict), fl.Blame, t(why), orNone(markdown.List(fl.Claims)), t(orNone(action)))
 		}
 		b.WriteString("\n")
+		replays(&b, f.Failures)
 	}
 
 	var notReached, missing []string
@@ -155,4 +156,20 @@ func bullets(b *strings.Builder, title, none string, items []string) {
 		fmt.Fprintf(b, "- %s\n", it)
 	}
 	b.WriteString("\n")
+}
+
+// replays lists each failure's replay command below the failures' table,
+// as a code span a reader copies byte for byte (markdown.Command): in a
+// table cell its pipes would have to be escaped, and the escapes copied.
+func replays(b *strings.Builder, fs []Failure) {
+	var lines []string
+	for _, fl := range fs {
+		if fl.Replay != "" {
+			lines = append(lines, fmt.Sprintf("- %s: %s\n", markdown.Text(fl.What), markdown.Command(fl.Replay)))
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	b.WriteString("Replay commands:\n\n" + strings.Join(lines, "") + "\n")
 }

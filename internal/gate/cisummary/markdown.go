@@ -133,7 +133,7 @@ func writeFailures(p func(string, ...any), run Run) {
 		}
 		p("\n  - failure: %s\n  - action: %s\n", markdown.Text(f.FirstLine), markdown.Text(f.Action))
 		if f.Replay != "" {
-			p("  - replay: %s\n", markdown.Code(f.Replay))
+			p("  - replay: %s\n", markdown.Command(f.Replay))
 		}
 		if f.Test != "" {
 			for _, e := range evidence[f.Package+"."+f.Test] {

@@ -244,9 +244,10 @@ func decide(o *Outcome, s registry.Surface, res *contract.Result, opts Options) 
 		o.Owner, o.OwnerName = Component, s.Owner
 		l := failingLeg(o, res)
 		o.Verdict = legFinding(l.Verdict)
-		o.Action = fmt.Sprintf("fix %s (%s): leg %s is %s in isolation with seed %d (%s); reproduce with %s; file it as a fix: issue with the leg and the seed",
-			s.ID, s.Behavior, l.Lever, l.Verdict, l.FailedRun, l.Reason, replayenv.Prefix(l.Replay, o.replay))
-		o.Evidence = append(o.Evidence, "leg "+l.Lever+": "+l.Reason, "injector: "+l.Injector, "victim: "+l.Victim)
+		o.Action = fmt.Sprintf("fix %s (%s): leg %s is %s in isolation with %s (%s); %s; file it as a fix: issue with the leg and the seed",
+			s.ID, s.Behavior, l.Lever, l.Verdict, seed.Seed(l.FailedRun).Say(), l.Reason, reproduce(replayenv.Prefix(l.Replay, o.replay)))
+		o.Evidence = append(o.Evidence, "leg "+l.Lever+": "+l.Reason)
+		o.Evidence = append(o.Evidence, l.Landing()...)
 	case verdict.Green:
 		flake := o.Reruns.Say()
 		// Capacity owns it only when the failure disappeared on a quiet
@@ -364,4 +365,14 @@ func undecided(o *Outcome, s registry.Surface, contractTest bool) {
 		o.Owner, o.OwnerName = Component, s.Owner
 	}
 	o.Action = fmt.Sprintf("not decided: %s; what is known: %s%s; finish it with go tool mage arbitrate %s", o.Incomplete, o.Reruns.Say(), because(o), o.Test)
+}
+
+// reproduce says how to reproduce a failing leg: its replay, or, when no
+// run recorded one, that it is missing (its seed is unknown, so no command
+// repeats its schedule).
+func reproduce(replay string) string {
+	if replay == "" {
+		return "no replay was recorded (its seed is unknown), so rerun its test with a fresh seed to reproduce it"
+	}
+	return "reproduce with " + replay
 }

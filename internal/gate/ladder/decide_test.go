@@ -148,3 +148,49 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+// TestARedLegSaysOnlyWhatWasRecorded: the action and evidence of a RED
+// contract name the seed, the replay and each side's landing evidence
+// only when a record holds them, and say what is missing otherwise: never
+// "seed 0", an empty "reproduce with", or an empty "injector: " or
+// "victim: " line.
+func TestARedLegSaysOnlyWhatWasRecorded(t *testing.T) {
+	s := registry.Surface{ID: "adopter.stock", Owner: "stock-team", Behavior: "an order is applied once"}
+	tests := []struct {
+		name        string
+		leg         verdict.Leg
+		says, never []string
+	}{
+		{"a leg with nothing recorded", verdict.Leg{Lever: "burst", Verdict: verdict.FailReproducible, Reason: "boom"},
+			[]string{"seed unknown", "no replay was recorded", "landing evidence: missing: "},
+			[]string{"seed 0", "reproduce with ;", "reproduce with  ", "CONTESTED_SEED=0"}},
+		{"a leg whose victim saw nothing recorded", verdict.Leg{Lever: "burst", Verdict: verdict.FailReproducible, Reason: "boom", FailedRun: 7, Replay: "CONTESTED_SEED=7 go test", Injector: "toxic read back"},
+			[]string{"seed 7", "reproduce with CONTESTED_SEED=7 go test", "injector: toxic read back", "victim: missing: "},
+			[]string{"seed unknown", "injector: missing"}},
+		{"a leg with every side recorded", verdict.Leg{Lever: "burst", Verdict: verdict.FailReproducible, Reason: "boom", FailedRun: 7, Replay: "CONTESTED_SEED=7 go test", Injector: "toxic read back", Victim: "ECONNRESET"},
+			[]string{"injector: toxic read back", "victim: ECONNRESET"},
+			[]string{"missing"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := &Outcome{}
+			decide(o, s, &contract.Result{Contract: verdict.Red, Legs: []verdict.Leg{tt.leg}}, Options{})
+			all := o.Action + "\n" + strings.Join(o.Evidence, "\n") + "\n"
+			for _, e := range o.Evidence {
+				if e == "injector: " || e == "victim: " {
+					t.Errorf("evidence holds the empty line %q", e)
+				}
+			}
+			for _, w := range tt.says {
+				if !strings.Contains(all, w) {
+					t.Errorf("action and evidence lack %q:\n%s", w, all)
+				}
+			}
+			for _, n := range tt.never {
+				if strings.Contains(all, n) {
+					t.Errorf("action and evidence say %q:\n%s", n, all)
+				}
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/markdown"
+	"github.com/contested/contested/internal/seed"
 	"github.com/contested/contested/internal/terminal"
 )
 
@@ -91,10 +92,25 @@ func (o *Outcome) Issue() string {
 	if o.Step >= 3 {
 		fmt.Fprintf(&b, "| the test alone | failed %d of %d reruns (%s) |\n", o.Reruns.Failures, o.Reruns.Runs, markdown.Text(string(o.Reruns.Class)))
 	}
+	var replays []string
 	for _, l := range o.Legs {
-		if l.Verdict.Fail() {
-			fmt.Fprintf(&b, "| leg | %s: %s |\n| seed | `%d` |\n| replay | %s |\n", markdown.CellCode(l.Lever), markdown.Text(string(l.Verdict)), l.FailedRun, markdown.CellCode(l.Replay))
+		if !l.Verdict.Fail() {
+			continue
 		}
+		fmt.Fprintf(&b, "| leg | %s: %s |\n", markdown.CellCode(l.Lever), markdown.Text(string(l.Verdict)))
+		if l.FailedRun != 0 {
+			fmt.Fprintf(&b, "| seed | `%d` |\n", l.FailedRun)
+		} else {
+			b.WriteString("| seed | unknown: no record named it, so no replay repeats its schedule |\n")
+		}
+		if l.Replay != "" {
+			// Below the table: in a cell its pipes would be escaped, and
+			// the escapes copied with it.
+			replays = append(replays, fmt.Sprintf("**Replay (%s):** %s\n", markdown.Text(l.Lever), markdown.Command(l.Replay)))
+		}
+	}
+	if len(replays) > 0 {
+		b.WriteString("\n" + strings.Join(replays, "\n"))
 	}
 	fmt.Fprintf(&b, "\n**Action:** %s\n", markdown.Text(d.Action))
 	if len(o.Evidence) > 0 || len(o.Contended) > 0 {
@@ -117,7 +133,7 @@ func headline(o *Outcome) string {
 	case Component:
 		for _, l := range o.Legs {
 			if l.Verdict.Fail() {
-				return fmt.Sprintf("%s leg is %s (seed %d)", l.Lever, l.Verdict, l.FailedRun)
+				return fmt.Sprintf("%s leg is %s (%s)", l.Lever, l.Verdict, seed.Seed(l.FailedRun).Say())
 			}
 		}
 		return "contract RED"

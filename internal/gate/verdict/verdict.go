@@ -43,6 +43,7 @@ import (
 	"strings"
 
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/seed"
 )
 
 // CoverageFloor is the fewest fired faults across a leg's seeds that can
@@ -130,11 +131,11 @@ func Assign(runs []Run, hardeningSeeds int) (Verdict, string) {
 		case r.Reproduced == nil:
 			// Without a rerun there is no reproducer: the strict reading
 			// of the tree, said plainly, and what settles it.
-			return FailNondeterministic, fmt.Sprintf("seed %d failed, and no rerun has shown yet whether it reproduces (the run ended before its reruns; its replay settles it): %s", r.Seed, r.FailureText)
+			return FailNondeterministic, fmt.Sprintf("%s failed, and no rerun has shown yet whether it reproduces (the run ended before its reruns; its replay settles it): %s", say(r.Seed), r.FailureText)
 		case *r.Reproduced:
-			return FailReproducible, fmt.Sprintf("seed %d failed, and again on rerun: %s", r.Seed, r.FailureText)
+			return FailReproducible, fmt.Sprintf("%s failed, and again on rerun: %s", say(r.Seed), r.FailureText)
 		}
-		return FailNondeterministic, fmt.Sprintf("seed %d failed once and passed on rerun: %s", r.Seed, r.FailureText)
+		return FailNondeterministic, fmt.Sprintf("%s failed once and passed on rerun: %s", say(r.Seed), r.FailureText)
 	}
 	armed, fired := 0, 0
 	for _, r := range runs {
@@ -142,10 +143,10 @@ func Assign(runs []Run, hardeningSeeds int) (Verdict, string) {
 			continue
 		}
 		if r.Armed == 0 {
-			return InconclusiveFaultNotProven, fmt.Sprintf("seed %d ran without arming its fault", r.Seed)
+			return InconclusiveFaultNotProven, fmt.Sprintf("%s ran without arming its fault", say(r.Seed))
 		}
 		if r.Fired < r.Armed {
-			return InconclusiveFaultNotProven, fmt.Sprintf("seed %d armed %d faults and %d were proven to land", r.Seed, r.Armed, r.Fired)
+			return InconclusiveFaultNotProven, fmt.Sprintf("%s armed %d faults and %d were proven to land", say(r.Seed), r.Armed, r.Fired)
 		}
 		armed += r.Armed
 		fired += r.Fired
@@ -154,10 +155,10 @@ func Assign(runs []Run, hardeningSeeds int) (Verdict, string) {
 	// so the verdict does not depend on the order of the seeds or oracles.
 	for _, r := range runs {
 		if r.Attempted && len(r.Oracles) == 0 {
-			return PartialSurface, fmt.Sprintf("seed %d passed but reported no oracle: no model-level check ran", r.Seed)
+			return PartialSurface, fmt.Sprintf("%s passed but reported no oracle: no model-level check ran", say(r.Seed))
 		}
 		if r.Attempted && len(r.Unchecked) > 0 {
-			return PartialSurface, fmt.Sprintf("seed %d: %s reported no oracle: part of the leg was never checked", r.Seed, strings.Join(r.Unchecked, ", "))
+			return PartialSurface, fmt.Sprintf("%s: %s reported no oracle: part of the leg was never checked", say(r.Seed), strings.Join(r.Unchecked, ", "))
 		}
 	}
 	for _, r := range runs {
@@ -165,11 +166,11 @@ func Assign(runs []Run, hardeningSeeds int) (Verdict, string) {
 			switch o.Result {
 			case "held":
 			case "unknown":
-				return InconclusiveOracleTooWeak, fmt.Sprintf("seed %d: oracle %s could not decide: %s", r.Seed, o.Name, o.Detail)
+				return InconclusiveOracleTooWeak, fmt.Sprintf("%s: oracle %s could not decide: %s", say(r.Seed), o.Name, o.Detail)
 			default:
 				// Only "held" is a decision in the leg's favour: a result
 				// nobody defined is not one.
-				return InconclusiveOracleTooWeak, fmt.Sprintf("seed %d: oracle %s reported %q, not held: %s", r.Seed, o.Name, o.Result, o.Detail)
+				return InconclusiveOracleTooWeak, fmt.Sprintf("%s: oracle %s reported %q, not held: %s", say(r.Seed), o.Name, o.Result, o.Detail)
 			}
 		}
 	}
@@ -177,7 +178,7 @@ func Assign(runs []Run, hardeningSeeds int) (Verdict, string) {
 	for _, r := range runs {
 		for _, o := range r.Oracles {
 			if o.OpsChecked < o.OpsProduced {
-				return PartialModel, fmt.Sprintf("seed %d: oracle %s checked %d of %d operations", r.Seed, o.Name, o.OpsChecked, o.OpsProduced)
+				return PartialModel, fmt.Sprintf("%s: oracle %s checked %d of %d operations", say(r.Seed), o.Name, o.OpsChecked, o.OpsProduced)
 			}
 			checked += o.OpsChecked
 		}
@@ -283,3 +284,6 @@ func Surface(legs []Verdict) Contract {
 	}
 	return Inconclusive
 }
+
+// say names a run's seed, or says it is unknown (0: no record named it).
+func say(s int64) string { return seed.Seed(s).Say() }
