@@ -83,6 +83,9 @@ func blameLeg(l verdict.Leg) (blame, why, pending string) {
 	case verdict.InconclusiveEnv:
 		return BlameEnvironment, "a capability was missing before the run: " + l.Reason, ""
 	case verdict.InconclusiveFaultNotProven:
+		if text, ok := l.FailedBeforeArming(); ok {
+			return BlameHarness, "the leg failed before its fault was armed: " + text + ": that is evidence about its setup, not about the claim under fault, which this run did not test", ""
+		}
 		return BlameHarness, "the fault was not proven to land, so the run says nothing of the claim: " + l.Reason, ""
 	case verdict.PartialSurface, verdict.PartialModel:
 		return BlameHarness, "part of the leg's history went unchecked: " + l.Reason, ""

@@ -8,6 +8,7 @@ import (
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/gate"
+	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/ladder"
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/registry"
@@ -393,5 +394,42 @@ func TestAChainSaysAnUnknownSeedAndMissingLandingEvidence(t *testing.T) {
 		if strings.Contains(lines[0], n) {
 			t.Errorf("chain %q says %q", lines[0], n)
 		}
+	}
+}
+
+// TestALegThatFailedBeforeArmingFalsifiesNothing: a leg whose test failed
+// before its fault was armed (no record names it), judged as validate
+// judges it, falsifies none of its claims: the findings say it failed
+// before its fault was armed, blame its setup, and never say "Do not sign"
+// or "falsified" of its claims.
+func TestALegThatFailedBeforeArmingFalsifiesNothing(t *testing.T) {
+	r := reg(t)
+	s, _ := r.Surface("shop.stock")
+	run := contract.SeedRun{Seed: 7, Ran: []string{"TestStockContract/burst"},
+		Failures:   map[string]string{"TestStockContract/reset": "stock_test.go:12: migrate: relation \"orders\" exists"},
+		RerunTests: map[string]bool{"TestStockContract/reset": true}}
+	legs, _ := contract.Judge(s, contract.Evidence{Level: 1, Runs: []contract.SeedRun{run}})
+	f := Build(Input{Registry: r, Level: 1, Whole: true, Surfaces: []gate.SurfaceVerdict{{ID: "shop.stock", Legs: legs}}})
+	for _, key := range []string{"shop.stock/C1", "shop.stock/C2"} {
+		if c := claim(t, f, key); c.Verdict.Fail() {
+			t.Errorf("claim %s is %s: a leg that armed nothing falsified it", key, c.Verdict)
+		}
+	}
+	if strings.Contains(f.Confidence.Statement, "Do not sign") {
+		t.Errorf("confidence %q refuses to sign on a setup failure", f.Confidence.Statement)
+	}
+	for _, a := range f.Adequacy {
+		if strings.Contains(a.After, "falsified") {
+			t.Errorf("adequacy of %s says %q", a.Claim, a.After)
+		}
+	}
+	var said bool
+	for _, fl := range f.Failures {
+		if fl.Leg == "reset" {
+			said = strings.Contains(fl.Why, "failed before its fault was armed: stock_test.go:12: migrate") && fl.Blame == BlameHarness
+		}
+	}
+	if !said {
+		t.Errorf("no failure says reset failed before its fault was armed, blamed on the harness: %+v", f.Failures)
 	}
 }

@@ -276,13 +276,26 @@ func decide(o *Outcome, s registry.Surface, res *contract.Result, opts Options) 
 		o.Action = fmt.Sprintf("no leg of %s runs at level %d, so its contract cannot judge this failure: walk the ladder again at a level its legs run at (CONTESTED_LEVEL), or fix the test if it should not run here", s.ID, res.Level)
 	default:
 		o.Owner, o.Verdict = TestAuthor, contractFinding(verdict.Inconclusive)
-		var weak []string
+		var weak, setup []string
 		for _, l := range res.Legs {
+			if text, ok := l.FailedBeforeArming(); ok {
+				setup = append(setup, fmt.Sprintf("leg %s failed before its fault was armed: %s", l.Lever, text))
+				continue
+			}
 			if !l.Verdict.Pass() && l.Verdict != verdict.NotAtLevel {
 				weak = append(weak, fmt.Sprintf("%s is %s (%s)", l.Lever, l.Verdict, l.Reason))
 			}
 		}
-		o.Action = "make the contract decisive before judging the component: " + strings.Join(weak, "; ")
+		var says []string
+		if len(setup) > 0 {
+			// The claim under fault was never tested: the setup is what
+			// failed, and the test author's to fix.
+			says = append(says, "fix the leg's setup, then walk the ladder again: "+strings.Join(setup, "; ")+" (evidence about the setup, not about the claim under fault)")
+		}
+		if len(weak) > 0 {
+			says = append(says, "make the contract decisive before judging the component: "+strings.Join(weak, "; "))
+		}
+		o.Action = strings.Join(says, "; ")
 	}
 }
 

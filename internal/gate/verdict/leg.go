@@ -109,3 +109,19 @@ func (l Leg) Landing() []string {
 	}
 	return []string{"injector: " + l.Injector, "victim: " + l.Victim}
 }
+
+// FailedBeforeArming is the failure of the leg's first run whose test
+// failed before its fault was armed, when that is what decided its
+// verdict: the leg's evidence is about its setup, and no writer may read
+// it as falsifying the claim under fault.
+func (l Leg) FailedBeforeArming() (string, bool) {
+	if l.Verdict != InconclusiveFaultNotProven {
+		return "", false
+	}
+	for _, r := range l.Runs {
+		if r.FailedBeforeArming != "" {
+			return r.FailedBeforeArming, true
+		}
+	}
+	return "", false
+}

@@ -12,8 +12,10 @@
 //     account (an oracle or assertion, not the fault failing to fire);
 //     reproducible when the rerun with the same seed failed again. A FAIL
 //     outranks every later rule, including an unproven fault.
-//  4. INCONCLUSIVE-fault-not-proven: a fault was armed and not proven to
-//     land, or never armed at all.
+//  4. INCONCLUSIVE-fault-not-proven: a test of the leg failed before its
+//     fault was armed (its setup failed: evidence about the setup, not the
+//     claim under fault, so never a FAIL), or a fault was armed and not
+//     proven to land, or none was armed at all.
 //  5. PARTIAL-surface: the test passed but reported no oracle.
 //  6. INCONCLUSIVE-oracle-too-weak: an oracle could not decide (any result
 //     but "held": "unknown", or one nobody defined).
@@ -83,6 +85,10 @@ func (v Verdict) Pass() bool { return v == PassSmoke || v == PassHardening }
 // Fail reports whether v is one of the two failures.
 func (v Verdict) Fail() bool { return v == FailReproducible || v == FailNondeterministic }
 
+// BeforeArming opens the reason of a leg whose test failed before its
+// fault was armed; FailedBeforeArming looks for it.
+const BeforeArming = "failed before its fault was armed:"
+
 // Run is the evidence of one seed's run of a leg.
 type Run struct {
 	Seed       int64  `json:"seed"`
@@ -92,6 +98,11 @@ type Run struct {
 	// assertion), not merely because its fault did not fire.
 	Failed      bool   `json:"failed"`
 	FailureText string `json:"failure,omitempty"`
+	// FailedBeforeArming is the failure of a test of the leg that failed
+	// with no fault armed (no record names it: its setup failed, or it
+	// called t.Fatal before its first Arm). It is evidence about the
+	// setup, not about the claim under fault, so it is never Failed.
+	FailedBeforeArming string `json:"failed_before_arming,omitempty"`
 	// Reproduced is set for a failed run that was rerun with the same seed:
 	// true when the rerun failed too.
 	Reproduced *bool                   `json:"reproduced,omitempty"`
@@ -136,6 +147,11 @@ func Assign(runs []Run, hardeningSeeds int) (Verdict, string) {
 			return FailReproducible, fmt.Sprintf("%s failed, and again on rerun: %s", say(r.Seed), r.FailureText)
 		}
 		return FailNondeterministic, fmt.Sprintf("%s failed once and passed on rerun: %s", say(r.Seed), r.FailureText)
+	}
+	for _, r := range runs {
+		if r.FailedBeforeArming != "" {
+			return InconclusiveFaultNotProven, fmt.Sprintf("%s: %s %s", say(r.Seed), BeforeArming, r.FailedBeforeArming)
+		}
 	}
 	armed, fired := 0, 0
 	for _, r := range runs {
