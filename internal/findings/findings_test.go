@@ -433,3 +433,47 @@ func TestALegThatFailedBeforeArmingFalsifiesNothing(t *testing.T) {
 		t.Errorf("no failure says reset failed before its fault was armed, blamed on the harness: %+v", f.Failures)
 	}
 }
+
+// TestAPlainTestsBlameNamesTheTestNotAFault: a failing plain test (a Go
+// test that is no fault leg and arms no fault) is blamed in a sentence
+// that names it and its failure, and speaks of a contract only where a
+// surface lists the test: never of its faults, levers or firing.
+func TestAPlainTestsBlameNamesTheTestNotAFault(t *testing.T) {
+	tests := []struct {
+		name        string
+		p           ladder.Plain
+		says, never []string
+	}{
+		{"a test no surface lists, the test author's", ladder.Plain{Package: "example.com/shop", Test: "TestRound", FirstLine: "round_test.go:9: 3 != 4", Owner: "test author", Arbitrated: true, Verdict: "consistent failure"},
+			[]string{"the plain test TestRound (it arms no fault) failed: round_test.go:9: 3 != 4", "no surface lists the test"},
+			[]string{"contract holds", "in isolation", "leg", "fired"}},
+		{"a test of a surface whose contract holds", ladder.Plain{Package: "example.com/shop", Test: "TestStockReport", FirstLine: "report_test.go:5: want 2 rows", Owner: "test author", Arbitrated: true, Surface: "shop.stock", SurfaceVerdict: "GREEN"},
+			[]string{"the plain test TestStockReport (it arms no fault) failed: report_test.go:5: want 2 rows", "shop.stock's contract holds in isolation"},
+			[]string{"leg", "fired"}},
+		{"a test of a surface whose contract fails", ladder.Plain{Package: "example.com/shop", Test: "TestStockReport", FirstLine: "report_test.go:5: want 2 rows", Owner: "component (stock-team)", Arbitrated: true, Surface: "shop.stock", SurfaceVerdict: "RED"},
+			[]string{"the plain test TestStockReport (it arms no fault) failed: report_test.go:5: want 2 rows", "shop.stock's contract fails in isolation"},
+			[]string{"fired"}},
+		{"a test the ladder did not walk", ladder.Plain{Package: "example.com/shop", Test: "TestOther", FirstLine: "other_test.go:1: boom", Owner: ladder.PlainOwner},
+			[]string{"the plain test TestOther (it arms no fault) failed: other_test.go:1: boom", "the ladder did not decide it"},
+			[]string{"contract", "fired"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := Build(Input{Registry: reg(t), Level: 1, Whole: true, Failures: []ladder.Plain{tt.p}})
+			if len(f.Failures) != 1 {
+				t.Fatalf("failures %+v", f.Failures)
+			}
+			why := f.Failures[0].Why
+			for _, w := range tt.says {
+				if !strings.Contains(why, w) {
+					t.Errorf("why %q lacks %q", why, w)
+				}
+			}
+			for _, n := range tt.never {
+				if strings.Contains(why, n) {
+					t.Errorf("why %q says %q", why, n)
+				}
+			}
+		})
+	}
+}

@@ -197,3 +197,49 @@ func TestARedLegSaysOnlyWhatWasRecorded(t *testing.T) {
 		})
 	}
 }
+
+// TestAPlainTestsDecisionNamesTheTestAndItsFailure: a failing test of a
+// surface that is none of its fault legs armed no fault, so the ladder's
+// action opens with the test and its failure, and the contract's leg is
+// named as the contract's, run apart from it; a leg's own failure still
+// reads as the leg's.
+func TestAPlainTestsDecisionNamesTheTestAndItsFailure(t *testing.T) {
+	s := registry.Surface{ID: "adopter.stock", Owner: "stock-team", Behavior: "an order is applied once", Legs: []string{"reset", "burst"}}
+	red := contract.Result{Contract: verdict.Red, Legs: []verdict.Leg{{Lever: "burst", Verdict: verdict.FailReproducible, Reason: "exactly-once violated", FailedRun: 7, Replay: "CONTESTED_SEED=7 go test", Injector: "toxic read back", Victim: "ECONNRESET"}}}
+	green := contract.Result{Contract: verdict.Green, Legs: []verdict.Leg{leg("burst", verdict.PassSmoke)}}
+	tests := []struct {
+		name        string
+		test        string
+		res         contract.Result
+		says, never []string
+	}{
+		{"a plain test beside a RED contract", "TestStockReport", red,
+			[]string{"TestStockReport, a plain test of adopter.stock that arms no fault, failed: report_test.go:5: want 2 rows", "adopter.stock's contract, run in isolation apart from it, is RED: its leg burst",
+				"the contract's leg burst, in isolation: exactly-once violated", "the contract's leg burst, injector: toxic read back"},
+			[]string{"issue with the leg and the seed", "\ninjector: "}},
+		{"a plain test beside a GREEN contract", "TestStockReport", green,
+			[]string{"TestStockReport, a plain test of adopter.stock that arms no fault, failed: report_test.go:5: want 2 rows; fix the test"},
+			[]string{"injector", "victim"}},
+		{"a leg is still a leg", "TestStockContract/burst", red,
+			[]string{"fix adopter.stock (an order is applied once): leg burst is FAIL-reproducible", "\ninjector: toxic read back"},
+			[]string{"plain test"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := &Outcome{Test: tt.test, Reason: "report_test.go:5: want 2 rows", Reruns: Reruns{Runs: 3, Failures: 3, Class: Consistent}}
+			res := tt.res
+			decide(o, s, &res, Options{})
+			all := o.Action + "\n" + strings.Join(o.Evidence, "\n")
+			for _, w := range tt.says {
+				if !strings.Contains(all, w) {
+					t.Errorf("decision lacks %q:\n%s", w, all)
+				}
+			}
+			for _, n := range tt.never {
+				if strings.Contains(all, n) {
+					t.Errorf("decision says %q:\n%s", n, all)
+				}
+			}
+		})
+	}
+}
