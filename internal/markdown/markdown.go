@@ -74,6 +74,36 @@ func Command(s string) string {
 	return span(terminal.Escape(s))
 }
 
+// Prose renders s as Text, except that each of commands found in it (a
+// replay, an arbitrate command the sentence names) is rendered by Command:
+// a sentence that tells a reader to run something shows the command as
+// a code span that copies byte for byte, never escaped. Where two
+// commands start at one place the longer wins. Not for a table cell.
+func Prose(s string, commands ...string) string {
+	var b strings.Builder
+	for s != "" {
+		at, cmd := -1, ""
+		for _, c := range commands {
+			if c == "" {
+				continue
+			}
+			if i := strings.Index(s, c); i >= 0 && (at < 0 || i < at || i == at && len(c) > len(cmd)) {
+				at, cmd = i, c
+			}
+		}
+		if at < 0 {
+			b.WriteString(Text(s))
+			break
+		}
+		if at > 0 {
+			b.WriteString(Text(s[:at]))
+		}
+		b.WriteString(Command(cmd))
+		s = s[at+len(cmd):]
+	}
+	return b.String()
+}
+
 // span fences s as a code span: by one backtick more than the longest run
 // of backticks it holds, padded with a space on each side (which
 // CommonMark strips) when it starts or ends with a backtick or a space, so

@@ -131,3 +131,26 @@ func TestCommandCopiesByteExact(t *testing.T) {
 		})
 	}
 }
+
+// TestProseShowsTheCommandsItNamesAsCode: a sentence that names a command
+// shows each command given as a code span with the bytes as written, and
+// the rest of the sentence as escaped text.
+func TestProseShowsTheCommandsItNamesAsCode(t *testing.T) {
+	replay := "CONTESTED_SEED=7 go test ./my_pkg -run '^TestA$' -count=1"
+	arbitrate := "go tool mage arbitrate TestA_b"
+	tests := []struct{ name, in, want string }{
+		{"a replay inside a sentence", "fix *it*: reproduce with " + replay + "; then file it",
+			`fix \*it\*: reproduce with ` + "`" + replay + "`" + `; then file it`},
+		{"two commands", "reproduce with " + replay + ", or walk it: " + arbitrate,
+			"reproduce with `" + replay + "`, or walk it: `" + arbitrate + "`"},
+		{"a command twice", replay + " and " + replay, "`" + replay + "` and `" + replay + "`"},
+		{"no command", "a_b", `a\_b`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Prose(tt.in, replay, arbitrate); got != tt.want {
+				t.Errorf("Prose(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/markdown"
+	"github.com/contested/contested/internal/replayenv"
 	"github.com/contested/contested/internal/seed"
 	"github.com/contested/contested/internal/terminal"
 )
@@ -112,7 +113,7 @@ func (o *Outcome) Issue() string {
 	if len(replays) > 0 {
 		b.WriteString("\n" + strings.Join(replays, "\n"))
 	}
-	fmt.Fprintf(&b, "\n**Action:** %s\n", markdown.Text(d.Action))
+	fmt.Fprintf(&b, "\n**Action:** %s\n", markdown.Prose(d.Action, o.Commands()...))
 	if len(o.Evidence) > 0 || len(o.Contended) > 0 {
 		b.WriteString("\n**Evidence**\n\n")
 		for _, e := range append(append([]string(nil), o.Evidence...), o.Contended...) {
@@ -151,4 +152,20 @@ func headline(o *Outcome) string {
 		return "its package " + o.PackageFailure.What
 	}
 	return fmt.Sprintf("%s while the contract is %s", o.Verdict, o.Contract)
+}
+
+// Commands are the commands the outcome's action can name for a reader to
+// run: its replay, each failing leg's, and the command that walks it
+// again. A Markdown writer shows them as code (markdown.Prose).
+func (o *Outcome) Commands() []string {
+	cmds := []string{o.Replay}
+	for _, l := range o.Legs {
+		if l.Replay != "" {
+			cmds = append(cmds, replayenv.Prefix(l.Replay, o.replay), l.Replay)
+		}
+	}
+	if o.Test != "" {
+		cmds = append(cmds, "go tool mage arbitrate "+o.Test)
+	}
+	return cmds
 }

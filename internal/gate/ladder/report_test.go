@@ -148,3 +148,14 @@ func TestTheIssueAndTheSummaryShowHostileTextAsData(t *testing.T) {
 		})
 	}
 }
+
+// TestTheIssueShowsTheCommandsItsActionNamesAsCode: the issue body's action
+// shows the replay and the arbitrate command it names as code spans with
+// the command's bytes, the rest of the sentence as escaped text.
+func TestTheIssueShowsTheCommandsItsActionNamesAsCode(t *testing.T) {
+	replay := "CONTESTED_SEED=7 go test ./my_pkg -run '^TestA_b$' -count=1"
+	o := Outcome{Test: "TestA_b", Step: 3, Owner: TestAuthor, Replay: replay,
+		Action: "it fails every time alone: reproduce with " + replay + " and fix *it*; walk it again: go tool mage arbitrate TestA_b"}
+	says(t, "Issue", o.Issue(), []string{"**Action:** it fails every time alone: reproduce with `" + replay + "` and fix \\*it\\*; walk it again: `go tool mage arbitrate TestA_b`\n"},
+		[]string{`my\_pkg`, `arbitrate TestA\_b`})
+}
