@@ -359,17 +359,23 @@ func TestTheFindingsAreARunsOwn(t *testing.T) {
 // text inside a cell.
 func TestFindingsMarkdownShowsReplaysAsCopyableCommands(t *testing.T) {
 	replay := "CONTESTED_SEED=7 go test ./my_pkg -run '^TestA$|^TestB$' -count=1 | tee `out`*<$(x)> \"q\""
-	f := &Findings{RunID: "r1", Failures: []Failure{{What: "shop.stock/reset", Verdict: "FAIL-reproducible", Blame: BlameSUT, Action: "fix it", Replay: replay}}}
+	f := &Findings{RunID: "r1", Failures: []Failure{{What: "shop.stock/reset", Verdict: "FAIL-reproducible", Blame: BlameSUT,
+		Action: "fix it: reproduce with " + replay + "; walk it again: go tool mage arbitrate TestA_b", Replay: replay}}}
 	var b strings.Builder
 	if err := WriteMarkdown(&b, f); err != nil {
 		t.Fatal(err)
 	}
 	md := b.String()
-	want := "- shop.stock/reset: ``" + replay + "``\n"
-	if !strings.Contains(md, want) {
-		t.Errorf("findings.md lacks the replay as a code span %q:\n%s", want, md)
+	for _, want := range []string{
+		"- shop.stock/reset: ``" + replay + "``\n",
+		"- shop.stock/reset: `go tool mage arbitrate TestA_b`\n",
+		"fix it: reproduce with the command below; walk it again: the command below |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("findings.md lacks %q:\n%s", want, md)
+		}
 	}
-	if strings.Contains(md, `my\_pkg`) || strings.Contains(md, `\|^TestB`) {
+	if strings.Contains(md, `my\_pkg`) || strings.Contains(md, `\|^TestB`) || strings.Contains(md, `TestA\_b`) {
 		t.Errorf("findings.md backslash-escapes the replay:\n%s", md)
 	}
 }
