@@ -18,10 +18,12 @@ import (
 
 	"github.com/contested/contested/internal/atomicfile"
 	"github.com/contested/contested/internal/envvar"
+	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/gotest"
 	"github.com/contested/contested/internal/interrupt"
 	"github.com/contested/contested/internal/registry"
 	"github.com/contested/contested/internal/secret"
+	"github.com/contested/contested/internal/terminal"
 )
 
 // ClusterOptions configures ClusterTests.
@@ -186,7 +188,10 @@ func writeLegs(out io.Writer, rep *legsReport) {
 		if !l.Fired || l.Error != "" || len(l.Oracles) == 0 || slices.ContainsFunc(l.Oracles, func(o legsOracle) bool { return !o.Held }) {
 			state = color.RedString("RED")
 		}
-		fmt.Fprintf(out, "  %-13s %-17s %s\n      injector: %s\n      victim:   %s\n", l.Name, l.Lever, state, l.Injector, l.Victim)
+		fmt.Fprintf(out, "  %-13s %-17s %s\n", l.Name, l.Lever, state)
+		for _, line := range (verdict.Leg{Injector: l.Injector, Victim: l.Victim}).Landing() {
+			fmt.Fprintf(out, "      %s\n", terminal.Escape(line))
+		}
 		if l.Error != "" {
 			fmt.Fprintf(out, "      error:    %s\n", l.Error)
 		}

@@ -168,8 +168,11 @@ func WriteContractSummary(out io.Writer, res *contract.Result) {
 		if l.Verdict == verdict.NotAtLevel {
 			continue
 		}
-		if l.Injector != "" {
-			fmt.Fprintf(out, "      injector: %s\n      victim:   %s\n", terminal.Escape(l.Injector), terminal.Escape(l.Victim))
+		if l.Armed > 0 || l.Injector != "" || l.Victim != "" {
+			// A fault was armed: each side's evidence, or that it is missing.
+			for _, line := range l.Landing() {
+				fmt.Fprintf(out, "      %s\n", terminal.Escape(line))
+			}
 		}
 		if l.Replay != "" {
 			fmt.Fprintf(out, "      replay:   %s\n", terminal.Escape(l.Replay))

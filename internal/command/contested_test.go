@@ -9,6 +9,7 @@ import (
 
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/gate/contract"
+	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/registry"
 )
 
@@ -67,6 +68,40 @@ func TestTheSummarySaysWhenSeedsRanOneSchedule(t *testing.T) {
 			}
 			if strings.Contains(out.String(), tt.never) {
 				t.Errorf("the summary says %q:\n%s", tt.never, out.String())
+			}
+		})
+	}
+}
+
+// TestTheSummarySaysWhichLandingEvidenceIsMissing: a leg that armed a
+// fault prints each side's landing evidence, or that it is missing, and
+// never an empty "victim:" line; a leg that armed nothing prints neither.
+func TestTheSummarySaysWhichLandingEvidenceIsMissing(t *testing.T) {
+	tests := []struct {
+		name        string
+		leg         verdict.Leg
+		says, never []string
+	}{
+		{"an injector without a victim", verdict.Leg{Lever: "reset", Verdict: verdict.FailReproducible, Armed: 1, Injector: "toxic read back"},
+			[]string{"injector: toxic read back\n", "victim: missing: "}, []string{"victim:   \n", "victim: \n"}},
+		{"a victim without an injector", verdict.Leg{Lever: "reset", Verdict: verdict.FailReproducible, Armed: 1, Victim: "ECONNRESET"},
+			[]string{"injector: missing: ", "victim: ECONNRESET\n"}, nil},
+		{"a leg that armed nothing", verdict.Leg{Lever: "reset", Verdict: verdict.NotRun},
+			nil, []string{"injector", "victim"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			WriteContractSummary(&out, &contract.Result{Surface: "m.pool", Legs: []verdict.Leg{tt.leg}})
+			for _, w := range tt.says {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("the summary does not say %q:\n%s", w, out.String())
+				}
+			}
+			for _, n := range tt.never {
+				if strings.Contains(out.String(), n) {
+					t.Errorf("the summary says %q:\n%s", n, out.String())
+				}
 			}
 		})
 	}

@@ -104,6 +104,7 @@ func arbitrateAll(ctx context.Context, tests []battery.Test, budget time.Duratio
 	deadline := time.Now().Add(budget)
 	w := &lockedWriter{w: out}
 	lo.Out = w
+	progress := &progress{w: w, total: len(tests)}
 	outcomes := make([]*ladder.Outcome, len(tests))
 	missed := make([]bool, len(tests))
 	walk := func(i int, t battery.Test, opts ladder.Options) {
@@ -111,7 +112,7 @@ func arbitrateAll(ctx context.Context, tests []battery.Test, budget time.Duratio
 			missed[i] = true
 			return
 		}
-		fmt.Fprintf(w, "ladder: [%d/%d] %s (%s in the battery)\n", i+1, len(tests), terminal.Escape(t.ID()), t.Elapsed.Round(10*time.Millisecond))
+		progress.start(t)
 		wctx, cancel := context.WithDeadline(ctx, deadline)
 		o, err := ladder.Walk(wctx, t.ID(), opts)
 		cancel()
@@ -164,6 +165,23 @@ func arbitrateAll(ctx context.Context, tests []battery.Test, budget time.Duratio
 		}
 	}
 	return done, left
+}
+
+// progress prints each walk's opening line, "[k/n]", numbered in the
+// order the lines print: walks confirmed beside each other start in any
+// order, and a count that read [2/3] before [1/3] would say otherwise.
+type progress struct {
+	w     *lockedWriter
+	total int
+	n     int // walks started; guarded by w.mu
+}
+
+// start prints the opening line of t's walk, numbered after the last.
+func (p *progress) start(t battery.Test) {
+	p.w.mu.Lock()
+	defer p.w.mu.Unlock()
+	p.n++
+	fmt.Fprintf(p.w.w, "ladder: [%d/%d] %s (%s in the battery)\n", p.n, p.total, terminal.Escape(t.ID()), t.Elapsed.Round(10*time.Millisecond))
 }
 
 // lockedWriter lets walks that run at once print whole lines.

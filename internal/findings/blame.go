@@ -49,7 +49,7 @@ func failures(in Input, claims []Claim) []Failure {
 			what = p.Package + ": " + p.What
 		}
 		f := Failure{What: strings.TrimSpace(what), Test: p.Test, Surface: p.Surface, Verdict: orFail(p.Verdict), Owner: p.Owner, Action: p.Action, Replay: p.Replay}
-		f.Blame, f.Why, f.Pending = blameOwner(p.Owner, p.Arbitrated, p.Test)
+		f.Blame, f.Why, f.Pending = blamePlain(p)
 		if p.Test == "" {
 			f.Blame, f.Why, f.Pending = BlameHarness, fmt.Sprintf("the package failed outside any test (%s): its tests never ran, so no claim was tested; the test code or its build is to fix", p.What), ""
 		}
@@ -83,6 +83,9 @@ func blameLeg(l verdict.Leg) (blame, why, pending string) {
 	case verdict.InconclusiveEnv:
 		return BlameEnvironment, "a capability was missing before the run: " + l.Reason, ""
 	case verdict.InconclusiveFaultNotProven:
+		if text, ok := l.FailedBeforeArming(); ok {
+			return BlameHarness, "the leg failed before its fault was armed: " + text + ": that is evidence about its setup, not about the claim under fault, which this run did not test", ""
+		}
 		return BlameHarness, "the fault was not proven to land, so the run says nothing of the claim: " + l.Reason, ""
 	case verdict.PartialSurface, verdict.PartialModel:
 		return BlameHarness, "part of the leg's history went unchecked: " + l.Reason, ""
@@ -103,6 +106,35 @@ func blameLeg(l verdict.Leg) (blame, why, pending string) {
 		test = l.Tests[0]
 	}
 	return BlameUnknown, "the ladder did not walk the failure", "walk it: go tool mage arbitrate " + test
+}
+
+// blamePlain is the blame of a failing test no leg accounts for: a plain
+// Go test, which arms no fault. Its sentence names the test and its
+// failure, and speaks of a contract only as the surface's, judged apart
+// from the test (and of none when no surface lists the test).
+func blamePlain(p ladder.Plain) (blame, why, pending string) {
+	blame, why, pending = blameOwner(p.Owner, p.Arbitrated, p.Test)
+	failed := "the plain test " + p.Test + " (it arms no fault) failed"
+	if p.FirstLine != "" {
+		failed += ": " + p.FirstLine
+	}
+	o := strings.TrimSpace(p.Owner)
+	switch {
+	case blame == BlameUnknown:
+	case strings.HasPrefix(o, string(ladder.Component)):
+		why = fmt.Sprintf("%s; the ladder's owner is the component: %s's contract fails in isolation", failed, p.Surface)
+		return
+	case strings.HasPrefix(o, string(ladder.TestAuthor)) && p.Surface == "":
+		why = failed + "; the ladder's owner is the test author: no surface lists the test, so no contract is involved, and the defect is in the test or the code it tests"
+		return
+	case strings.HasPrefix(o, string(ladder.TestAuthor)) && p.SurfaceVerdict == string(verdict.Green):
+		why = fmt.Sprintf("%s; the ladder's owner is the test author: %s's contract holds in isolation, so the test failed around it", failed, p.Surface)
+		return
+	case strings.HasPrefix(o, string(ladder.TestAuthor)):
+		why = failed + "; the ladder's owner is the test author"
+		return
+	}
+	return blame, failed + "; " + why, pending
 }
 
 // blameOwner maps the ladder's owner to a blame: the component is the

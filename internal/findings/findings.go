@@ -24,6 +24,7 @@ import (
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/plan"
 	"github.com/contested/contested/internal/registry"
+	"github.com/contested/contested/internal/seed"
 )
 
 // Schema is the schema of findings.json.
@@ -376,7 +377,7 @@ func chain(legs []verdict.Leg) ([]string, string) {
 		var seeds []string
 		for _, r := range l.Runs {
 			if r.Attempted {
-				seeds = append(seeds, fmt.Sprint(r.Seed))
+				seeds = append(seeds, strings.TrimPrefix(seed.Seed(r.Seed).Say(), "seed "))
 			}
 		}
 		if len(seeds) == 0 {
@@ -406,10 +407,7 @@ func chain(legs []verdict.Leg) ([]string, string) {
 		if len(l.Tests) == 0 {
 			history = "the leg's history"
 		}
-		landing := "none recorded"
-		if l.Injector != "" || l.Victim != "" {
-			landing = fmt.Sprintf("injector: %s; victim: %s", orDash(l.Injector), orDash(l.Victim))
-		}
+		landing := strings.Join(l.Landing(), "; ")
 		lines = append(lines, fmt.Sprintf("checker %s, of %s over seeds %s, under fault %s (%d of %d armed fired), with landing evidence %s",
 			strings.Join(checkers, "; "), history, strings.Join(seeds, ", "), l.Lever, l.Fired, l.Armed, landing))
 	}
@@ -443,11 +441,4 @@ func short(commit string) string {
 		return "unknown"
 	}
 	return commit
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

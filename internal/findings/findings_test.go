@@ -8,6 +8,7 @@ import (
 	"github.com/contested/contested/faultrecord"
 	"github.com/contested/contested/internal/battery"
 	"github.com/contested/contested/internal/gate"
+	"github.com/contested/contested/internal/gate/contract"
 	"github.com/contested/contested/internal/gate/ladder"
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/registry"
@@ -349,5 +350,136 @@ func TestTheFindingsAreARunsOwn(t *testing.T) {
 		if !slices.Contains(rundir.Artifacts, f) {
 			t.Errorf("%s is not in rundir.Artifacts (%v)", f, rundir.Artifacts)
 		}
+	}
+}
+
+// TestFindingsMarkdownShowsReplaysAsCopyableCommands: a failure's replay
+// reaches findings.md as one code span a reader copies byte for byte
+// (below the table, so no pipe in it is escaped), never backslash-escaped
+// text inside a cell.
+func TestFindingsMarkdownShowsReplaysAsCopyableCommands(t *testing.T) {
+	replay := "CONTESTED_SEED=7 go test ./my_pkg -run '^TestA$|^TestB$' -count=1 | tee `out`*<$(x)> \"q\""
+	f := &Findings{RunID: "r1", Failures: []Failure{{What: "shop.stock/reset", Verdict: "FAIL-reproducible", Blame: BlameSUT,
+		Action: "fix it: reproduce with " + replay + "; walk it again: go tool mage arbitrate TestA_b", Replay: replay}}}
+	var b strings.Builder
+	if err := WriteMarkdown(&b, f); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{
+		"- shop.stock/reset: ``" + replay + "``\n",
+		"- shop.stock/reset: `go tool mage arbitrate TestA_b`\n",
+		"fix it: reproduce with the command below; walk it again: the command below |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("findings.md lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, `my\_pkg`) || strings.Contains(md, `\|^TestB`) || strings.Contains(md, `TestA\_b`) {
+		t.Errorf("findings.md backslash-escapes the replay:\n%s", md)
+	}
+}
+
+// TestAChainSaysAnUnknownSeedAndMissingLandingEvidence: a serious claim's
+// evidence chain never names "seed 0" or a dash for evidence no record
+// holds: it says the seed is unknown and the landing evidence missing.
+func TestAChainSaysAnUnknownSeedAndMissingLandingEvidence(t *testing.T) {
+	l := verdict.Leg{Lever: "reset", Verdict: verdict.PassSmoke, Armed: 1, Fired: 1,
+		Runs:    []verdict.Run{{Seed: 0, Attempted: true}},
+		Oracles: []faultrecord.OracleRun{{Name: "exactly-once", OpsProduced: 3, OpsChecked: 3, Result: "held"}}}
+	lines, broken := chain([]verdict.Leg{l})
+	if broken != "" || len(lines) != 1 {
+		t.Fatalf("chain = %q, broken %q", lines, broken)
+	}
+	for _, w := range []string{"over seeds unknown", "landing evidence: missing: "} {
+		if !strings.Contains(lines[0], w) {
+			t.Errorf("chain %q lacks %q", lines[0], w)
+		}
+	}
+	for _, n := range []string{"seeds 0", "injector: -", "none recorded"} {
+		if strings.Contains(lines[0], n) {
+			t.Errorf("chain %q says %q", lines[0], n)
+		}
+	}
+}
+
+// TestALegThatFailedBeforeArmingFalsifiesNothing: a leg whose test failed
+// before its fault was armed (no record names it), judged as validate
+// judges it, falsifies none of its claims: the findings say it failed
+// before its fault was armed, blame its setup, and never say "Do not sign"
+// or "falsified" of its claims.
+func TestALegThatFailedBeforeArmingFalsifiesNothing(t *testing.T) {
+	r := reg(t)
+	s, _ := r.Surface("shop.stock")
+	run := contract.SeedRun{Seed: 7, Ran: []string{"TestStockContract/burst"},
+		Failures:   map[string]string{"TestStockContract/reset": "stock_test.go:12: migrate: relation \"orders\" exists"},
+		RerunTests: map[string]bool{"TestStockContract/reset": true}}
+	legs, _ := contract.Judge(s, contract.Evidence{Level: 1, Runs: []contract.SeedRun{run}})
+	f := Build(Input{Registry: r, Level: 1, Whole: true, Surfaces: []gate.SurfaceVerdict{{ID: "shop.stock", Legs: legs}}})
+	for _, key := range []string{"shop.stock/C1", "shop.stock/C2"} {
+		if c := claim(t, f, key); c.Verdict.Fail() {
+			t.Errorf("claim %s is %s: a leg that armed nothing falsified it", key, c.Verdict)
+		}
+	}
+	if strings.Contains(f.Confidence.Statement, "Do not sign") {
+		t.Errorf("confidence %q refuses to sign on a setup failure", f.Confidence.Statement)
+	}
+	for _, a := range f.Adequacy {
+		if strings.Contains(a.After, "falsified") {
+			t.Errorf("adequacy of %s says %q", a.Claim, a.After)
+		}
+	}
+	var said bool
+	for _, fl := range f.Failures {
+		if fl.Leg == "reset" {
+			said = strings.Contains(fl.Why, "failed before its fault was armed: stock_test.go:12: migrate") && fl.Blame == BlameHarness
+		}
+	}
+	if !said {
+		t.Errorf("no failure says reset failed before its fault was armed, blamed on the harness: %+v", f.Failures)
+	}
+}
+
+// TestAPlainTestsBlameNamesTheTestNotAFault: a failing plain test (a Go
+// test that is no fault leg and arms no fault) is blamed in a sentence
+// that names it and its failure, and speaks of a contract only where a
+// surface lists the test: never of its faults, levers or firing.
+func TestAPlainTestsBlameNamesTheTestNotAFault(t *testing.T) {
+	tests := []struct {
+		name        string
+		p           ladder.Plain
+		says, never []string
+	}{
+		{"a test no surface lists, the test author's", ladder.Plain{Package: "example.com/shop", Test: "TestRound", FirstLine: "round_test.go:9: 3 != 4", Owner: "test author", Arbitrated: true, Verdict: "consistent failure"},
+			[]string{"the plain test TestRound (it arms no fault) failed: round_test.go:9: 3 != 4", "no surface lists the test"},
+			[]string{"contract holds", "in isolation", "leg", "fired"}},
+		{"a test of a surface whose contract holds", ladder.Plain{Package: "example.com/shop", Test: "TestStockReport", FirstLine: "report_test.go:5: want 2 rows", Owner: "test author", Arbitrated: true, Surface: "shop.stock", SurfaceVerdict: "GREEN"},
+			[]string{"the plain test TestStockReport (it arms no fault) failed: report_test.go:5: want 2 rows", "shop.stock's contract holds in isolation"},
+			[]string{"leg", "fired"}},
+		{"a test of a surface whose contract fails", ladder.Plain{Package: "example.com/shop", Test: "TestStockReport", FirstLine: "report_test.go:5: want 2 rows", Owner: "component (stock-team)", Arbitrated: true, Surface: "shop.stock", SurfaceVerdict: "RED"},
+			[]string{"the plain test TestStockReport (it arms no fault) failed: report_test.go:5: want 2 rows", "shop.stock's contract fails in isolation"},
+			[]string{"fired"}},
+		{"a test the ladder did not walk", ladder.Plain{Package: "example.com/shop", Test: "TestOther", FirstLine: "other_test.go:1: boom", Owner: ladder.PlainOwner},
+			[]string{"the plain test TestOther (it arms no fault) failed: other_test.go:1: boom", "the ladder did not decide it"},
+			[]string{"contract", "fired"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := Build(Input{Registry: reg(t), Level: 1, Whole: true, Failures: []ladder.Plain{tt.p}})
+			if len(f.Failures) != 1 {
+				t.Fatalf("failures %+v", f.Failures)
+			}
+			why := f.Failures[0].Why
+			for _, w := range tt.says {
+				if !strings.Contains(why, w) {
+					t.Errorf("why %q lacks %q", why, w)
+				}
+			}
+			for _, n := range tt.never {
+				if strings.Contains(why, n) {
+					t.Errorf("why %q says %q", why, n)
+				}
+			}
+		})
 	}
 }

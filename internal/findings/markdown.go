@@ -3,6 +3,8 @@ package findings
 import (
 	"fmt"
 	"io"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/contested/contested/internal/markdown"
@@ -91,9 +93,14 @@ func WriteMarkdown(w io.Writer, f *Findings) error {
 			if fl.Replay != "" && !strings.Contains(action, fl.Replay) {
 				action = strings.TrimSpace(action + " Replay: " + fl.Replay)
 			}
+			// A command in a cell would need its pipes escaped: each is
+			// listed below the table instead, as code.
+			cmds := commands(fl)
+			why, action = belowTable(why, cmds), belowTable(action, cmds)
 			fmt.Fprintf(&b, "| %s | %s | **%s** | %s | %s | %s |\n", t(fl.What), t(fl.Verdict), fl.Blame, t(why), orNone(markdown.List(fl.Claims)), t(orNone(action)))
 		}
 		b.WriteString("\n")
+		replays(&b, f.Failures)
 	}
 
 	var notReached, missing []string
@@ -155,4 +162,54 @@ func bullets(b *strings.Builder, title, none string, items []string) {
 		fmt.Fprintf(b, "- %s\n", it)
 	}
 	b.WriteString("\n")
+}
+
+// replays lists, below the failures' table, each failure's commands (its
+// replay, the arbitrate command its action or pending names), each as a
+// code span a reader copies byte for byte (markdown.Command): in a table
+// cell its pipes would have to be escaped, and the escapes copied.
+func replays(b *strings.Builder, fs []Failure) {
+	var lines []string
+	for _, fl := range fs {
+		for _, c := range commands(fl) {
+			lines = append(lines, fmt.Sprintf("- %s: %s\n", markdown.Text(fl.What), markdown.Command(c)))
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	b.WriteString("Commands the table names:\n\n" + strings.Join(lines, "") + "\n")
+}
+
+// arbitrateCommand is the ladder's command as an action or pending names
+// it: a Go test name holds no space.
+var arbitrateCommand = regexp.MustCompile(`go tool mage arbitrate [^\s;,]+`)
+
+// commands are the commands a failure's row names: its replay, and each
+// arbitrate command of its action and pending, once each, longest first
+// (so that belowTable replaces a command before any command inside it).
+func commands(fl Failure) []string {
+	var out []string
+	add := func(c string) {
+		if c != "" && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	add(fl.Replay)
+	for _, s := range []string{fl.Action, fl.Pending} {
+		for _, c := range arbitrateCommand.FindAllString(s, -1) {
+			add(c)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+// belowTable is a cell's text with each of cmds replaced by a pointer to
+// the list below the table.
+func belowTable(s string, cmds []string) string {
+	for _, c := range cmds {
+		s = strings.ReplaceAll(s, c, "the command below")
+	}
+	return s
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/contested/contested/internal/faultdir"
 	"github.com/contested/contested/internal/gotest"
+	"github.com/contested/contested/internal/seed"
 )
 
 func buildReport(dir string, opts Options, st stampState, sc scanResult, inv inventoryResult) *Report {
@@ -139,7 +140,7 @@ func phase3(rep *Report) Phase {
 	}
 	items := make([]string, 0, len(rep.Unfired))
 	for _, u := range rep.Unfired {
-		items = append(items, fmt.Sprintf("%s %s/%s/%s seed %d", u.Test, u.Surface, u.Class, u.Leg, u.Seed))
+		items = append(items, fmt.Sprintf("%s %s/%s/%s %s", u.Test, u.Surface, u.Class, u.Leg, seed.Seed(u.Seed).Say()))
 	}
 	p.Detail = fmt.Sprintf("%d of %d armed faults did not fire: %s", len(rep.Unfired), rep.Armed, listSome(items))
 	return p

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fatih/color"
 
+	"github.com/contested/contested/internal/seed"
 	"github.com/contested/contested/internal/terminal"
 )
 
@@ -97,7 +98,7 @@ func (r *Report) writeProblems(ew *errWriter, p palette) {
 	if len(r.Unfired) > 0 {
 		ew.printf("\n%s\n", p.bad.Sprintf("unfired legs (%d)", len(r.Unfired)))
 		for _, u := range r.Unfired {
-			ew.printf("  %s  surface %s  class %s  leg %s  seed %d  (%s)\n", esc(u.Test), esc(u.Surface), esc(u.Class), esc(u.Leg), u.Seed, esc(u.File))
+			ew.printf("  %s  surface %s  class %s  leg %s  %s  (%s)\n", esc(u.Test), esc(u.Surface), esc(u.Class), esc(u.Leg), seed.Seed(u.Seed).Say(), esc(u.File))
 			replay := u.Replay
 			if replay == "" {
 				replay = "(no replay command recorded)"

@@ -52,13 +52,63 @@ func leadingNumber(s string) bool {
 	return strings.TrimLeft(s, "0123456789") == ""
 }
 
-// Code renders s as a code span: fenced by one backtick more than the
-// longest run of backticks it holds, padded with a space on each side
-// (which CommonMark strips) when it starts or ends with a backtick or a
-// space, on one line, clipped to MaxText. Never in a
-// table cell: there a pipe would end the cell (Text is for cells).
+// Code renders s as a code span (span), on one line, clipped to MaxText.
+// Never in a table cell: there a pipe would end the cell (Text is for
+// cells). A command a reader copies is Command's, never Code's: Code clips.
 func Code(s string) string {
-	s = Clip(terminal.Escape(s), MaxText)
+	return span(Clip(terminal.Escape(s), MaxText))
+}
+
+// Command renders a command line (a replay, a go test or mage command) as
+// a code span whose content is the command byte for byte: a reader who
+// copies it from the rendered page or from the raw Markdown runs exactly
+// the command contested printed. It is the one place a Markdown writer
+// turns a command into Markdown, so that no writer backslash-escapes one
+// (an escape inside a code span is copied as a backslash) or leaves it
+// raw (where *, _, <, | or $(...) would become markup). Never clipped: a
+// clipped command runs something else. Control characters, which no code
+// span can hold on one line, show as Go escapes (terminal.Escape). Not
+// for a table cell: a pipe there ends the cell, so a writer puts a
+// command below its table.
+func Command(s string) string {
+	return span(terminal.Escape(s))
+}
+
+// Prose renders s as Text, except that each of commands found in it (a
+// replay, an arbitrate command the sentence names) is rendered by Command:
+// a sentence that tells a reader to run something shows the command as
+// a code span that copies byte for byte, never escaped. Where two
+// commands start at one place the longer wins. Not for a table cell.
+func Prose(s string, commands ...string) string {
+	var b strings.Builder
+	for s != "" {
+		at, cmd := -1, ""
+		for _, c := range commands {
+			if c == "" {
+				continue
+			}
+			if i := strings.Index(s, c); i >= 0 && (at < 0 || i < at || i == at && len(c) > len(cmd)) {
+				at, cmd = i, c
+			}
+		}
+		if at < 0 {
+			b.WriteString(Text(s))
+			break
+		}
+		if at > 0 {
+			b.WriteString(Text(s[:at]))
+		}
+		b.WriteString(Command(cmd))
+		s = s[at+len(cmd):]
+	}
+	return b.String()
+}
+
+// span fences s as a code span: by one backtick more than the longest run
+// of backticks it holds, padded with a space on each side (which
+// CommonMark strips) when it starts or ends with a backtick or a space, so
+// the span's content is s exactly. Empty for an empty s.
+func span(s string) string {
 	if s == "" {
 		return ""
 	}

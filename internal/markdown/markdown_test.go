@@ -89,3 +89,68 @@ func TestListEscapesEachItem(t *testing.T) {
 		t.Errorf("List = %q, List(nil) = %q", got, List(nil))
 	}
 }
+
+// TestCommandCopiesByteExact: whatever a command holds, Command renders it
+// as one code span whose content, read as CommonMark reads a span (the
+// fence stripped, then one space from each side when both are spaces), is
+// the command byte for byte: no backslash added, nothing clipped, and the
+// fence longer than any run of backticks inside.
+func TestCommandCopiesByteExact(t *testing.T) {
+	long := "CONTESTED_SEED=7 go test ./store -run '^" + strings.Repeat("TestVeryLongName", 60) + "$' -count=1"
+	tests := []struct{ name, cmd string }{
+		{"a replay", "CONTESTED_SEED=7 go test ./store -run '^TestStock$/^reset$' -count=1"},
+		{"a backtick inside", "echo `date` && go test ./..."},
+		{"a run of backticks inside", "printf '``' ```x```"},
+		{"a backtick at the start", "`go` test"},
+		{"a backtick at the end", "go test `x`"},
+		{"a pipe", "go test ./... | tee out.txt"},
+		{"asterisks and underscores", "go test -run 'Test_a*_b' ./my_pkg/..."},
+		{"angle brackets", "go test ./... < /dev/null > out 2>&1"},
+		{"a command substitution", "CONTESTED_SEED=$(cat seed) go tool mage validate"},
+		{"quotes", `go test -run "^TestX$" -args 'a "b"'`},
+		{"a backslash", `go test -run 'a\.b' ./...`},
+		{"a command longer than MaxText", long},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Command(tt.cmd)
+			if strings.Contains(got, "\n") {
+				t.Fatalf("Command(%q) = %q: more than one line", tt.cmd, got)
+			}
+			fence := got[:len(got)-len(strings.TrimLeft(got, "`"))]
+			if fence == "" || !strings.HasSuffix(got, fence) || strings.Contains(tt.cmd, fence) {
+				t.Fatalf("Command(%q) = %q: its fence %q does not outlast the backticks inside", tt.cmd, got, fence)
+			}
+			content := got[len(fence) : len(got)-len(fence)]
+			if strings.HasPrefix(content, " ") && strings.HasSuffix(content, " ") && strings.Trim(content, " ") != "" {
+				content = content[1 : len(content)-1]
+			}
+			if content != tt.cmd {
+				t.Errorf("Command(%q) = %q: a reader copies %q", tt.cmd, got, content)
+			}
+		})
+	}
+}
+
+// TestProseShowsTheCommandsItNamesAsCode: a sentence that names a command
+// shows each command given as a code span with the bytes as written, and
+// the rest of the sentence as escaped text.
+func TestProseShowsTheCommandsItNamesAsCode(t *testing.T) {
+	replay := "CONTESTED_SEED=7 go test ./my_pkg -run '^TestA$' -count=1"
+	arbitrate := "go tool mage arbitrate TestA_b"
+	tests := []struct{ name, in, want string }{
+		{"a replay inside a sentence", "fix *it*: reproduce with " + replay + "; then file it",
+			`fix \*it\*: reproduce with ` + "`" + replay + "`" + `; then file it`},
+		{"two commands", "reproduce with " + replay + ", or walk it: " + arbitrate,
+			"reproduce with `" + replay + "`, or walk it: `" + arbitrate + "`"},
+		{"a command twice", replay + " and " + replay, "`" + replay + "` and `" + replay + "`"},
+		{"no command", "a_b", `a\_b`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Prose(tt.in, replay, arbitrate); got != tt.want {
+				t.Errorf("Prose(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}

@@ -136,7 +136,7 @@ func WriteMarkdown(w io.Writer, p *Plan) error {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | **%s** | %s | %s |\n", t(r.Claim), r.Hypothesis, orNone(markdown.List(r.Legs)), markdown.List(r.Tests), t(r.Last), gap, t(r.Why), orNone(r.Scenario))
 	}
 	b.WriteString("\n## 5. Level\n\n")
-	fmt.Fprintf(&b, "%s Run with %s.\n\n", t(p.Level.Why), code(fmt.Sprintf("CONTESTED_LEVEL=%d", p.Level.Level)))
+	fmt.Fprintf(&b, "%s Run with %s.\n\n", t(p.Level.Why), markdown.Command(fmt.Sprintf("CONTESTED_LEVEL=%d", p.Level.Level)))
 
 	b.WriteString("## 6. Environment requirements\n\n")
 	if len(p.Environment) == 0 {
@@ -190,7 +190,7 @@ func WriteMarkdown(w io.Writer, p *Plan) error {
 		}
 		field("Target test file", target)
 		field("Test", code(s.Test))
-		field("Run it", code(s.Run))
+		field("Run it", markdown.Command(s.Run))
 		if s.Skeleton != "" {
 			b.WriteString("\n" + markdown.Block(s.Skeleton, 1<<16))
 		}

@@ -61,6 +61,17 @@ func (s Seed) OrNew() Seed {
 	return s
 }
 
+// Say is s in words for a reader: "seed 7", or, for Unset, "seed
+// unknown" (no record named it, so no replay can repeat its schedule). Every line that names a
+// run's seed says it this way, so none prints "seed 0", a seed nobody
+// can replay.
+func (s Seed) Say() string {
+	if !s.IsSet() {
+		return "seed unknown"
+	}
+	return "seed " + strconv.FormatInt(int64(s), 10)
+}
+
 // IsSet reports whether s is a seed.
 func (s Seed) IsSet() bool { return s != Unset }
 

@@ -261,3 +261,29 @@ func TestAStepSummaryThatCannotBeWrittenSaysWhyAndWhatToDo(t *testing.T) {
 		})
 	}
 }
+
+// TestTheSummaryShowsCommandsAsCopyableCode: the step summary shows a
+// failure's replay, and the commands its action names, as code spans whose
+// content is the command byte for byte: never backslash-escaped, never raw.
+func TestTheSummaryShowsCommandsAsCopyableCode(t *testing.T) {
+	replay := "CONTESTED_SEED=42 go test ./my_pkg -run '^TestA_b$' -count=1 | tee `out` *<$(x)>"
+	run := Run{Command: "validate", Failures: []ladder.Plain{{Package: "example.com/m/my_pkg", Test: "TestA_b", FirstLine: "x", Owner: "test author", Replay: replay,
+		Action: "it fails every time alone: reproduce with " + replay + " and fix it, or walk it again: go tool mage arbitrate TestA_b"}}}
+	var b bytes.Buffer
+	if err := WriteMarkdown(&b, run); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{
+		"  - replay: ``" + replay + "``\n",
+		"reproduce with ``" + replay + "`` and fix it",
+		"walk it again: `go tool mage arbitrate TestA_b`",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, `my\_pkg -run`) || strings.Contains(md, `arbitrate TestA\_b`) {
+		t.Errorf("the summary backslash-escapes a command:\n%s", md)
+	}
+}

@@ -131,9 +131,9 @@ func writeFailures(p func(string, ...any), run Run) {
 		if f.Verdict != "" {
 			p(" · %s", markdown.Text(f.Verdict))
 		}
-		p("\n  - failure: %s\n  - action: %s\n", markdown.Text(f.FirstLine), markdown.Text(f.Action))
+		p("\n  - failure: %s\n  - action: %s\n", markdown.Text(f.FirstLine), markdown.Prose(f.Action, f.Commands()...))
 		if f.Replay != "" {
-			p("  - replay: %s\n", markdown.Code(f.Replay))
+			p("  - replay: %s\n", markdown.Command(f.Replay))
 		}
 		if f.Test != "" {
 			for _, e := range evidence[f.Package+"."+f.Test] {

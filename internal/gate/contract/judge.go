@@ -94,6 +94,15 @@ func (lr *building) addRun(run SeedRun, lever, dir string, level int) bool {
 		}
 		text, failed := ownFailure(run, lever, t)
 		if !failed {
+			if text, ok := failedBeforeArming(run, t); ok {
+				if vr.FailedBeforeArming == "" {
+					vr.FailedBeforeArming = text
+				}
+				if lr.Replay == "" {
+					lr.Replay = replay(run, lever, t, dir, level)
+					lr.FailedRun = seedOf(run, lever, t)
+				}
+			}
 			continue
 		}
 		vr.Failed = true
@@ -325,7 +334,7 @@ func isLegTest(test, lever string) bool { return path.Base(test) == lever }
 func ownFailure(run SeedRun, lever, test string) (string, bool) {
 	out, failed := failedWithin(run, test)
 	own := testFailedOwn(run, lever, test)
-	if failed && (own || !hasRecord(run, test)) {
+	if failed && own {
 		return reasonWithin(run, test, out), true
 	}
 	for _, r := range run.Records {
@@ -348,6 +357,18 @@ func ownFailure(run SeedRun, lever, test string) (string, bool) {
 		return "the test had failed on its own account when its leg wrote the record (test_failed)", true
 	}
 	return "", false
+}
+
+// failedBeforeArming says whether test failed with no fault armed: it
+// failed, and no record names it (a record is written for each armed
+// fault, faultrecord.Record). Its setup failed, or it ended before its
+// first Arm: the failure is the setup's, not the claim's under fault.
+func failedBeforeArming(run SeedRun, test string) (string, bool) {
+	out, failed := failedWithin(run, test)
+	if !failed || hasRecord(run, test) {
+		return "", false
+	}
+	return reasonWithin(run, test, out), true
 }
 
 func testFailedOwn(run SeedRun, lever, test string) bool {

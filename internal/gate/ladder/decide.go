@@ -244,9 +244,21 @@ func decide(o *Outcome, s registry.Surface, res *contract.Result, opts Options) 
 		o.Owner, o.OwnerName = Component, s.Owner
 		l := failingLeg(o, res)
 		o.Verdict = legFinding(l.Verdict)
-		o.Action = fmt.Sprintf("fix %s (%s): leg %s is %s in isolation with seed %d (%s); reproduce with %s; file it as a fix: issue with the leg and the seed",
-			s.ID, s.Behavior, l.Lever, l.Verdict, l.FailedRun, l.Reason, replayenv.Prefix(l.Replay, o.replay))
-		o.Evidence = append(o.Evidence, "leg "+l.Lever+": "+l.Reason, "injector: "+l.Injector, "victim: "+l.Victim)
+		if plain, ok := plainTest(o, s); ok {
+			// The test armed no fault: the sentence is about it and its
+			// failure, and the leg is the contract's, run apart from it.
+			o.Action = fmt.Sprintf("%s; %s's contract, run in isolation apart from it, is RED: its leg %s is %s with %s (%s): fix %s (%s); %s; file it as a fix: issue with the test's failure and the leg's seed",
+				plain, s.ID, l.Lever, l.Verdict, seed.Seed(l.FailedRun).Say(), l.Reason, s.ID, s.Behavior, reproduce(replayenv.Prefix(l.Replay, o.replay)))
+			o.Evidence = append(o.Evidence, "the contract's leg "+l.Lever+", in isolation: "+l.Reason)
+			for _, e := range l.Landing() {
+				o.Evidence = append(o.Evidence, "the contract's leg "+l.Lever+", "+e)
+			}
+			return
+		}
+		o.Action = fmt.Sprintf("fix %s (%s): leg %s is %s in isolation with %s (%s); %s; file it as a fix: issue with the leg and the seed",
+			s.ID, s.Behavior, l.Lever, l.Verdict, seed.Seed(l.FailedRun).Say(), l.Reason, reproduce(replayenv.Prefix(l.Replay, o.replay)))
+		o.Evidence = append(o.Evidence, "leg "+l.Lever+": "+l.Reason)
+		o.Evidence = append(o.Evidence, l.Landing()...)
 	case verdict.Green:
 		flake := o.Reruns.Say()
 		// Capacity owns it only when the failure disappeared on a quiet
@@ -267,6 +279,9 @@ func decide(o *Outcome, s registry.Surface, res *contract.Result, opts Options) 
 		o.Owner = TestAuthor
 		o.Verdict = map[bool]Finding{true: GreenFlaky, false: GreenConsistent}[o.Reruns.Class != Consistent]
 		o.Action = fmt.Sprintf("fix the test or its fixture without loosening it (no added serialization, no wider timeouts, no weaker assertions): %s holds its contract in isolation, so the defect is in the test, its fixture or its envelope; %s", s.ID, flake)
+		if plain, ok := plainTest(o, s); ok {
+			o.Action = plain + "; " + o.Action
+		}
 	case verdict.CannotRun:
 		o.Owner, o.Verdict = FaultLayer, contractFinding(verdict.CannotRun)
 		o.Action = "repair the fault layer, then walk the ladder again"
@@ -275,13 +290,26 @@ func decide(o *Outcome, s registry.Surface, res *contract.Result, opts Options) 
 		o.Action = fmt.Sprintf("no leg of %s runs at level %d, so its contract cannot judge this failure: walk the ladder again at a level its legs run at (CONTESTED_LEVEL), or fix the test if it should not run here", s.ID, res.Level)
 	default:
 		o.Owner, o.Verdict = TestAuthor, contractFinding(verdict.Inconclusive)
-		var weak []string
+		var weak, setup []string
 		for _, l := range res.Legs {
+			if text, ok := l.FailedBeforeArming(); ok {
+				setup = append(setup, fmt.Sprintf("leg %s failed before its fault was armed: %s", l.Lever, text))
+				continue
+			}
 			if !l.Verdict.Pass() && l.Verdict != verdict.NotAtLevel {
 				weak = append(weak, fmt.Sprintf("%s is %s (%s)", l.Lever, l.Verdict, l.Reason))
 			}
 		}
-		o.Action = "make the contract decisive before judging the component: " + strings.Join(weak, "; ")
+		var says []string
+		if len(setup) > 0 {
+			// The claim under fault was never tested: the setup is what
+			// failed, and the test author's to fix.
+			says = append(says, "fix the leg's setup, then walk the ladder again: "+strings.Join(setup, "; ")+" (evidence about the setup, not about the claim under fault)")
+		}
+		if len(weak) > 0 {
+			says = append(says, "make the contract decisive before judging the component: "+strings.Join(weak, "; "))
+		}
+		o.Action = strings.Join(says, "; ")
 	}
 }
 
@@ -364,4 +392,32 @@ func undecided(o *Outcome, s registry.Surface, contractTest bool) {
 		o.Owner, o.OwnerName = Component, s.Owner
 	}
 	o.Action = fmt.Sprintf("not decided: %s; what is known: %s%s; finish it with go tool mage arbitrate %s", o.Incomplete, o.Reruns.Say(), because(o), o.Test)
+}
+
+// reproduce says how to reproduce a failing leg: its replay, or, when no
+// run recorded one, that it is missing (its seed is unknown, so no command
+// repeats its schedule).
+func reproduce(replay string) string {
+	if replay == "" {
+		return "no replay was recorded (its seed is unknown), so rerun its test with a fresh seed to reproduce it"
+	}
+	return "reproduce with " + replay
+}
+
+// plainTest says, for a failing test of s that is not one of its fault
+// legs (a plain Go test: it arms no fault, so no fault, lever or landing
+// evidence is its own), which test failed and how: the sentence its
+// decision opens with. ok is false for a leg, or an outcome with no test.
+func plainTest(o *Outcome, s registry.Surface) (string, bool) {
+	if o.Test == "" {
+		return "", false
+	}
+	if _, leg := legOf(s, o.Test); leg {
+		return "", false
+	}
+	failure := because(o)
+	if failure == "" {
+		failure = " (it reported no failure message)"
+	}
+	return fmt.Sprintf("%s, a plain test of %s that arms no fault, failed%s", o.Test, s.ID, failure), true
 }

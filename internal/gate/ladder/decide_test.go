@@ -111,6 +111,9 @@ func TestDecide(t *testing.T) {
 			Reruns{Runs: 3, Failures: 1, Class: "flaky"}, nil, Component, Finding(verdict.FailNondeterministic), []string{"leg reset"}, []string{"leg burst"}},
 		{"inconclusive is the test author's, never green", contract.Result{Contract: verdict.Inconclusive, Legs: []verdict.Leg{leg("reset", verdict.PassSmoke), leg("pool", verdict.NotAtLevel), leg("burst", verdict.InconclusiveFaultNotProven)}},
 			Reruns{Runs: 3, Failures: 3, Class: "consistent"}, saturated, TestAuthor, Finding(verdict.Inconclusive), []string{"burst is INCONCLUSIVE-fault-not-proven (because burst)", "decisive"}, []string{"reset is", "pool is", "holds its contract", "capacity"}},
+		{"a leg that failed before arming is its setup's to fix, not the component's", contract.Result{Contract: verdict.Inconclusive, Legs: []verdict.Leg{leg("reset", verdict.PassSmoke),
+			{Lever: "burst", Verdict: verdict.InconclusiveFaultNotProven, Reason: "seed 7: failed before its fault was armed: setup: no table", Runs: []verdict.Run{{Seed: 7, Attempted: true, FailedBeforeArming: "setup: no table"}}}}},
+			Reruns{Runs: 3, Failures: 3, Class: "consistent"}, nil, TestAuthor, Finding(verdict.Inconclusive), []string{"fix the leg's setup", "leg burst failed before its fault was armed: setup: no table", "not about the claim under fault"}, []string{"decisive", "reset is"}},
 		{"cannot run is the fault layer's", contract.Result{Contract: verdict.CannotRun, Legs: []verdict.Leg{leg("burst", verdict.InconclusiveEnv)}},
 			Reruns{}, nil, FaultLayer, Finding(verdict.CannotRun), []string{"repair the fault layer"}, nil},
 		{"not at this level says to walk at another level", contract.Result{Contract: verdict.NotAtThisLevel, Level: 1, Legs: []verdict.Leg{leg("burst", verdict.NotAtLevel)}},
@@ -143,6 +146,98 @@ func TestDecide(t *testing.T) {
 			for _, not := range tt.never {
 				if strings.Contains(o.Action, not) {
 					t.Errorf("action %q says %q", o.Action, not)
+				}
+			}
+		})
+	}
+}
+
+// TestARedLegSaysOnlyWhatWasRecorded: the action and evidence of a RED
+// contract name the seed, the replay and each side's landing evidence
+// only when a record holds them, and say what is missing otherwise: never
+// "seed 0", an empty "reproduce with", or an empty "injector: " or
+// "victim: " line.
+func TestARedLegSaysOnlyWhatWasRecorded(t *testing.T) {
+	s := registry.Surface{ID: "adopter.stock", Owner: "stock-team", Behavior: "an order is applied once"}
+	tests := []struct {
+		name        string
+		leg         verdict.Leg
+		says, never []string
+	}{
+		{"a leg with nothing recorded", verdict.Leg{Lever: "burst", Verdict: verdict.FailReproducible, Reason: "boom"},
+			[]string{"seed unknown", "no replay was recorded", "landing evidence: missing: "},
+			[]string{"seed 0", "reproduce with ;", "reproduce with  ", "CONTESTED_SEED=0"}},
+		{"a leg whose victim saw nothing recorded", verdict.Leg{Lever: "burst", Verdict: verdict.FailReproducible, Reason: "boom", FailedRun: 7, Replay: "CONTESTED_SEED=7 go test", Injector: "toxic read back"},
+			[]string{"seed 7", "reproduce with CONTESTED_SEED=7 go test", "injector: toxic read back", "victim: missing: "},
+			[]string{"seed unknown", "injector: missing"}},
+		{"a leg with every side recorded", verdict.Leg{Lever: "burst", Verdict: verdict.FailReproducible, Reason: "boom", FailedRun: 7, Replay: "CONTESTED_SEED=7 go test", Injector: "toxic read back", Victim: "ECONNRESET"},
+			[]string{"injector: toxic read back", "victim: ECONNRESET"},
+			[]string{"missing"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := &Outcome{}
+			decide(o, s, &contract.Result{Contract: verdict.Red, Legs: []verdict.Leg{tt.leg}}, Options{})
+			all := o.Action + "\n" + strings.Join(o.Evidence, "\n") + "\n"
+			for _, e := range o.Evidence {
+				if e == "injector: " || e == "victim: " {
+					t.Errorf("evidence holds the empty line %q", e)
+				}
+			}
+			for _, w := range tt.says {
+				if !strings.Contains(all, w) {
+					t.Errorf("action and evidence lack %q:\n%s", w, all)
+				}
+			}
+			for _, n := range tt.never {
+				if strings.Contains(all, n) {
+					t.Errorf("action and evidence say %q:\n%s", n, all)
+				}
+			}
+		})
+	}
+}
+
+// TestAPlainTestsDecisionNamesTheTestAndItsFailure: a failing test of a
+// surface that is none of its fault legs armed no fault, so the ladder's
+// action opens with the test and its failure, and the contract's leg is
+// named as the contract's, run apart from it; a leg's own failure still
+// reads as the leg's.
+func TestAPlainTestsDecisionNamesTheTestAndItsFailure(t *testing.T) {
+	s := registry.Surface{ID: "adopter.stock", Owner: "stock-team", Behavior: "an order is applied once", Legs: []string{"reset", "burst"}}
+	red := contract.Result{Contract: verdict.Red, Legs: []verdict.Leg{{Lever: "burst", Verdict: verdict.FailReproducible, Reason: "exactly-once violated", FailedRun: 7, Replay: "CONTESTED_SEED=7 go test", Injector: "toxic read back", Victim: "ECONNRESET"}}}
+	green := contract.Result{Contract: verdict.Green, Legs: []verdict.Leg{leg("burst", verdict.PassSmoke)}}
+	tests := []struct {
+		name        string
+		test        string
+		res         contract.Result
+		says, never []string
+	}{
+		{"a plain test beside a RED contract", "TestStockReport", red,
+			[]string{"TestStockReport, a plain test of adopter.stock that arms no fault, failed: report_test.go:5: want 2 rows", "adopter.stock's contract, run in isolation apart from it, is RED: its leg burst",
+				"the contract's leg burst, in isolation: exactly-once violated", "the contract's leg burst, injector: toxic read back"},
+			[]string{"issue with the leg and the seed", "\ninjector: "}},
+		{"a plain test beside a GREEN contract", "TestStockReport", green,
+			[]string{"TestStockReport, a plain test of adopter.stock that arms no fault, failed: report_test.go:5: want 2 rows; fix the test"},
+			[]string{"injector", "victim"}},
+		{"a leg is still a leg", "TestStockContract/burst", red,
+			[]string{"fix adopter.stock (an order is applied once): leg burst is FAIL-reproducible", "\ninjector: toxic read back"},
+			[]string{"plain test"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := &Outcome{Test: tt.test, Reason: "report_test.go:5: want 2 rows", Reruns: Reruns{Runs: 3, Failures: 3, Class: Consistent}}
+			res := tt.res
+			decide(o, s, &res, Options{})
+			all := o.Action + "\n" + strings.Join(o.Evidence, "\n")
+			for _, w := range tt.says {
+				if !strings.Contains(all, w) {
+					t.Errorf("decision lacks %q:\n%s", w, all)
+				}
+			}
+			for _, n := range tt.never {
+				if strings.Contains(all, n) {
+					t.Errorf("decision says %q:\n%s", n, all)
 				}
 			}
 		})

@@ -86,8 +86,23 @@ func NewPlain(pkg, test, output string) Plain {
 		return PackageFailure(pkg, output, -1)
 	}
 	p := Plain{Package: pkg, Test: test, Owner: PlainOwner, FirstLine: contract.FirstFailureLine(output)}
-	p.Action = fmt.Sprintf("run it alone with go test %s -run '%s' -count=1 -v, or walk the ladder for it: go tool mage arbitrate %s", where(pkg), seed.RunPattern(test), test)
+	p.Action = fmt.Sprintf("run it alone with %s, or walk the ladder for it: go tool mage arbitrate %s", aloneCommand(pkg, test), test)
 	return p
+}
+
+// aloneCommand runs test alone, verbosely.
+func aloneCommand(pkg, test string) string {
+	return fmt.Sprintf("go test %s -run '%s' -count=1 -v", where(pkg), seed.RunPattern(test))
+}
+
+// Commands are the commands p's action can name for a reader to run: its
+// replay, the command that runs it alone and the one that walks it. A
+// Markdown writer shows them as code (markdown.Prose).
+func (p Plain) Commands() []string {
+	if p.Test == "" {
+		return nil
+	}
+	return []string{p.Replay, aloneCommand(p.Package, p.Test), "go tool mage arbitrate " + p.Test}
 }
 
 func where(pkg string) string {

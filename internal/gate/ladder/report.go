@@ -7,6 +7,8 @@ import (
 
 	"github.com/contested/contested/internal/gate/verdict"
 	"github.com/contested/contested/internal/markdown"
+	"github.com/contested/contested/internal/replayenv"
+	"github.com/contested/contested/internal/seed"
 	"github.com/contested/contested/internal/terminal"
 )
 
@@ -91,12 +93,27 @@ func (o *Outcome) Issue() string {
 	if o.Step >= 3 {
 		fmt.Fprintf(&b, "| the test alone | failed %d of %d reruns (%s) |\n", o.Reruns.Failures, o.Reruns.Runs, markdown.Text(string(o.Reruns.Class)))
 	}
+	var replays []string
 	for _, l := range o.Legs {
-		if l.Verdict.Fail() {
-			fmt.Fprintf(&b, "| leg | %s: %s |\n| seed | `%d` |\n| replay | %s |\n", markdown.CellCode(l.Lever), markdown.Text(string(l.Verdict)), l.FailedRun, markdown.CellCode(l.Replay))
+		if !l.Verdict.Fail() {
+			continue
+		}
+		fmt.Fprintf(&b, "| leg | %s: %s |\n", markdown.CellCode(l.Lever), markdown.Text(string(l.Verdict)))
+		if l.FailedRun != 0 {
+			fmt.Fprintf(&b, "| seed | `%d` |\n", l.FailedRun)
+		} else {
+			b.WriteString("| seed | unknown: no record named it, so no replay repeats its schedule |\n")
+		}
+		if l.Replay != "" {
+			// Below the table: in a cell its pipes would be escaped, and
+			// the escapes copied with it.
+			replays = append(replays, fmt.Sprintf("**Replay (%s):** %s\n", markdown.Text(l.Lever), markdown.Command(l.Replay)))
 		}
 	}
-	fmt.Fprintf(&b, "\n**Action:** %s\n", markdown.Text(d.Action))
+	if len(replays) > 0 {
+		b.WriteString("\n" + strings.Join(replays, "\n"))
+	}
+	fmt.Fprintf(&b, "\n**Action:** %s\n", markdown.Prose(d.Action, o.Commands()...))
 	if len(o.Evidence) > 0 || len(o.Contended) > 0 {
 		b.WriteString("\n**Evidence**\n\n")
 		for _, e := range append(append([]string(nil), o.Evidence...), o.Contended...) {
@@ -117,7 +134,7 @@ func headline(o *Outcome) string {
 	case Component:
 		for _, l := range o.Legs {
 			if l.Verdict.Fail() {
-				return fmt.Sprintf("%s leg is %s (seed %d)", l.Lever, l.Verdict, l.FailedRun)
+				return fmt.Sprintf("%s leg is %s (%s)", l.Lever, l.Verdict, seed.Seed(l.FailedRun).Say())
 			}
 		}
 		return "contract RED"
@@ -135,4 +152,20 @@ func headline(o *Outcome) string {
 		return "its package " + o.PackageFailure.What
 	}
 	return fmt.Sprintf("%s while the contract is %s", o.Verdict, o.Contract)
+}
+
+// Commands are the commands the outcome's action can name for a reader to
+// run: its replay, each failing leg's, and the command that walks it
+// again. A Markdown writer shows them as code (markdown.Prose).
+func (o *Outcome) Commands() []string {
+	cmds := []string{o.Replay}
+	for _, l := range o.Legs {
+		if l.Replay != "" {
+			cmds = append(cmds, replayenv.Prefix(l.Replay, o.replay), l.Replay)
+		}
+	}
+	if o.Test != "" {
+		cmds = append(cmds, "go tool mage arbitrate "+o.Test)
+	}
+	return cmds
 }

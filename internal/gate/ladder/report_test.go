@@ -42,9 +42,16 @@ func TestTheSummaryAndTheIssueSayWhereTheLadderEnded(t *testing.T) {
 				"burst             FAIL-reproducible  exactly-once violated", "owner   component (stock-team)\n", "          leg burst: exactly-once violated\n"},
 			[]string{"FAILED", "none"},
 			[]string{"fix: adopter.stock: burst leg is FAIL-reproducible \\(seed 7\\)\n", "| owner | component \\(stock-team\\) |", "| the test alone | failed 3 of 3 reruns (consistent) |",
-				"| leg | `burst`: FAIL-reproducible |\n| seed | `7` |\n| replay | `CONTESTED_SEED=7 go test -run burst` |", "**Evidence**\n\n- leg burst: exactly-once violated\n",
+				"| leg | `burst`: FAIL-reproducible |\n| seed | `7` |\n", "\n**Replay (burst):** `CONTESTED_SEED=7 go test -run burst`\n", "**Evidence**\n\n- leg burst: exactly-once violated\n",
 				"**Leg verdicts", "| reset | PASS-smoke | a \\| b |"},
-			[]string{"`reset`:"}},
+			[]string{"`reset`:", "| replay |"}},
+		{"a failing leg whose seed is unknown, with a replay a table cell would mangle", Outcome{Test: "TestStockContract/burst", Surface: stock, Step: 3, Owner: Component,
+			Contract: verdict.Red, Legs: []verdict.Leg{{Lever: "burst", Verdict: verdict.FailNondeterministic, Reason: "boom", Replay: "go test ./x -run '^A|B$' | tee `out`_*<$(x)>"}},
+			Verdict: Finding(verdict.FailNondeterministic)},
+			nil, nil,
+			[]string{"fix: adopter.stock: burst leg is FAIL-nondeterministic \\(seed unknown\\)\n", "| seed | unknown: ",
+				"\n**Replay (burst):** ``go test ./x -run '^A|B$' | tee `out`_*<$(x)>``\n"},
+			[]string{"seed 0", "`0`", "CONTESTED_SEED=0", "| replay |", `\|B`}},
 		{"a RED contract without a failing leg", Outcome{Test: "TestStockContract/burst", Surface: stock, Step: 3, Owner: Component, Contract: verdict.Red},
 			[]string{"owner   component\n"},
 			[]string{"owner   component ("},
@@ -140,4 +147,15 @@ func TestTheIssueAndTheSummaryShowHostileTextAsData(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTheIssueShowsTheCommandsItsActionNamesAsCode: the issue body's action
+// shows the replay and the arbitrate command it names as code spans with
+// the command's bytes, the rest of the sentence as escaped text.
+func TestTheIssueShowsTheCommandsItsActionNamesAsCode(t *testing.T) {
+	replay := "CONTESTED_SEED=7 go test ./my_pkg -run '^TestA_b$' -count=1"
+	o := Outcome{Test: "TestA_b", Step: 3, Owner: TestAuthor, Replay: replay,
+		Action: "it fails every time alone: reproduce with " + replay + " and fix *it*; walk it again: go tool mage arbitrate TestA_b"}
+	says(t, "Issue", o.Issue(), []string{"**Action:** it fails every time alone: reproduce with `" + replay + "` and fix \\*it\\*; walk it again: `go tool mage arbitrate TestA_b`\n"},
+		[]string{`my\_pkg`, `arbitrate TestA\_b`})
 }

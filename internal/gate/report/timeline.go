@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/seed"
 )
 
 // Timeline draws the run's fault windows on one time axis as an inline
@@ -75,7 +76,7 @@ func windowEnd(r faultrecord.Record) time.Time {
 // window was and what it hit.
 func windowTitle(r faultrecord.Record, start time.Time) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\nleg %s (%s), seed %d; armed +%s", r.Test, r.Leg, r.Class, r.Seed, r.ArmedAt.Sub(start).Round(time.Millisecond))
+	fmt.Fprintf(&b, "%s\nleg %s (%s), %s; armed +%s", r.Test, r.Leg, r.Class, seed.Seed(r.Seed).Say(), r.ArmedAt.Sub(start).Round(time.Millisecond))
 	if r.Fired && !r.FiredAt.IsZero() {
 		fmt.Fprintf(&b, ", fired +%s", r.FiredAt.Sub(start).Round(time.Millisecond))
 	} else {

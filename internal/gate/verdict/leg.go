@@ -93,3 +93,35 @@ type Decision struct {
 // Say is the decision in a few words: "owner component (stock-team):
 // FAIL-reproducible".
 func (d Decision) Say() string { return "owner " + d.Owner + ": " + d.Verdict }
+
+// Landing says what the leg's records show of its fault landing, one line
+// per side: "injector: …" and "victim: …" when recorded, and, for a side
+// that was not, that it is missing and why that matters, so no reader
+// sees an empty "victim: " and takes it for evidence.
+func (l Leg) Landing() []string {
+	switch {
+	case l.Injector == "" && l.Victim == "":
+		return []string{"landing evidence: missing: no record of the leg holds what the injector or the component saw, so nothing ties the failure to its fault landing"}
+	case l.Injector == "":
+		return []string{"injector: missing: no record holds what the armer saw, so nothing shows the fault was in place", "victim: " + l.Victim}
+	case l.Victim == "":
+		return []string{"injector: " + l.Injector, "victim: missing: no record holds what the component saw, so nothing shows the fault reached it"}
+	}
+	return []string{"injector: " + l.Injector, "victim: " + l.Victim}
+}
+
+// FailedBeforeArming is the failure of the leg's first run whose test
+// failed before its fault was armed, when that is what decided its
+// verdict: the leg's evidence is about its setup, and no writer may read
+// it as falsifying the claim under fault.
+func (l Leg) FailedBeforeArming() (string, bool) {
+	if l.Verdict != InconclusiveFaultNotProven {
+		return "", false
+	}
+	for _, r := range l.Runs {
+		if r.FailedBeforeArming != "" {
+			return r.FailedBeforeArming, true
+		}
+	}
+	return "", false
+}

@@ -12,8 +12,10 @@
 //     account (an oracle or assertion, not the fault failing to fire);
 //     reproducible when the rerun with the same seed failed again. A FAIL
 //     outranks every later rule, including an unproven fault.
-//  4. INCONCLUSIVE-fault-not-proven: a fault was armed and not proven to
-//     land, or never armed at all.
+//  4. INCONCLUSIVE-fault-not-proven: a test of the leg failed before its
+//     fault was armed (its setup failed: evidence about the setup, not the
+//     claim under fault, so never a FAIL), or a fault was armed and not
+//     proven to land, or none was armed at all.
 //  5. PARTIAL-surface: the test passed but reported no oracle.
 //  6. INCONCLUSIVE-oracle-too-weak: an oracle could not decide (any result
 //     but "held": "unknown", or one nobody defined).
@@ -43,6 +45,7 @@ import (
 	"strings"
 
 	"github.com/contested/contested/faultrecord"
+	"github.com/contested/contested/internal/seed"
 )
 
 // CoverageFloor is the fewest fired faults across a leg's seeds that can
@@ -82,6 +85,10 @@ func (v Verdict) Pass() bool { return v == PassSmoke || v == PassHardening }
 // Fail reports whether v is one of the two failures.
 func (v Verdict) Fail() bool { return v == FailReproducible || v == FailNondeterministic }
 
+// BeforeArming opens the reason of a leg whose test failed before its
+// fault was armed; FailedBeforeArming looks for it.
+const BeforeArming = "failed before its fault was armed:"
+
 // Run is the evidence of one seed's run of a leg.
 type Run struct {
 	Seed       int64  `json:"seed"`
@@ -91,6 +98,11 @@ type Run struct {
 	// assertion), not merely because its fault did not fire.
 	Failed      bool   `json:"failed"`
 	FailureText string `json:"failure,omitempty"`
+	// FailedBeforeArming is the failure of a test of the leg that failed
+	// with no fault armed (no record names it: its setup failed, or it
+	// called t.Fatal before its first Arm). It is evidence about the
+	// setup, not about the claim under fault, so it is never Failed.
+	FailedBeforeArming string `json:"failed_before_arming,omitempty"`
 	// Reproduced is set for a failed run that was rerun with the same seed:
 	// true when the rerun failed too.
 	Reproduced *bool                   `json:"reproduced,omitempty"`
@@ -130,11 +142,16 @@ func Assign(runs []Run, hardeningSeeds int) (Verdict, string) {
 		case r.Reproduced == nil:
 			// Without a rerun there is no reproducer: the strict reading
 			// of the tree, said plainly, and what settles it.
-			return FailNondeterministic, fmt.Sprintf("seed %d failed, and no rerun has shown yet whether it reproduces (the run ended before its reruns; its replay settles it): %s", r.Seed, r.FailureText)
+			return FailNondeterministic, fmt.Sprintf("%s failed, and no rerun has shown yet whether it reproduces (the run ended before its reruns; its replay settles it): %s", say(r.Seed), r.FailureText)
 		case *r.Reproduced:
-			return FailReproducible, fmt.Sprintf("seed %d failed, and again on rerun: %s", r.Seed, r.FailureText)
+			return FailReproducible, fmt.Sprintf("%s failed, and again on rerun: %s", say(r.Seed), r.FailureText)
 		}
-		return FailNondeterministic, fmt.Sprintf("seed %d failed once and passed on rerun: %s", r.Seed, r.FailureText)
+		return FailNondeterministic, fmt.Sprintf("%s failed once and passed on rerun: %s", say(r.Seed), r.FailureText)
+	}
+	for _, r := range runs {
+		if r.FailedBeforeArming != "" {
+			return InconclusiveFaultNotProven, fmt.Sprintf("%s: %s %s", say(r.Seed), BeforeArming, r.FailedBeforeArming)
+		}
 	}
 	armed, fired := 0, 0
 	for _, r := range runs {
@@ -142,10 +159,10 @@ func Assign(runs []Run, hardeningSeeds int) (Verdict, string) {
 			continue
 		}
 		if r.Armed == 0 {
-			return InconclusiveFaultNotProven, fmt.Sprintf("seed %d ran without arming its fault", r.Seed)
+			return InconclusiveFaultNotProven, fmt.Sprintf("%s ran without arming its fault", say(r.Seed))
 		}
 		if r.Fired < r.Armed {
-			return InconclusiveFaultNotProven, fmt.Sprintf("seed %d armed %d faults and %d were proven to land", r.Seed, r.Armed, r.Fired)
+			return InconclusiveFaultNotProven, fmt.Sprintf("%s armed %d faults and %d were proven to land", say(r.Seed), r.Armed, r.Fired)
 		}
 		armed += r.Armed
 		fired += r.Fired
@@ -154,10 +171,10 @@ func Assign(runs []Run, hardeningSeeds int) (Verdict, string) {
 	// so the verdict does not depend on the order of the seeds or oracles.
 	for _, r := range runs {
 		if r.Attempted && len(r.Oracles) == 0 {
-			return PartialSurface, fmt.Sprintf("seed %d passed but reported no oracle: no model-level check ran", r.Seed)
+			return PartialSurface, fmt.Sprintf("%s passed but reported no oracle: no model-level check ran", say(r.Seed))
 		}
 		if r.Attempted && len(r.Unchecked) > 0 {
-			return PartialSurface, fmt.Sprintf("seed %d: %s reported no oracle: part of the leg was never checked", r.Seed, strings.Join(r.Unchecked, ", "))
+			return PartialSurface, fmt.Sprintf("%s: %s reported no oracle: part of the leg was never checked", say(r.Seed), strings.Join(r.Unchecked, ", "))
 		}
 	}
 	for _, r := range runs {
@@ -165,11 +182,11 @@ func Assign(runs []Run, hardeningSeeds int) (Verdict, string) {
 			switch o.Result {
 			case "held":
 			case "unknown":
-				return InconclusiveOracleTooWeak, fmt.Sprintf("seed %d: oracle %s could not decide: %s", r.Seed, o.Name, o.Detail)
+				return InconclusiveOracleTooWeak, fmt.Sprintf("%s: oracle %s could not decide: %s", say(r.Seed), o.Name, o.Detail)
 			default:
 				// Only "held" is a decision in the leg's favour: a result
 				// nobody defined is not one.
-				return InconclusiveOracleTooWeak, fmt.Sprintf("seed %d: oracle %s reported %q, not held: %s", r.Seed, o.Name, o.Result, o.Detail)
+				return InconclusiveOracleTooWeak, fmt.Sprintf("%s: oracle %s reported %q, not held: %s", say(r.Seed), o.Name, o.Result, o.Detail)
 			}
 		}
 	}
@@ -177,7 +194,7 @@ func Assign(runs []Run, hardeningSeeds int) (Verdict, string) {
 	for _, r := range runs {
 		for _, o := range r.Oracles {
 			if o.OpsChecked < o.OpsProduced {
-				return PartialModel, fmt.Sprintf("seed %d: oracle %s checked %d of %d operations", r.Seed, o.Name, o.OpsChecked, o.OpsProduced)
+				return PartialModel, fmt.Sprintf("%s: oracle %s checked %d of %d operations", say(r.Seed), o.Name, o.OpsChecked, o.OpsProduced)
 			}
 			checked += o.OpsChecked
 		}
@@ -283,3 +300,6 @@ func Surface(legs []Verdict) Contract {
 	}
 	return Inconclusive
 }
+
+// say names a run's seed, or says it is unknown (0: no record named it).
+func say(s int64) string { return seed.Seed(s).Say() }

@@ -112,3 +112,25 @@ func TestTheReasonSaysWhatTheSeedsRan(t *testing.T) {
 		})
 	}
 }
+
+// TestAReasonNeverSaysSeedZero: a run no record gave a seed is "seed
+// unknown" in every reason, never "seed 0", which no replay can repeat.
+func TestAReasonNeverSaysSeedZero(t *testing.T) {
+	tests := []struct {
+		name string
+		run  Run
+	}{
+		{"a failure", Run{Attempted: true, Failed: true, FailureText: "boom"}},
+		{"a run that armed nothing", Run{Attempted: true}},
+		{"a fault that did not land", Run{Attempted: true, Armed: 2, Fired: 1}},
+		{"a run with no oracle", Run{Attempted: true, Armed: 1, Fired: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, reason := Assign([]Run{tt.run}, 3)
+			if strings.Contains(reason, "seed 0") || !strings.Contains(reason, "seed unknown") {
+				t.Errorf("reason %q: want seed unknown, never seed 0", reason)
+			}
+		})
+	}
+}
