@@ -521,6 +521,9 @@ func (v *validation) finishReused(start time.Time) error {
 		fmt.Fprintf(v.out, "validate: saved %s\n", path)
 	}
 	publishCI(v.env.ModuleRoot, rep.ciRun(), v.out)
+	// The findings come before the verdict: the verdict line is the last
+	// line a run prints, where a reader and a CI log end.
+	v.writeFindings(nil)
 	fmt.Fprintf(v.out, "\nvalidate: %s in %s, all reused: every package and surface matched a certificate of an earlier GREEN, certified run, so nothing ran and no fault fired now; this verdict is theirs (-full runs everything)\n",
 		color.GreenString("GREEN"), rep.Took.Round(time.Second))
 	return nil

@@ -222,7 +222,7 @@ func Validate(ctx context.Context, opts ValidateOptions) error {
 	defer v.reuse.close()
 	v.rep.Reuse = v.reuse.rep
 	if v.reuse.rep.All {
-		return v.endReused(start)
+		return v.finishReused(start)
 	}
 	opts.Patterns = v.reuse.patterns(opts.Patterns)
 	l, err := v.layerUp(ctx, cfg)
@@ -351,44 +351,4 @@ func indent(s, prefix string) string {
 		return ""
 	}
 	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix) + "\n"
-}
-
-// endReused ends a run that reused everything: finishReused's verdict,
-// then the findings. The verdict line is the last line the run prints (a
-// reader, and a CI log, end on it), so what finishReused prints last, its
-// verdict, is held back until the findings are written.
-func (v *validation) endReused(start time.Time) error {
-	out := v.out
-	held := &holdLast{w: out}
-	v.out = held
-	err := v.finishReused(start)
-	v.out = out
-	v.writeFindings(nil)
-	held.release()
-	return err
-}
-
-// holdLast passes every write on to w but the last, which it holds until
-// release: the one that must come after whatever is printed in between.
-type holdLast struct {
-	w    io.Writer
-	last []byte
-}
-
-func (h *holdLast) Write(p []byte) (int, error) {
-	if h.last != nil {
-		if _, err := h.w.Write(h.last); err != nil {
-			return 0, err
-		}
-	}
-	h.last = append([]byte(nil), p...)
-	return len(p), nil
-}
-
-// release writes the held write.
-func (h *holdLast) release() {
-	if h.last != nil {
-		h.w.Write(h.last)
-		h.last = nil
-	}
 }

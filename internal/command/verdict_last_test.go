@@ -29,7 +29,7 @@ func TestAReusedGreenEndsOnItsVerdict(t *testing.T) {
 		rep:   &ValidateReport{RunID: "green-run"},
 		reuse: &reuse{rep: &ReuseReport{On: true, All: true}},
 	}
-	if err := v.endReused(time.Now()); err != nil {
+	if err := v.finishReused(time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
