@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/contested/contested/internal/faultdir"
+	"github.com/contested/contested/internal/registry"
 	"github.com/contested/contested/internal/rundir"
 	"github.com/contested/contested/internal/runenv"
 )
@@ -45,6 +46,7 @@ func TestARunThatReusesEverythingKeepsNoEarlierEvidence(t *testing.T) {
 	}
 	v := &validation{
 		out:   io.Discard,
+		reg:   &registry.Registry{},
 		env:   runenv.Env{ResultsDir: rundir.Dir(root), RunID: "green-run"},
 		rep:   &ValidateReport{RunID: "green-run"},
 		reuse: &reuse{rep: &ReuseReport{On: true, All: true}},
