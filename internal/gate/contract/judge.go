@@ -334,8 +334,12 @@ func isLegTest(test, lever string) bool { return path.Base(test) == lever }
 func ownFailure(run SeedRun, lever, test string) (string, bool) {
 	out, failed := failedWithin(run, test)
 	own := testFailedOwn(run, lever, test)
-	if failed && own {
-		return reasonWithin(run, test, out), true
+	if failed {
+		// A failure with no fault record is the leg's own when an oracle
+		// said the promise broke; else its setup's (failedBeforeArming).
+		if text := reasonWithin(run, test, out); own || !hasRecord(run, test) && (violated(text) || violated(out)) {
+			return text, true
+		}
 	}
 	for _, r := range run.Records {
 		if r.Leg != lever || r.Test != test {
@@ -360,16 +364,27 @@ func ownFailure(run SeedRun, lever, test string) (string, bool) {
 }
 
 // failedBeforeArming says whether test failed with no fault armed: it
-// failed, and no record names it (a record is written for each armed
-// fault, faultrecord.Record). Its setup failed, or it ended before its
-// first Arm: the failure is the setup's, not the claim's under fault.
+// failed, no record names it (a record is written for each armed fault,
+// faultrecord.Record), and no oracle said its promise was broken. Its
+// setup failed, or it ended before its first Arm: the failure is the
+// setup's, not the claim's under fault. An oracle that found a violation
+// before any fault was armed falsified the claim without one, and that
+// stays the component's failure (ownFailure).
 func failedBeforeArming(run SeedRun, test string) (string, bool) {
 	out, failed := failedWithin(run, test)
 	if !failed || hasRecord(run, test) {
 		return "", false
 	}
-	return reasonWithin(run, test, out), true
+	text := reasonWithin(run, test, out)
+	if violated(text) || violated(out) {
+		return "", false
+	}
+	return text, true
 }
+
+// violated says whether an oracle's verdict in text found the promise
+// broken: the oracles print "oracle <name>: VIOLATED".
+func violated(text string) bool { return strings.Contains(text, "VIOLATED") }
 
 func testFailedOwn(run SeedRun, lever, test string) bool {
 	for _, r := range run.Records {

@@ -49,7 +49,7 @@ func TestPContract(t *testing.T) {
 		mark("reset")
 		t.Logf("reset: 15 tenures, 15 acquires, 15 loss checks")
 		if os.Getenv("CONTESTED_SEED") == "42" {
-			t.Fatalf("could not acquire the lock within 4s")
+			t.Fatalf("oracle lock-liveness: VIOLATED: could not acquire the lock within 4s")
 		}
 	})
 	t.Run("burst", func(t *testing.T) {
@@ -80,7 +80,7 @@ func TestAFailingLegIsRerunAloneWithTheSeedItStartedWith(t *testing.T) {
 	const replay = "CONTESTED_SEED=42 go test ./p -run '^TestPContract$/^reset$' -count=1"
 	opts.Starts = []legstart.Start{{Test: "TestPContract/reset", Package: "example.com/m/p", Leg: "reset", Seed: 42, Replay: replay}}
 	opts.Seen = &battery.Result{Tests: []battery.Test{{Package: "example.com/m/p", Name: "TestPContract/reset", Action: "fail",
-		Failure: "p_test.go:24: could not acquire the lock within 4s", Output: "    p_test.go:22: reset: 15 tenures, 15 acquires, 15 loss checks\n    p_test.go:24: could not acquire the lock within 4s\n"}}}
+		Failure: "p_test.go:24: oracle lock-liveness: VIOLATED: could not acquire the lock within 4s", Output: "    p_test.go:22: reset: 15 tenures, 15 acquires, 15 loss checks\n    p_test.go:24: oracle lock-liveness: VIOLATED: could not acquire the lock within 4s\n"}}}
 	o, err := Walk(context.Background(), "example.com/m/p.TestPContract/reset", opts)
 	if err != nil {
 		t.Fatal(err)
