@@ -115,8 +115,20 @@ func Migrate(ctx context.Context, db DB, ports []int) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('`+TableName+`'))`); err != nil {
 		return fmt.Errorf("migrate %s: lock: %w", TableName, err)
 	}
-	if _, err := tx.Exec(ctx, schema); err != nil {
-		return fmt.Errorf("migrate %s: %w", TableName, err)
+	// ALTER TABLE takes the table's ACCESS EXCLUSIVE lock even when its
+	// column exists, and while it waits for any open transaction on the
+	// table, every renewal queues behind it: one leg starting beside a
+	// long transaction would stall every other leg's lease. The schema is
+	// applied only when the table lacks it.
+	var current bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_attribute
+		WHERE attrelid = to_regclass('`+TableName+`') AND attname = 'token' AND NOT attisdropped)`).Scan(&current); err != nil {
+		return fmt.Errorf("migrate %s: read the schema: %w", TableName, err)
+	}
+	if !current {
+		if _, err := tx.Exec(ctx, schema); err != nil {
+			return fmt.Errorf("migrate %s: %w", TableName, err)
+		}
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO fault_port_leases (port) SELECT unnest($1::int[]) ON CONFLICT DO NOTHING`, ports); err != nil {
 		return fmt.Errorf("migrate %s: add ports: %w", TableName, err)

@@ -648,3 +648,27 @@ func proxiedTable(t *testing.T, l *faultlayer.Layer, name string, ports []int) (
 	}
 	return tbl, proxy
 }
+
+// TestMigrateDoesNotWaitBehindAnOpenTransaction: a leg that starts while
+// another holds a row of the lease table in an open transaction migrates
+// at once. A migration that took the table's exclusive lock would wait for
+// that transaction, and every renewal of every other lease would queue
+// behind it: a shared table stalled by one slow leg.
+func TestMigrateDoesNotWaitBehindAnOpenTransaction(t *testing.T) {
+	l := faulttest.Layer(t)
+	ctx := context.Background()
+	ports := privatePorts(t, 41131)
+	tx, err := l.DB().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT port FROM `+lease.TableName+` WHERE port = $1 FOR UPDATE`, ports[0]); err != nil {
+		t.Fatal(err)
+	}
+	bound, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := lease.Migrate(bound, l.DB(), []int{41132}); err != nil {
+		t.Fatalf("Migrate beside an open transaction on the table: %v; want it to take no lock that waits for that transaction", err)
+	}
+}
