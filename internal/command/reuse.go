@@ -88,8 +88,8 @@ type reuse struct {
 	files  map[string][]string
 	source *touched.Source
 	certs  *certify.Set
-	pkgs     map[string]certify.Certificate // reused packages
-	surfs    map[string]certify.Certificate // reused surfaces
+	pkgs   map[string]certify.Certificate // reused packages
+	surfs  map[string]certify.Certificate // reused surfaces
 	// changed are the surfaces whose certificate is for other inputs,
 	// with why: they run deeper.
 	changed map[string]string
