@@ -92,9 +92,9 @@ func (lr *building) addRun(run SeedRun, lever, dir string, level int) bool {
 		if !slices.Contains(lr.Tests, t) {
 			lr.Tests = append(lr.Tests, t)
 		}
-		text, failed := ownFailure(run, lever, t)
-		if !failed {
-			if text, ok := failedBeforeArming(run, t); ok {
+		text, how := ownFailure(run, lever, t)
+		if how != failedOwn {
+			if how == beforeArming {
 				if vr.FailedBeforeArming == "" {
 					vr.FailedBeforeArming = text
 				}
@@ -328,17 +328,34 @@ func legTests(run SeedRun, lever string) map[string]bool {
 
 func isLegTest(test, lever string) bool { return path.Base(test) == lever }
 
-// ownFailure says whether test failed on its own account in run, and how:
-// its failure output when it has one, else the oracle or the record that
-// says so (records alone, as program-gate has them).
-func ownFailure(run SeedRun, lever, test string) (string, bool) {
+// legFailure is how a leg's test failed in one run.
+type legFailure int
+
+const (
+	passed       legFailure = iota
+	failedOwn               // failed on its own account: the claim under fault
+	beforeArming            // failed with no fault armed and no oracle's violation: its setup's
+)
+
+// ownFailure says whether test failed in run, and how: its failure output
+// when it has one, else the oracle or the record that says so (records
+// alone, as program-gate has them). A failure no fault record names (a
+// record is written for each armed fault, faultrecord.Record) is the
+// leg's own when an oracle said the promise broke: it broke without a
+// fault. Else it is beforeArming: its setup failed, or it ended before its
+// first Arm, which is evidence about the setup, not the claim.
+func ownFailure(run SeedRun, lever, test string) (string, legFailure) {
 	out, failed := failedWithin(run, test)
 	own := testFailedOwn(run, lever, test)
 	if failed {
-		// A failure with no fault record is the leg's own when an oracle
-		// said the promise broke; else its setup's (failedBeforeArming).
-		if text := reasonWithin(run, test, out); own || !hasRecord(run, test) && (violated(text) || violated(out)) {
-			return text, true
+		text := reasonWithin(run, test, out)
+		switch {
+		case own:
+			return text, failedOwn
+		case !hasRecord(run, test) && (violated(text) || violated(out)):
+			return text, failedOwn
+		case !hasRecord(run, test):
+			return text, beforeArming
 		}
 	}
 	for _, r := range run.Records {
@@ -348,38 +365,19 @@ func ownFailure(run SeedRun, lever, test string) (string, bool) {
 		for _, o := range r.Oracles {
 			if o.Result == "violated" {
 				if failed {
-					return reasonWithin(run, test, out), true
+					return reasonWithin(run, test, out), failedOwn
 				}
 				if strings.Contains(o.Detail, o.Name) {
-					return o.Detail, true
+					return o.Detail, failedOwn
 				}
-				return fmt.Sprintf("oracle %s violated: %s", o.Name, o.Detail), true
+				return fmt.Sprintf("oracle %s violated: %s", o.Name, o.Detail), failedOwn
 			}
 		}
 	}
 	if own {
-		return "the test had failed on its own account when its leg wrote the record (test_failed)", true
+		return "the test had failed on its own account when its leg wrote the record (test_failed)", failedOwn
 	}
-	return "", false
-}
-
-// failedBeforeArming says whether test failed with no fault armed: it
-// failed, no record names it (a record is written for each armed fault,
-// faultrecord.Record), and no oracle said its promise was broken. Its
-// setup failed, or it ended before its first Arm: the failure is the
-// setup's, not the claim's under fault. An oracle that found a violation
-// before any fault was armed falsified the claim without one, and that
-// stays the component's failure (ownFailure).
-func failedBeforeArming(run SeedRun, test string) (string, bool) {
-	out, failed := failedWithin(run, test)
-	if !failed || hasRecord(run, test) {
-		return "", false
-	}
-	text := reasonWithin(run, test, out)
-	if violated(text) || violated(out) {
-		return "", false
-	}
-	return text, true
+	return "", passed
 }
 
 // violated says whether an oracle's verdict in text found the promise
